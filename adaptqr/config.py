@@ -1,0 +1,85 @@
+"""Every ``ADAPTQR_*`` environment variable, read in one place.
+
+Variables (read at each call through :func:`get`, so tests and users may change them at
+run time):
+
+``ADAPTQR_PATH``
+    Force one path by name for every call (as ``adaptqr.geqrf(A, path=...)``). Unknown
+    names, or a path that cannot take the input, raise; there is no silent fallback.
+``ADAPTQR_LOG``
+    The dispatch decisions log. Unset/``0``: records are kept only in the in-memory ring
+    buffer when it is enabled by :func:`adaptqr.log.enable`; ``1``: also mirror each record
+    to ``logging.getLogger("adaptqr.dispatch")``; any other value: a path to a JSON-lines
+    file that records are appended to.
+``ADAPTQR_LOG_SIZE``
+    Ring buffer length of the decisions log (default 256).
+``ADAPTQR_GRAPHS``
+    ``0`` turns CUDA-graph capture and replay off (default on).
+``ADAPTQR_GRAPH_ENTRIES`` / ``ADAPTQR_GRAPH_BYTES``
+    Bounds of the graph cache: entries (default 16) and bytes of static buffers
+    (default 4 GiB); least recently used entries are evicted first.
+``ADAPTQR_DETECT``
+    ``0`` skips the per-matrix probes: every matrix gets the default route.
+``ADAPTQR_BASELINE_CACHE``
+    Folder of the cached torch.geqrf baseline timings used by ``adaptqr bench``
+    (default ``bench/baseline_cache`` under the current directory).
+
+Example::
+
+    >>> import os
+    >>> from adaptqr import config
+    >>> os.environ["ADAPTQR_GRAPHS"] = "0"
+    >>> config.get().graphs
+    False
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str | None
+    log: str | None
+    log_size: int
+    graphs: bool
+    graph_entries: int
+    graph_bytes: int
+    detect: bool
+    baseline_cache: str
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    return raw.strip().lower() not in ("0", "false", "off", "no")
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def get() -> Config:
+    """The configuration as the environment says now."""
+    log = os.environ.get("ADAPTQR_LOG") or None
+    if log is not None and log.strip() == "0":
+        log = None
+    return Config(
+        path=os.environ.get("ADAPTQR_PATH") or None,
+        log=log,
+        log_size=_int("ADAPTQR_LOG_SIZE", 256),
+        graphs=_flag("ADAPTQR_GRAPHS", True),
+        graph_entries=_int("ADAPTQR_GRAPH_ENTRIES", 16),
+        graph_bytes=_int("ADAPTQR_GRAPH_BYTES", 4 << 30),
+        detect=_flag("ADAPTQR_DETECT", True),
+        baseline_cache=os.environ.get("ADAPTQR_BASELINE_CACHE") or os.path.join("bench", "baseline_cache"),
+    )
