@@ -1,0 +1,170 @@
+"""The qr_v2 acceptance check, per matrix, in float64 (spec/qr_v2.md, "The acceptance check").
+
+For every matrix of the batch, with ``Q = householder_product(H, tau)`` formed in float64
+from the float32 factors and ``R = triu(H)``:
+
+* factor residual ``||R - Q^T A||_1 / (n * eps32 * ||A||_1)``; gate 20;
+* orthogonality ``||Q^T Q - I||_1 / (n * eps32)``; gate 100;
+
+``||.||_1`` is the matrix 1-norm (largest column sum of absolute values). This project's
+bar is half of each gate, on every matrix.
+
+This is a test tool, not a hot path: it synchronizes with the host. It works through the
+batch in chunks so that 640 x 512 fits next to the caller's data on a GPU (a chunk of 64
+float64 512 x 512 matrices is 128 MiB a temporary).
+
+Rectangular ``(m, n)`` inputs are checked too (Q is the thin ``m x min(m, n)`` factor and
+the scale uses ``max(m, n)``); for the square qr_v2 inputs this is exactly the spec.
+
+Example::
+
+    >>> import torch
+    >>> from adaptqr.testing.check import check_geqrf
+    >>> A = torch.randn(3, 16, 16)
+    >>> res = check_geqrf(A, *torch.geqrf(A))
+    >>> res.passes_bar, res.factor.shape
+    (True, torch.Size([3]))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["GATE_FACTOR", "GATE_ORTH", "BAR", "BAR_FACTOR", "BAR_ORTH", "CheckResult", "check_geqrf"]
+
+EPS32 = 2.0 ** -23
+#: The public gates, in units of n * eps32 (scaled residuals).
+GATE_FACTOR = 20.0
+GATE_ORTH = 100.0
+#: This project's bar is this fraction of each gate: other seeds and inputs must pass too.
+BAR = 0.5
+BAR_FACTOR = GATE_FACTOR * BAR
+BAR_ORTH = GATE_ORTH * BAR
+#: Matrices checked at once; 64 float64 512x512 matrices are 128 MiB per temporary.
+CHUNK = 64
+
+
+@dataclass
+class CheckResult:
+    """The outcome of :func:`check_geqrf`.
+
+    ``factor`` and ``orth`` are float64 CPU tensors ``(B,)`` of scaled residuals per
+    matrix (empty when the structural checks failed); ``error`` is None or says which
+    structural check (shape, dtype, device, finiteness) failed.
+    """
+
+    factor: torch.Tensor
+    orth: torch.Tensor
+    worst_factor: float
+    worst_orth: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The structural checks passed (residuals are meaningful)."""
+        return self.error is None
+
+    @property
+    def passes_gate(self) -> bool:
+        return self.ok and self.worst_factor <= GATE_FACTOR and self.worst_orth <= GATE_ORTH
+
+    @property
+    def passes_bar(self) -> bool:
+        return self.ok and self.worst_factor <= BAR_FACTOR and self.worst_orth <= BAR_ORTH
+
+    @property
+    def summary(self) -> str:
+        if self.error is not None:
+            return f"FAIL ({self.error})"
+        verdict = "PASS" if self.passes_bar else ("GATE-ONLY" if self.passes_gate else "FAIL")
+        return (f"{verdict} factor={self.worst_factor:.3g} orth={self.worst_orth:.3g} "
+                f"(worst of {self.factor.numel()}; gate {GATE_FACTOR:g}/{GATE_ORTH:g}, "
+                f"bar {BAR_FACTOR:g}/{BAR_ORTH:g})")
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def _failed(msg: str) -> CheckResult:
+    empty = torch.empty(0, dtype=torch.float64)
+    return CheckResult(empty, empty, float("inf"), float("inf"), msg)
+
+
+def _structure_error(A, H, tau) -> str | None:
+    for name, t in (("A", A), ("H", H), ("tau", tau)):
+        if not isinstance(t, torch.Tensor):
+            return f"{name} must be a torch.Tensor, got {type(t).__name__}"
+    if A.dim() < 2:
+        return f"A must have at least 2 dims, got shape {tuple(A.shape)}"
+    m, n = A.shape[-2:]
+    if H.shape != A.shape:
+        return f"H shape must be {tuple(A.shape)}, got {tuple(H.shape)}"
+    want_tau = (*A.shape[:-2], min(m, n))
+    if tuple(tau.shape) != want_tau:
+        return f"tau shape must be {want_tau}, got {tuple(tau.shape)}"
+    for name, t in (("H", H), ("tau", tau)):
+        if t.dtype != A.dtype:
+            return f"{name} dtype must be {A.dtype}, got {t.dtype}"
+        if t.device != A.device:
+            return f"{name} must be on {A.device}, got {t.device}"
+    if not A.is_floating_point():
+        return f"A must be a real floating tensor, got {A.dtype}"
+    for name, t in (("H", H), ("tau", tau)):
+        if not bool(torch.isfinite(t).all()):
+            return f"{name} contains NaN or Inf"
+    return None
+
+
+def _scaled(res: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
+    # A zero matrix has ||A||_1 = 0: an exact zero residual scores 0, anything else inf,
+    # never 0/0 = NaN.
+    safe = torch.where(denom > 0, denom, torch.ones_like(denom))
+    out = res / safe
+    return torch.where(denom > 0, out, torch.where(res == 0, torch.zeros_like(res), torch.full_like(res, float("inf"))))
+
+
+def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: int = CHUNK) -> CheckResult:
+    """Check ``(H, tau)`` as a geqrf factorization of ``A``, matrix by matrix, in float64.
+
+    A: ``(..., m, n)`` real float (qr_v2: float32 ``(B, n, n)``); H: same shape, dtype and
+    device; tau: ``(..., min(m, n))``. Neither is modified.
+
+    >>> import torch
+    >>> A = torch.randn(2, 8, 8)
+    >>> H, tau = torch.geqrf(A)
+    >>> check_geqrf(A, H, tau * 2).passes_gate
+    False
+    """
+    err = _structure_error(A, H, tau)
+    if err is not None:
+        return _failed(err)
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    scale_n = max(m, n, 1)
+    A3 = A.reshape(-1, m, n)
+    H3 = H.reshape(-1, m, n)
+    t2 = tau.reshape(-1, k)
+    B = A3.shape[0]
+    factor = torch.empty(B, dtype=torch.float64)
+    orth = torch.empty(B, dtype=torch.float64)
+    for s in range(0, B, chunk):
+        e = min(B, s + chunk)
+        a = A3[s:e].double()
+        h = H3[s:e].double()
+        q = torch.linalg.householder_product(h[:, :, :k], t2[s:e].double())  # (b, m, k)
+        r = torch.triu(h[:, :k, :])  # (b, k, n)
+        qt = q.mT
+        fres = torch.linalg.matrix_norm(r - qt @ a, ord=1)
+        del r
+        anorm = torch.linalg.matrix_norm(a, ord=1)
+        del a, h
+        eye = torch.eye(k, dtype=torch.float64, device=q.device)
+        ores = torch.linalg.matrix_norm(qt @ q - eye, ord=1)
+        del q, qt
+        factor[s:e] = _scaled(fres, scale_n * EPS32 * anorm).cpu()
+        orth[s:e] = (ores / (scale_n * EPS32)).cpu()
+    worst_f = float(factor.max()) if B else 0.0
+    worst_o = float(orth.max()) if B else 0.0
+    return CheckResult(factor, orth, worst_f, worst_o)
