@@ -1,1 +1,67 @@
+"""CUDA-graph capture and replay of a whole plan (``adaptqr.graphs``).
 
+The dispatcher calls ``run(key, fn, A)`` for CUDA inputs: ``fn(A) -> (H, tau)`` is the
+eager plan and ``key`` a hashable plan key (shape, dtype, device, plan). The first call of
+a key runs ``fn`` eagerly; the second warms up, captures ``fn`` on a static copy of ``A``
+and returns the warm-up result; later calls copy ``A`` into the static input, replay the
+graph and return clones of the static outputs with their strides (or copy into ``out=``).
+See docs/GRAPHS.md.
+
+Example (eager on a CPU tensor; the reason is counted)::
+
+    >>> import torch, adaptqr.graphs as graphs
+    >>> H, tau = graphs.run(("cpu", 3), lambda A: torch.geqrf(A), torch.eye(3))
+    >>> graphs.stats()["eager_reasons"]["input not on a CUDA device"] >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Hashable, Sequence
+
+import torch
+
+from adaptqr.graphs.cache import CAPTURE_ON_CALL, GraphCache
+from adaptqr.graphs.capture import CudaGraphBackend
+
+__all__ = ["run", "clear", "stats", "reset_stats", "default_cache", "GraphCache",
+           "CudaGraphBackend", "CAPTURE_ON_CALL"]
+
+_default: GraphCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> GraphCache:
+    """The process-wide cache behind ``run`` (created on first use)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = GraphCache(backend=CudaGraphBackend())
+    return _default
+
+
+def run(key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]], A: torch.Tensor,
+        *, out: Sequence[torch.Tensor] | None = None, capturable: bool = True) -> tuple:
+    """``fn(A)`` as a tuple of fresh tensors, replayed from a CUDA graph when possible.
+
+    ``out=(H, tau)`` copies the result into the caller's tensors and returns them.
+    ``capturable=False`` runs ``fn`` eagerly (reason recorded in ``stats()``).
+    """
+    return default_cache().run(key, fn, A, out=out, capturable=capturable)
+
+
+def clear() -> None:
+    """Free every captured graph and its memory pool; forget every key."""
+    default_cache().clear()
+
+
+def stats() -> dict:
+    """entries, bytes, hits, misses, captures, evictions, eager_reasons (reason -> count)."""
+    return default_cache().stats()
+
+
+def reset_stats() -> None:
+    """Zero the counters of the default cache."""
+    default_cache().reset_stats()

@@ -1,0 +1,355 @@
+"""The graph cache: which keys are captured, LRU bounds, statistics, locking.
+
+This module holds the bookkeeping only. Everything that touches CUDA graphs goes through a
+*backend* object (``adaptqr.graphs.capture.CudaGraphBackend`` in production, a fake in the
+CPU tests), so the policy here can be tested without a GPU.
+
+A backend provides::
+
+    accepts(A) -> bool               # can this input be captured at all (CUDA tensor)?
+    is_capturing(A) -> bool          # is the caller already capturing a graph?
+    warmup(fn, A) -> tuple[Tensor]   # run fn(A) eagerly the way capture needs (side stream)
+    capture(fn, static_in) -> (handle, static_outputs, nbytes)
+    begin(handle)                    # order this use after the previous one (any stream)
+    replay(handle)                   # rerun the captured work on static_in
+    end(handle)                      # mark the end of this use (after the clone-out)
+    release(handle)                  # free the graph and its private memory pool
+
+Capture policy: a key is captured on its ``capture_on_call``-th call (default 2, see
+``CAPTURE_ON_CALL``); earlier calls run ``fn`` eagerly. The capturing call returns the
+result of the warm-up run (an ordinary eager result of ``fn(A)``), so no call pays both a
+capture and a replay.
+
+Example (a fake backend that "replays" by calling fn again; the real one is
+``CudaGraphBackend``)::
+
+    >>> import torch
+    >>> from adaptqr.graphs.cache import GraphCache
+    >>> class Fake:
+    ...     accepts = staticmethod(lambda A: True)
+    ...     is_capturing = staticmethod(lambda A: False)
+    ...     warmup = staticmethod(lambda fn, A: tuple(fn(A)))
+    ...     def capture(self, fn, x):
+    ...         outs = tuple(fn(x))
+    ...         return (fn, x, outs), outs, sum(t.nbytes for t in outs)
+    ...     def replay(self, h):
+    ...         for o, n in zip(h[2], h[0](h[1])): o.copy_(n)
+    ...     begin = end = release = staticmethod(lambda h: None)
+    >>> cache = GraphCache(backend=Fake())
+    >>> fn = lambda A: (A * 2, A.sum(-1))
+    >>> for _ in range(3):
+    ...     H, s = cache.run(("k",), fn, torch.ones(2, 3))
+    >>> cache.stats()["hits"], cache.stats()["captures"]
+    (1, 1)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Sequence
+
+import torch
+
+from adaptqr import config
+
+logger = logging.getLogger("adaptqr.graphs")
+
+# Capture on the 2nd call of a key, not the 1st: a one-off shape (a probe call, a shape
+# seen once in a sweep) then costs one plain eager run instead of warm-up + synchronize +
+# empty_cache + capture, and keeps no static buffers. A repeated shape (an optimizer's
+# statistics every few steps, the benchmark's k inputs) reaches replay on its 3rd call.
+CAPTURE_ON_CALL = 2
+
+# How many not-yet-captured (or uncapturable) keys we remember. Only counters and short
+# strings are kept per key; the bound keeps a sweep over many shapes from growing forever.
+MAX_TRACKED_KEYS = 1024
+
+# Reasons for running fn eagerly. They are the keys of stats()["eager_reasons"].
+REASON_CALLER_OPT_OUT = "capturable=False"
+REASON_GRAPHS_OFF = "ADAPTQR_GRAPHS=0"
+REASON_NO_ROOM = "graph cache bounds are zero"
+REASON_NOT_CUDA = "input not on a CUDA device"
+REASON_REQUIRES_GRAD = "input requires grad"
+REASON_CALLER_CAPTURING = "caller is capturing a graph"
+REASON_WARMING = "key not seen often enough to capture"
+REASON_CAPTURING_CALL = "capturing: this call returns the warm-up result"
+REASON_CAPTURE_FAILED = "capture failed"
+REASON_UNCAPTURABLE = "key marked uncapturable"
+REASON_TOO_LARGE = "graph larger than ADAPTQR_GRAPH_BYTES"
+REASON_BUSY = "another thread is capturing this key"
+REASON_EVICTED = "evicted by another thread during lookup"
+
+
+@dataclass
+class _Entry:
+    """One captured key: its graph handle and the buffers only it uses."""
+
+    key: Hashable
+    handle: Any
+    static_in: torch.Tensor
+    static_out: tuple
+    nbytes: int
+    # Held from copy-in to clone-out so two callers of one key never interleave.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    released: bool = False
+
+
+def _clone_like(t: torch.Tensor) -> torch.Tensor:
+    """A fresh copy of ``t`` with the same strides (H stays column-major)."""
+    out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    return out.copy_(t)
+
+
+def _check_same(what: str, got: torch.Tensor, want: torch.Tensor) -> None:
+    if got.shape != want.shape or got.dtype != want.dtype or got.device != want.device:
+        raise ValueError(
+            f"adaptqr.graphs: {what} has shape {tuple(got.shape)}, dtype {got.dtype}, device "
+            f"{got.device}; expected shape {tuple(want.shape)}, dtype {want.dtype}, device {want.device}"
+        )
+
+
+def _deliver(result: Sequence[torch.Tensor], out: Sequence[torch.Tensor] | None) -> tuple:
+    """Return ``result`` as a tuple, or copy it into the caller's ``out`` tensors."""
+    result = tuple(result)
+    if out is None:
+        return result
+    out = tuple(out)
+    if len(out) != len(result):
+        raise ValueError(f"adaptqr.graphs: out has {len(out)} tensors, the plan returns {len(result)}")
+    for i, (o, r) in enumerate(zip(out, result)):
+        _check_same(f"out[{i}]", o, r)
+        o.copy_(r)
+    return out
+
+
+class GraphCache:
+    """Capture-and-replay cache keyed by plan key, bounded by entries and bytes (LRU).
+
+    ``run(key, fn, A)`` returns what ``fn(A)`` returns (a tuple of tensors), either by
+    running ``fn`` or by replaying a graph captured from it and cloning the static outputs
+    (same strides), so no later call overwrites an earlier result.
+
+    Locking: ``self._lock`` guards the dictionaries and counters. An entry's own lock is
+    held from copy-in to clone-out. Order: an entry lock may be held while taking
+    ``self._lock``, never the reverse (eviction pops under ``self._lock``, then releases
+    the graph under the entry lock). ``self._capture_lock`` serialises captures (rare,
+    and two concurrent captures would fight over the allocator's private pools).
+    """
+
+    def __init__(self, backend: Any, capture_on_call: int = CAPTURE_ON_CALL,
+                 get_config: Callable[[], config.Config] = config.get):
+        if capture_on_call < 1:
+            raise ValueError(f"capture_on_call must be >= 1, got {capture_on_call}")
+        self.backend = backend
+        self.capture_on_call = capture_on_call
+        self._get_config = get_config
+        self._lock = threading.Lock()
+        self._capture_lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._seen: OrderedDict[Hashable, int] = OrderedDict()  # key -> eager calls so far
+        self._failed: OrderedDict[Hashable, str] = OrderedDict()  # key -> why not capturable
+        self._capturing: set = set()
+        self._bytes = 0
+        self._hits = 0
+        self._misses = 0
+        self._captures = 0
+        self._evictions = 0
+        self._reasons: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ public
+    def run(self, key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]],
+            A: torch.Tensor, *, out: Sequence[torch.Tensor] | None = None,
+            capturable: bool = True) -> tuple:
+        """``fn(A)``, replayed from a captured graph when possible. See the module doc."""
+        reason = self._precheck(A, capturable)
+        if reason is not None:
+            return self._eager(key, fn, A, out, reason)
+
+        cfg = self._get_config()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self._hits += 1
+            else:
+                self._misses += 1
+                reason = self._miss_reason(key)
+        if entry is not None:
+            result = self._replay(entry, A, out)
+            if result is not None:
+                return result
+            # Evicted by another thread between lookup and replay: it was a miss after all.
+            with self._lock:
+                self._hits -= 1
+                self._misses += 1
+            return self._eager(key, fn, A, out, REASON_EVICTED)
+        if reason is not None:
+            return self._eager(key, fn, A, out, reason)
+        return self._capture(key, fn, A, out, cfg)
+
+    def clear(self) -> None:
+        """Drop every graph (freeing its pool) and forget every key; counters are kept."""
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+            self._seen.clear()
+            self._failed.clear()
+            self._bytes = 0
+        for e in entries:
+            self._release(e)
+
+    def reset_stats(self) -> None:
+        """Zero the counters (hits, misses, captures, evictions, eager reasons)."""
+        with self._lock:
+            self._hits = self._misses = self._captures = self._evictions = 0
+            self._reasons = {}
+
+    def stats(self) -> dict:
+        """A snapshot: entries, bytes, hits, misses, captures, evictions, eager_reasons."""
+        with self._lock:
+            return {
+                "entries": len(self._entries),
+                "bytes": self._bytes,
+                "hits": self._hits,
+                "misses": self._misses,
+                "captures": self._captures,
+                "evictions": self._evictions,
+                "eager_reasons": dict(self._reasons),
+                "uncapturable": {repr(k): v for k, v in self._failed.items()},
+            }
+
+    def keys(self) -> list:
+        """Captured keys, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
+    # ----------------------------------------------------------------- helpers
+    def _precheck(self, A: torch.Tensor, capturable: bool) -> str | None:
+        """Why this call cannot use the cache at all, or None. Cheap host checks only."""
+        if not capturable:
+            return REASON_CALLER_OPT_OUT
+        cfg = self._get_config()
+        if not cfg.graphs:
+            return REASON_GRAPHS_OFF
+        if cfg.graph_entries <= 0 or cfg.graph_bytes <= 0:
+            return REASON_NO_ROOM
+        if not self.backend.accepts(A):
+            return REASON_NOT_CUDA
+        if self.backend.is_capturing(A):
+            return REASON_CALLER_CAPTURING
+        if A.requires_grad and torch.is_grad_enabled():
+            return REASON_REQUIRES_GRAD
+        return None
+
+    def _miss_reason(self, key: Hashable) -> str | None:
+        """Under self._lock: why a missed key runs eagerly this time, or None to capture."""
+        failed = self._failed.get(key)
+        if failed is not None:
+            self._failed.move_to_end(key)
+            return REASON_UNCAPTURABLE
+        if key in self._capturing:
+            return REASON_BUSY
+        calls = self._seen.pop(key, 0) + 1
+        if calls < self.capture_on_call:
+            self._seen[key] = calls
+            while len(self._seen) > MAX_TRACKED_KEYS:
+                self._seen.popitem(last=False)
+            return REASON_WARMING
+        self._capturing.add(key)
+        return None
+
+    def _note(self, key: Hashable, reason: str) -> None:
+        with self._lock:
+            self._reasons[reason] = self._reasons.get(reason, 0) + 1
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("eager run for key %r: %s", key, reason)
+
+    def _eager(self, key, fn, A, out, reason: str) -> tuple:
+        self._note(key, reason)
+        return _deliver(fn(A), out)
+
+    def _replay(self, entry: _Entry, A: torch.Tensor, out) -> tuple | None:
+        with entry.lock:
+            if entry.released:
+                return None
+            _check_same("input", A, entry.static_in)
+            self.backend.begin(entry.handle)
+            entry.static_in.copy_(A)
+            self.backend.replay(entry.handle)
+            if out is None:
+                result = tuple(_clone_like(t) for t in entry.static_out)
+            else:
+                result = _deliver(entry.static_out, out)
+            self.backend.end(entry.handle)
+            return result
+
+    def _mark_failed(self, key: Hashable, why: str) -> None:
+        with self._lock:
+            self._failed[key] = why
+            while len(self._failed) > MAX_TRACKED_KEYS:
+                self._failed.popitem(last=False)
+
+    def _capture(self, key, fn, A, out, cfg: config.Config) -> tuple:
+        """Warm up (the result of this call), then capture fn on a static copy of A."""
+        try:
+            with torch.no_grad():
+                result = tuple(self.backend.warmup(fn, A))  # errors of fn itself propagate
+        except BaseException:
+            with self._lock:
+                self._capturing.discard(key)
+            raise
+        entry = None
+        try:
+            with self._capture_lock, torch.no_grad():
+                static_in = _clone_like(A)
+                handle, static_out, nbytes = self.backend.capture(fn, static_in)
+            entry = _Entry(key, handle, static_in, tuple(static_out), int(nbytes))
+        except Exception as exc:  # a capture failure never reaches the caller
+            logger.debug("capture failed for key %r: %r", key, exc)
+            self._mark_failed(key, f"{type(exc).__name__}: {exc}")
+            reason = REASON_CAPTURE_FAILED
+        finally:
+            with self._lock:
+                self._capturing.discard(key)
+        if entry is not None:
+            if entry.nbytes > cfg.graph_bytes:
+                self._release(entry)
+                self._mark_failed(key, f"{entry.nbytes} bytes > ADAPTQR_GRAPH_BYTES={cfg.graph_bytes}")
+                reason = REASON_TOO_LARGE
+            else:
+                self._insert(entry, cfg)
+                reason = REASON_CAPTURING_CALL
+        self._note(key, reason)
+        return _deliver(result, out)
+
+    def _insert(self, entry: _Entry, cfg: config.Config) -> None:
+        evicted = []
+        with self._lock:
+            old = self._entries.pop(entry.key, None)
+            if old is not None:  # cannot happen through run(); keep the books right anyway
+                self._bytes -= old.nbytes
+                evicted.append(old)
+            self._entries[entry.key] = entry
+            self._bytes += entry.nbytes
+            self._captures += 1
+            while len(self._entries) > 1 and (len(self._entries) > cfg.graph_entries
+                                              or self._bytes > cfg.graph_bytes):
+                _, victim = self._entries.popitem(last=False)
+                self._bytes -= victim.nbytes
+                self._evictions += 1
+                evicted.append(victim)
+        for victim in evicted:
+            self._release(victim)
+
+    def _release(self, entry: _Entry) -> None:
+        with entry.lock:  # waits for a replay of this entry in flight on another thread
+            if entry.released:
+                return
+            entry.released = True
+            handle, entry.handle = entry.handle, None
+            entry.static_out = ()
+            entry.static_in = None  # type: ignore[assignment]
+        self.backend.release(handle)

@@ -1,0 +1,166 @@
+"""The CUDA side of the graph cache: warm-up, capture, replay, release with torch.cuda graphs.
+
+``CudaGraphBackend`` implements the backend interface that ``adaptqr.graphs.cache``
+documents. It knows nothing about keys or bounds.
+
+Streams: each thread gets its own side stream per device, used for the warm-up run and for
+the capture (torch requires warm-up on a side stream; using the same stream for both means
+every per-stream lazy initialisation, e.g. cuBLAS workspaces, happened before capture).
+A per-thread stream also keeps one thread's warm-up from being recorded into another
+thread's capture.
+
+Example (needs a GPU)::
+
+    >>> import torch
+    >>> from adaptqr.graphs.capture import CudaGraphBackend
+    >>> be = CudaGraphBackend()
+    >>> fn = lambda A: (A @ A, A.sum(-1))
+    >>> A = torch.randn(4, 8, 8, device="cuda")
+    >>> _ = be.warmup(fn, A)
+    >>> x = A.clone()
+    >>> h, (P, s), nbytes = be.capture(fn, x)
+    >>> x.copy_(torch.randn_like(A)); be.begin(h); be.replay(h); be.end(h)
+    >>> torch.allclose(P, x @ x)
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+# Other threads may keep running eager CUDA work while one thread captures: "global" mode
+# would make their cudaMalloc/synchronize calls fail that capture.
+CAPTURE_ERROR_MODE = "thread_local"
+
+
+@dataclass
+class GraphHandle:
+    """A captured graph and what is needed to order and free it."""
+
+    graph: torch.cuda.CUDAGraph
+    device: torch.device
+    # The stream the static input was allocated on; it waits for the last use on release
+    # so the caching allocator cannot hand that memory out while a replay still reads it.
+    alloc_stream: torch.cuda.Stream
+    # Recorded after each use's clone-out; the next use (maybe on another stream) waits on it.
+    last_use: torch.cuda.Event | None = None
+
+
+class _DeviceGuard:
+    """``torch.cuda.device(dev)`` that costs nothing when dev is already current."""
+
+    __slots__ = ("index", "ctx")
+
+    def __init__(self, device: torch.device):
+        self.index = device.index if device.index is not None else torch.cuda.current_device()
+        self.ctx = None
+
+    def __enter__(self):
+        if self.index != torch.cuda.current_device():
+            self.ctx = torch.cuda.device(self.index)
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
+
+
+class CudaGraphBackend:
+    """Capture/replay of a plan with ``torch.cuda.CUDAGraph``, one private pool per graph."""
+
+    def __init__(self, capture_error_mode: str = CAPTURE_ERROR_MODE):
+        self.capture_error_mode = capture_error_mode
+        self._local = threading.local()
+
+    def _side_stream(self, device: torch.device) -> torch.cuda.Stream:
+        streams = getattr(self._local, "streams", None)
+        if streams is None:
+            streams = self._local.streams = {}
+        s = streams.get(device.index)
+        if s is None:
+            s = streams[device.index] = torch.cuda.Stream(device=device)
+        return s
+
+    # -------------------------------------------------------------- interface
+    def accepts(self, A: torch.Tensor) -> bool:
+        return isinstance(A, torch.Tensor) and A.is_cuda
+
+    def is_capturing(self, A: torch.Tensor) -> bool:
+        with _DeviceGuard(A.device):
+            return torch.cuda.is_current_stream_capturing()
+
+    def warmup(self, fn: Callable, A: torch.Tensor) -> tuple:
+        """Run ``fn(A)`` eagerly on this thread's side stream, ordered with the caller's."""
+        with _DeviceGuard(A.device):
+            cur = torch.cuda.current_stream()
+            side = self._side_stream(A.device)
+            side.wait_stream(cur)
+            with torch.cuda.stream(side):
+                outs = tuple(fn(A))
+            cur.wait_stream(side)
+            # Outputs were allocated on the side stream but the caller uses them on its own.
+            for t in outs:
+                if isinstance(t, torch.Tensor) and t.is_cuda:
+                    t.record_stream(cur)
+            A.record_stream(side)
+        return outs
+
+    def capture(self, fn: Callable, static_in: torch.Tensor):
+        """Capture ``fn(static_in)``; returns (handle, static outputs, bytes held)."""
+        dev = static_in.device
+        with _DeviceGuard(dev):
+            alloc_stream = torch.cuda.current_stream()
+            side = self._side_stream(dev)
+            g = torch.cuda.CUDAGraph()
+            # The outer stream context restores the caller's stream even when capture_end
+            # raises inside torch.cuda.graph.__exit__ (which then skips its own restore).
+            with torch.cuda.stream(side):
+                with torch.cuda.graph(g, stream=side, capture_error_mode=self.capture_error_mode):
+                    outs = tuple(fn(static_in))
+            for i, t in enumerate(outs):
+                if not isinstance(t, torch.Tensor) or t.device != dev:
+                    raise TypeError(f"adaptqr.graphs: plan output {i} is {type(t).__name__} "
+                                    f"on {getattr(t, 'device', None)}, expected a tensor on {dev}")
+            nbytes = static_in.nbytes + max(_pool_bytes(g, dev), sum(t.nbytes for t in outs))
+        return GraphHandle(g, dev, alloc_stream), outs, nbytes
+
+    def begin(self, h: GraphHandle) -> None:
+        if h.last_use is not None:
+            with _DeviceGuard(h.device):
+                torch.cuda.current_stream().wait_event(h.last_use)
+
+    def replay(self, h: GraphHandle) -> None:
+        with _DeviceGuard(h.device):
+            h.graph.replay()
+
+    def end(self, h: GraphHandle) -> None:
+        with _DeviceGuard(h.device):
+            if h.last_use is None:
+                h.last_use = torch.cuda.Event()
+            h.last_use.record(torch.cuda.current_stream())
+
+    def release(self, h: GraphHandle) -> None:
+        """Free the graph; its private pool goes back to torch's allocator (no sync)."""
+        with _DeviceGuard(h.device):
+            if h.last_use is not None:
+                h.alloc_stream.wait_event(h.last_use)
+            # An executable graph destroyed while in flight is freed when it completes.
+            h.graph.reset()
+
+
+def _pool_bytes(g: torch.cuda.CUDAGraph, device: torch.device) -> int:
+    """Bytes of the segments in ``g``'s private pool, 0 when the allocator cannot say."""
+    try:
+        pool = tuple(g.pool())
+        total = 0
+        for seg in torch.cuda.memory_snapshot():
+            if tuple(seg.get("segment_pool_id", ())) == pool and seg.get("device") == device.index:
+                total += int(seg.get("total_size", 0))
+        return total
+    except Exception:  # allocator introspection is best effort; the caller has a floor
+        return 0
+
