@@ -1,0 +1,170 @@
+"""Which cases a bench or check run covers, their names, and how many rotating inputs each gets.
+
+A case is a dict ``{"batch", "n", "cond", "seed", "case"}`` as in qr_v2_cases.json
+(``"case"`` defaults to ``"dense"``). ``--cases`` takes ``tests`` (22 cases), ``bench``
+(12), ``all`` (both), ``cpu`` (the small CPU set) or a JSON file holding either a list of
+cases or an object with ``"tests"`` and/or ``"benchmarks"`` lists.
+
+Example::
+
+    >>> from adaptqr.bench.cases import case_key, inputs_per_case, CPU_BENCH_CASES
+    >>> case_key({"batch": 640, "n": 512, "cond": 2, "seed": 1029})
+    '640x512-dense-c2-s1029'
+    >>> inputs_per_case(640, 512), inputs_per_case(20, 32)
+    (1, 50)
+    >>> all(c["n"] <= 128 for c in CPU_BENCH_CASES)
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+Case = dict[str, Any]
+
+# Without CUDA only small problems finish in seconds on 2 cores (torch.geqrf on the CPU,
+# float64 checks); 128 is the largest n the CPU set and CPU check use.
+CPU_MAX_N = 128
+# The spec's k exists to defeat the GPU's L2; on the CPU it only multiplies the check cost,
+# so the CPU runs cap it.
+CPU_MAX_INPUTS = 4
+
+CPU_BENCH_CASES: list[Case] = [
+    {"batch": 8, "n": 32, "cond": 1, "seed": 1101, "case": "dense"},
+    {"batch": 8, "n": 64, "cond": 1, "seed": 1102, "case": "dense"},
+    {"batch": 4, "n": 128, "cond": 1, "seed": 1103, "case": "dense"},
+    {"batch": 8, "n": 32, "cond": 2, "seed": 1104, "case": "mixed"},
+    {"batch": 8, "n": 64, "cond": 2, "seed": 1105, "case": "mixed"},
+    {"batch": 4, "n": 128, "cond": 2, "seed": 1106, "case": "mixed"},
+]
+
+# Every generator profile once at a CPU-sized shape, for `adaptqr check` without CUDA.
+_PROFILES = ("dense", "upper", "rankdef", "nearrank", "clustered", "band", "rowscale", "nearcollinear", "mixed")
+CPU_CHECK_CASES: list[Case] = [
+    {"batch": 4, "n": 64, "cond": 2 if p in ("dense", "upper", "mixed") else 0, "seed": 2100 + i, "case": p}
+    for i, p in enumerate(_PROFILES)
+]
+
+NAMED_SETS = ("tests", "bench", "all", "cpu")
+
+
+def normalize(c: Case) -> Case:
+    """A copy with every key present and typed; raises ValueError naming a malformed case."""
+    try:
+        cond = float(c.get("cond", 0))
+        out = {
+            "batch": int(c["batch"]),
+            "n": int(c["n"]),
+            # integral conds stay ints so keys read "c2", not "c2.0"
+            "cond": int(cond) if cond.is_integer() else cond,
+            "seed": int(c["seed"]),
+            "case": str(c.get("case", "dense")),
+        }
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"malformed case {c!r}: needs batch, n, seed (and optional cond, case): {e}") from None
+    if out["batch"] < 1 or out["n"] < 1:
+        raise ValueError(f"malformed case {c!r}: batch and n must be >= 1")
+    return out
+
+
+def case_key(c: Case) -> str:
+    """A stable identifier (baseline cache key, CSV column)."""
+    c = normalize(c)
+    return f"{c['batch']}x{c['n']}-{c['case']}-c{c['cond']}-s{c['seed']}"
+
+
+def case_name(c: Case) -> str:
+    """The short display name, e.g. ``640x512 mixed`` (the testing layer's when it has one)."""
+    try:
+        from adaptqr.testing import case_name as _name
+
+        return str(_name(c))
+    except ImportError:
+        c = normalize(c)
+        return f"{c['batch']}x{c['n']} {c['case']}"
+
+
+def inputs_per_case(batch: int, n: int) -> int:
+    """k of spec/qr_v2.md: enough distinct inputs to fill 256 MiB, between 1 and 50."""
+    try:
+        from adaptqr.testing import inputs_per_case as _k
+
+        return int(_k(batch, n))
+    except ImportError:
+        return max(1, min(50, (256 << 20) // (batch * n * n * 4)))
+
+
+def _spec_cases(which: str) -> list[Case]:
+    from adaptqr import testing
+
+    return [normalize(c) for c in (testing.test_cases() if which == "tests" else testing.bench_cases())]
+
+
+def _from_file(path: str) -> list[Case]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ValueError(f"--cases {path!r}: cannot read the file: {e}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--cases {path!r}: not valid JSON: {e}") from None
+    if isinstance(data, dict):
+        if not ("tests" in data or "benchmarks" in data):
+            raise ValueError(f"--cases {path!r}: a JSON object needs a 'tests' or 'benchmarks' list")
+        raw = list(data.get("tests", [])) + list(data.get("benchmarks", []))
+    elif isinstance(data, list):
+        raw = data
+    else:
+        raise ValueError(f"--cases {path!r}: expected a list of cases or an object with 'tests'/'benchmarks'")
+    if not raw:
+        raise ValueError(f"--cases {path!r}: no cases in the file")
+    return [normalize(c) for c in raw]
+
+
+def resolve(spec: str) -> list[Case]:
+    """The cases named by a ``--cases`` value, duplicates (same key) dropped, order kept."""
+    if spec == "tests":
+        cases = _spec_cases("tests")
+    elif spec == "bench":
+        cases = _spec_cases("bench")
+    elif spec == "all":
+        cases = _spec_cases("tests") + _spec_cases("bench")
+    elif spec == "cpu":
+        cases = [normalize(c) for c in CPU_BENCH_CASES]
+    elif os.path.exists(spec) or spec.endswith(".json"):
+        cases = _from_file(spec)
+    else:
+        raise ValueError(f"--cases must be one of {', '.join(NAMED_SETS)} or a JSON file; got {spec!r}")
+    seen: set[str] = set()
+    out = []
+    for c in cases:
+        key = case_key(c)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def cpu_subset(cases: list[Case]) -> tuple[list[Case], list[Case]]:
+    """Split into (kept, skipped) by n <= CPU_MAX_N."""
+    kept = [c for c in cases if c["n"] <= CPU_MAX_N]
+    skipped = [c for c in cases if c["n"] > CPU_MAX_N]
+    return kept, skipped
+
+
+def published_h200_ms() -> dict[str, float]:
+    """The spec JSON's published torch.geqrf medians on one H200, by case key (ms)."""
+    from importlib import resources
+
+    try:
+        text = resources.files("adaptqr.testing").joinpath("qr_v2_cases.json").read_text()
+    except (FileNotFoundError, ModuleNotFoundError):
+        return {}
+    data = json.loads(text)
+    base = data.get("baseline_h200", {}).get("us", [])
+    benches = data.get("benchmarks", [])
+    if len(base) != len(benches):
+        return {}
+    return {case_key(c): us / 1e3 for c, us in zip(benches, base)}

@@ -1,0 +1,63 @@
+"""Where a result was measured: device name, library versions, git commit.
+
+Example::
+
+    >>> import torch
+    >>> from adaptqr.bench.env import device_name, versions
+    >>> device_name(torch.device("cpu")).startswith("cpu")
+    True
+    >>> sorted(versions())[:3]
+    ['adaptqr', 'cupy', 'python']
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+
+import torch
+
+
+def device_name(device: torch.device) -> str:
+    """``NVIDIA H200`` for a CUDA device; ``cpu (<processor>)`` otherwise."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    proc = platform.processor() or platform.machine() or "unknown"
+    return f"cpu ({proc})"
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of python, torch, triton, cupy (None when not importable), adaptqr."""
+    out: dict[str, str | None] = {"python": platform.python_version(), "torch": torch.__version__}
+    for mod in ("triton", "cupy"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:  # cupy without a driver raises other than ImportError
+            out[mod] = None
+    import adaptqr
+
+    out["adaptqr"] = getattr(adaptqr, "__version__", None)
+    out["cuda"] = torch.version.cuda
+    return out
+
+
+def _git(args: list[str], cwd: str) -> str | None:
+    try:
+        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def git_info(cwd: str | None = None) -> dict[str, object]:
+    """``{"commit": sha or "unknown", "dirty": bool or None}`` of the adaptqr checkout."""
+    if cwd is None:
+        import adaptqr
+
+        cwd = os.path.dirname(os.path.dirname(os.path.abspath(adaptqr.__file__)))
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    if commit is None:
+        return {"commit": "unknown", "dirty": None}
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
