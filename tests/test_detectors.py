@@ -1,0 +1,373 @@
+"""CPU tests of adaptqr.detectors: probe, classifier thresholds, finish_tail, the low-rank flow.
+
+The Triton kernels are compared with the torch fallback under TRITON_INTERPRET=1 in a
+subprocess (the variable must be set before triton is imported).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from adaptqr.detectors import TAIL_BUDGET, classify, finish_tail, probe, route_codes
+from adaptqr.testing import check_geqrf, generate
+
+CODES = route_codes()
+DENSE, LOWRANK, UPPER = CODES["dense"], CODES["lowrank"], CODES["upper"]
+EPS32 = 2.0 ** -23
+
+
+def colmajor(A: torch.Tensor) -> torch.Tensor:
+    """A copy of A with column-major matrices, as the dispatcher holds H."""
+    return A.mT.contiguous().mT
+
+
+def lowrank_flow(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """The whole low-rank flow in torch ops: probe, factor the active prefix, finish_tail."""
+    from adaptqr.paths.reference import factor_reference
+
+    H = colmajor(A).clone()
+    f = probe(H)
+    classify(f)
+    B, m, n = A.shape
+    tau = torch.empty(B, min(m, n), dtype=A.dtype)
+    factor_reference(H, tau, SimpleNamespace(features=f))
+    finish_tail(H, tau, f["n_active"])
+    return H, tau, f
+
+
+# ------------------------------------------------------------------------------------ probe
+
+
+def test_probe_features_match_float64_definitions():
+    torch.manual_seed(0)
+    A = torch.randn(4, 23, 17)
+    A[1] = torch.triu(A[1])
+    A[2, :, 11:] = 0
+    A[3, 5:, :] = 0
+    f = probe(colmajor(A))
+    D = A.double()
+    torch.testing.assert_close(f["col_norm1"].double(), D.abs().sum(1), rtol=1e-5, atol=0)
+    torch.testing.assert_close(f["col_norm2"].double(), D.norm(dim=1), rtol=1e-5, atol=0)
+    torch.testing.assert_close(f["col_maxabs"].double(), D.abs().amax(1), rtol=0, atol=0)
+    torch.testing.assert_close(f["row_norm2"].double(), D.norm(dim=2), rtol=1e-5, atol=0)
+    torch.testing.assert_close(f["norm1"].double(), D.abs().sum(1).amax(1), rtol=1e-5, atol=0)
+    assert f["lower_zero"].tolist() == [False, True, False, False]
+    # matrix 3: rows 5.. are zero, so the lower bandwidth is 4 (column 0, row 4).
+    assert f["lower_bandwidth"][3].item() == 4
+    assert f["lower_bandwidth"][1].item() == 0
+    assert f["col_last_nz"][2, 11:].tolist() == [-1] * 6
+    rn = D.norm(dim=2)
+    expected_row_range = rn.amax(1) / torch.where(rn > 0, rn, math.inf).amin(1)
+    torch.testing.assert_close(f["row_range"].double(), expected_row_range, rtol=1e-5, atol=0)
+    assert not f["nonfinite"].any()
+    for name, t in f.items():
+        assert t.shape[0] == 4, name
+
+
+@pytest.mark.parametrize("scale", [1e30, 1e-30, 1e-40])
+def test_probe_norms_scaled_no_overflow_or_underflow(scale):
+    torch.manual_seed(1)
+    A = torch.randn(2, 33, 9, dtype=torch.float64)
+    f = probe(colmajor((A * scale).float()))
+    Af = (A * scale).float().double()  # what float32 holds (1e-40 is subnormal)
+    for name, ref in (("col_norm2", Af.norm(dim=1)), ("row_norm2", Af.norm(dim=2))):
+        got = f[name].double()
+        assert torch.isfinite(got).all() and (got > 0).all(), name
+        # float32 1e-40 keeps only ~6 significant bits
+        torch.testing.assert_close(got, ref, rtol=1e-5 if scale > 1e-38 else 1e-2, atol=0)
+
+
+def test_probe_nonfinite_gives_nan_norms_and_flags():
+    A = torch.randn(3, 8, 8)
+    A[0, 2, 5] = float("nan")
+    A[1, 7, 0] = float("inf")
+    f = probe(colmajor(A))
+    assert f["nonfinite"].tolist() == [True, True, False]
+    assert f["col_nonfinite"][0].tolist() == [j == 5 for j in range(8)]
+    assert torch.isnan(f["col_norm2"][0, 5]) and torch.isnan(f["norm1"][0]) and torch.isnan(f["norm1"][1])
+    assert torch.isnan(f["row_range"][:2]).all() and torch.isfinite(f["row_range"][2])
+
+
+def test_probe_rejects_bad_input_naming_it():
+    with pytest.raises(ValueError, match=r"\(4, 4\)"):
+        probe(torch.zeros(4, 4))
+    with pytest.raises(TypeError, match="int32"):
+        probe(torch.zeros(1, 4, 4, dtype=torch.int32))
+    with pytest.raises(TypeError, match="float64"):
+        probe(torch.zeros(1, 4, 4, dtype=torch.float64), backend="triton")
+
+
+def test_probe_empty_shapes():
+    for shape in [(0, 4, 4), (2, 0, 3), (2, 3, 0)]:
+        f = probe(torch.zeros(shape))
+        assert f["n_active"].shape == (shape[0],)
+        assert (f["n_active"] == 0).all()
+
+
+_INTERP_SCRIPT = r"""
+import torch
+import adaptqr.detectors.probe  # noqa: F401  (module, not the function of the same name)
+import sys
+probe_mod = sys.modules["adaptqr.detectors.probe"]
+from adaptqr.detectors import probe, finish_tail
+
+def same(a, b, name):
+    if a.dtype.is_floating_point:
+        ok = torch.allclose(a, b, rtol=2e-6, atol=0, equal_nan=True)
+    else:
+        ok = torch.equal(a, b)
+    assert ok, (name, a, b)
+
+torch.manual_seed(0)
+cases = []
+for B, m, n in [(2, 32, 32), (1, 512, 512), (3, 40, 37), (2, 130, 70), (2, 20, 50), (1, 1, 1), (2, 129, 33)]:
+    A = torch.randn(B, m, n)
+    cases.append(A)
+A = torch.randn(6, 48, 48)
+A[0] *= 1e30
+A[1] *= 1e-30
+A[2] = torch.triu(A[2])
+A[3] = 0
+A[4, 7, 3] = float("nan")
+A[5, 40, 47] = float("-inf")
+A[5, :, 20:] *= 1e-9
+cases.append(A)
+A = torch.randn(2, 64, 48, dtype=torch.float16)
+cases.append(A)
+
+for min_programs in (probe_mod.MIN_PROGRAMS, 0):   # 16- and 32-column tiles
+    probe_mod.MIN_PROGRAMS = min_programs
+    for A in cases:
+        H = A.mT.contiguous().mT
+        ft = probe(H, backend="triton")
+        fr = probe(H, backend="torch")
+        assert ft.keys() == fr.keys()
+        for k in fr:
+            same(ft[k], fr[k], (tuple(A.shape), k))
+        # a non-column-major (row-major) H gives the same features
+        fs = probe(A.contiguous(), backend="triton")
+        for k in fr:
+            same(fs[k], fr[k], (tuple(A.shape), "rowmajor", k))
+
+for A in cases[:-1]:
+    B, m, n = A.shape
+    kk = min(m, n)
+    for nact in (torch.randint(0, kk + 1, (B,), dtype=torch.int32), torch.zeros(B, dtype=torch.int32),
+                 torch.full((B,), kk, dtype=torch.int32)):
+        H1 = A.mT.contiguous().mT.clone(); H2 = H1.clone()
+        t1 = torch.randn(B, kk); t2 = t1.clone()
+        finish_tail(H1, t1, nact, backend="triton")
+        finish_tail(H2, t2, nact, backend="torch")
+        assert torch.equal(H1.nan_to_num(), H2.nan_to_num()) and torch.equal(t1, t2), (A.shape, nact)
+print("OK")
+"""
+
+
+def test_triton_kernels_match_torch_fallback_under_interpreter():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, "-c", _INTERP_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("OK")
+
+
+# ------------------------------------------------------------------------------- classifier
+
+
+def _tail_matrix(n: int, t: int, ratio: float, seed: int = 0) -> torch.Tensor:
+    """Random n x n matrix whose last t columns have 2-norm = ratio * the tail bound."""
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(1, n, n, generator=g)
+    A[:, :, n - t:] = 0
+    bound = probe(colmajor(A))["tail_bound"]  # unchanged by columns far below the max 1-norm
+    expected = TAIL_BUDGET * EPS32 * math.sqrt(n) * A.abs().sum(1).amax().item()
+    assert abs(bound.item() - expected) <= 1e-6 * expected
+    tail = torch.randn(1, n, t, generator=g, dtype=torch.float64)
+    tail = tail / tail.norm(dim=1, keepdim=True) * (ratio * bound.double())
+    A[:, :, n - t:] = tail.float()
+    return A
+
+
+@pytest.mark.parametrize("n", [16, 64])
+def test_threshold_edge_both_sides(n):
+    t = n // 4
+    below = probe(colmajor(_tail_matrix(n, t, 0.99)))
+    above = probe(colmajor(_tail_matrix(n, t, 1.01)))
+    assert below["n_active"].item() == n - t
+    assert classify(below).item() == LOWRANK
+    assert above["n_active"].item() == n
+    assert classify(above).item() == DENSE
+
+
+def test_only_a_suffix_counts():
+    n = 16
+    A = _tail_matrix(n, 6, 0.5)
+    A[:, :, n - 3] *= 4.0  # 2x above the bound, inside the tail: columns after it still drop
+    f = probe(colmajor(A))
+    assert f["n_active"].item() == n - 2
+
+
+def test_dropping_at_the_bound_stays_within_the_budget():
+    """The bound is nearly attained: a big first column (tau = 0, Q1 = I) and flat tiny
+    columns just under the bound lose almost exactly TAIL_BUDGET of scaled residual."""
+    n = 64
+    A = torch.zeros(1, n, n)
+    A[0, 0, 0] = 3.0
+    signs = torch.where(torch.randn(n, n - 1, generator=torch.Generator().manual_seed(3)) > 0, 1.0, -1.0)
+    bound = TAIL_BUDGET * EPS32 * math.sqrt(n) * 3.0
+    A[0, :, 1:] = signs * (0.999 * bound / math.sqrt(n))
+    H, tau, f = lowrank_flow(A)
+    assert f["n_active"].item() == 1
+    res = check_geqrf(A, H, tau)
+    assert res.worst_factor <= TAIL_BUDGET
+    assert res.worst_factor >= 0.9 * TAIL_BUDGET  # the bound is tight: not overly cautious
+    assert res.worst_orth <= 1.0
+
+
+def test_upper_zero_nonfinite_and_rectangular():
+    n = 12
+    A = torch.randn(6, n, n)
+    A[0] = torch.triu(A[0])
+    A[1] = 0
+    A[2, 3, 3] = float("nan")
+    A[3] = torch.triu(A[3])
+    A[3, 0, 0] = float("inf")  # non-finite beats upper: NaN/Inf propagate by the full factorization
+    A[4, :, 8:] = 0
+    A[4, 2, 9] = float("nan")  # non-finite beats lowrank too
+    f = probe(colmajor(A))
+    routes = classify(f)
+    assert f["n_active"].tolist() == [0, 0, n, n, n, n]
+    assert routes.tolist() == [UPPER, UPPER, DENSE, DENSE, DENSE, DENSE]
+    assert routes.dtype == torch.int32 and f["n_active"].dtype == torch.int32
+
+    tall = torch.randn(2, 20, 6)
+    tall[0, :, 4:] = 0
+    tall[1] = torch.triu(tall[1])
+    ft = probe(colmajor(tall))
+    assert ft["n_active"].tolist() == [4, 0]
+    assert classify(ft).tolist() == [LOWRANK, UPPER]
+
+    wide = torch.randn(2, 6, 20)
+    wide[0, :, 10:] = 0  # beyond the 6 reflectors: nothing to skip
+    wide[1, :, 4:] = 0
+    fw = probe(colmajor(wide))
+    assert fw["n_active"].tolist() == [6, 4]
+    assert classify(fw).tolist() == [DENSE, LOWRANK]
+
+
+def test_classify_computes_n_active_when_missing():
+    A = torch.randn(2, 8, 8)
+    A[1, :, 5:] = 0
+    f = probe(colmajor(A))
+    expected = f.pop("n_active")
+    assert classify(f).tolist() == [DENSE, LOWRANK]
+    assert torch.equal(f["n_active"], expected)
+
+
+EXPECTED_ACTIVE = {
+    "dense": lambda n: n,
+    "upper": lambda n: 0,
+    "rankdef": lambda n: 3 * n // 4,
+    "nearrank": lambda n: n,
+    "clustered": lambda n: n // 2 + 2,
+    "band": lambda n: n,
+    "rowscale": lambda n: n,
+    "nearcollinear": lambda n: n,
+}
+
+
+@pytest.mark.parametrize("n", [32, 64])
+@pytest.mark.parametrize("case", sorted(EXPECTED_ACTIVE))
+@pytest.mark.parametrize("cond", [0, 2])
+def test_classes_on_generator_profiles(case, n, cond):
+    A = generate(4, n, cond, 1000 + n, case, device="cpu")
+    f = probe(colmajor(A))
+    routes = classify(f)
+    want = EXPECTED_ACTIVE[case](n)
+    assert f["n_active"].tolist() == [want] * 4
+    code = UPPER if case == "upper" else (LOWRANK if want < n else DENSE)
+    assert routes.tolist() == [code] * 4
+
+
+def test_mixed_batch_holds_several_classes():
+    A = generate(40, 32, 2, 770001, "mixed", device="cpu")
+    routes = classify(probe(colmajor(A)))
+    assert {DENSE, LOWRANK} <= set(routes.tolist())
+
+
+# ------------------------------------------------------------------------------ finish_tail
+
+
+def test_finish_tail_clears_exactly_the_tail():
+    torch.manual_seed(2)
+    B, m, n = 3, 9, 7
+    H0 = colmajor(torch.randn(B, m, n))
+    tau0 = torch.randn(B, n)
+    n_active = torch.tensor([0, 4, 7], dtype=torch.int32)
+    H, tau = H0.clone(), tau0.clone()
+    finish_tail(H, tau, n_active)
+    for b in range(B):
+        for j in range(n):
+            dropped = j >= n_active[b]
+            assert tau[b, j] == (0.0 if dropped else tau0[b, j])
+            for i in range(m):
+                want = 0.0 if (dropped and i > j) else H0[b, i, j]
+                assert H[b, i, j] == want
+    assert H.stride() == H0.stride()
+
+
+def test_finish_tail_on_upper_is_a_noop_but_tau():
+    A = colmajor(torch.triu(torch.randn(2, 6, 6)))
+    H, tau = A.clone(), torch.ones(2, 6)
+    finish_tail(H, tau, torch.zeros(2, dtype=torch.int32))
+    assert torch.equal(H, A) and (tau == 0).all()
+
+
+def test_finish_tail_rejects_bad_shapes_naming_them():
+    H = colmajor(torch.randn(2, 5, 4))
+    with pytest.raises(ValueError, match=r"\(2, 4\).*\(2, 5\)"):
+        finish_tail(H, torch.zeros(2, 5), torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        finish_tail(H, torch.zeros(2, 4), torch.zeros(3, dtype=torch.int32))
+    with pytest.raises(TypeError, match="float32"):
+        finish_tail(H, torch.zeros(2, 4), torch.zeros(2))
+
+
+# --------------------------------------------------------------------------- low-rank flow
+
+
+@pytest.mark.parametrize("case", ["rankdef", "clustered", "upper", "mixed"])
+@pytest.mark.parametrize("n", [32, 96])
+def test_lowrank_flow_passes_the_bar(case, n):
+    A = generate(6, n, 0, 4242 + n, case, device="cpu")
+    A_before = A.clone()
+    H, tau, f = lowrank_flow(A)
+    assert torch.equal(A, A_before)
+    res = check_geqrf(A, H, tau)
+    assert res.passes_bar, (res.worst_factor, res.worst_orth, res.error)
+    na = f["n_active"]
+    cols = torch.arange(min(A.shape[1:]))
+    assert (tau[cols >= na[:, None]] == 0).all()
+    if case in ("rankdef", "clustered"):
+        assert (na < n).all()
+    if case == "upper":
+        assert (na == 0).all() and torch.equal(H, A)
+
+
+def test_lowrank_flow_matches_full_factorization_on_exact_zero_tail():
+    """rankdef: the dropped part is exactly zero, so (H, tau) equals the full reference."""
+    from adaptqr.paths.reference import geqrf_reference
+
+    A = generate(3, 32, 0, 7, "rankdef", device="cpu")
+    H, tau, _ = lowrank_flow(A)
+    H_full, tau_full = geqrf_reference(A)
+    torch.testing.assert_close(H, H_full, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(tau, tau_full, rtol=1e-5, atol=1e-5)
