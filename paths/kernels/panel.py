@@ -1,0 +1,218 @@
+"""Triton panel factorization (LAPACK geqr2 on a block of columns) and its T matrix.
+
+Storage (docs/INTERNALS.md): ``Ht = H.mT`` is a contiguous ``(B, n, m)`` float32 tensor;
+column ``j`` of matrix ``b`` is the contiguous row ``Ht[b, j, :]``. A panel is the columns
+``[k, k + pw)`` of every matrix, rows ``[k, m)``; one program factors one matrix's panel.
+
+Two kernels, one algorithm (right-looking, column by column, LAPACK ``dlarfg`` conventions:
+``beta = -sign(alpha) * norm`` with sign(0) = +, ``tau = 0`` and ``beta = alpha`` for a zero
+sub-column; the norm is scaled by the sub-column's max-abs so 1e30/1e-30 inputs neither
+overflow nor underflow):
+
+* :func:`panel_reg_kernel`: the panel tile ``[NB, MB]`` (MB = next pow2 of ``m - k``) lives
+  in registers for the whole factorization; loaded once, stored once. Also the whole QR of a
+  small matrix when ``NB >= n`` (one launch).
+* :func:`panel_chunked_kernel`: panels too tall for registers; every column step streams the
+  panel through L2 in row chunks of ``CH`` (three passes: max-abs, scaled dot products,
+  update).
+
+Both write ``tau[b, k:k+pw]`` and (``WRITE_T``) the compact-WY ``T`` (``NB x NB`` upper
+triangular, ``Q_panel = I - V T V^T``) into ``TW[b, tw_index]``. ``T`` is built by the
+``larft`` recurrence ``T[:i, i] = -tau_i T[:i, :i] (V^T V)[:i, i]``, which needs no
+``1/tau`` and so is exact for ``tau = 0`` columns.
+
+``n_active`` (``NA``, int32 ``(B,)``, optional): columns ``>= n_active[b]`` get ``tau = 0``
+and are left as the earlier reflectors left them; a panel starting at or past it does
+nothing but write its zero taus.
+
+Example (see :mod:`adaptqr.paths.householder` for the launcher)::
+
+    >>> import torch
+    >>> from adaptqr.paths.householder import factor_householder
+    >>> A = torch.randn(2, 8, 8)
+    >>> H = A.mT.contiguous().mT; tau = A.new_empty(2, 8)
+    >>> factor_householder(H, tau, None)  # doctest: +SKIP  (needs CUDA or TRITON_INTERPRET=1)
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _reflector(alpha, ss, s, active):
+    """dlarfg scalars from ``alpha``, the scaled sum of squares ``ss`` of the sub-column
+    divided by ``s`` (its max-abs, or 1). Returns ``(tau, beta, scale, do)``; ``do`` says a
+    reflector is generated (else tau = 0 and the column is left as it is)."""
+    xnorm = s * tl.sqrt(ss)
+    mx = tl.maximum(tl.abs(alpha), xnorm)
+    mxs = tl.where(mx > 0, mx, 1.0)
+    a_ = alpha / mxs
+    x_ = xnorm / mxs
+    nrm = mxs * tl.sqrt(a_ * a_ + x_ * x_)
+    # `xnorm != 0` (not `> 0`) so that a NaN norm still goes through and propagates.
+    do = active & (xnorm != 0.0)
+    beta = tl.where(alpha >= 0, -nrm, nrm)
+    beta = tl.where(do, beta, alpha)
+    den_tau = tl.where(do, beta, 1.0)
+    tau = tl.where(do, (beta - alpha) / den_tau, 0.0)
+    den = tl.where(do, alpha - beta, 1.0)
+    scale = tl.where(do, 1.0 / den, 0.0)
+    return tau, beta, scale, do
+
+
+@triton.jit
+def _build_t(S, taus, NB: tl.constexpr):
+    """larft forward/columnwise: T (NB x NB, upper) from S = V^T V and the taus."""
+    ii = tl.arange(0, NB)
+    T = tl.zeros((NB, NB), dtype=tl.float32)
+    for i in range(0, NB):
+        s_col = tl.sum(tl.where(ii[None, :] == i, S, 0.0), axis=1)
+        tau_i = tl.sum(tl.where(ii == i, taus, 0.0), axis=0)
+        t_col = -tau_i * tl.sum(T * s_col[None, :], axis=1)
+        t_col = tl.where(ii < i, t_col, tl.where(ii == i, tau_i, 0.0))
+        T = tl.where(ii[None, :] == i, t_col[:, None], T)
+    return T
+
+
+@triton.jit
+def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    tbase = TW + (b.to(tl.int64) * n_tw + tw_index) * NB * NB
+    tl.store(tbase + ii[:, None] * NB + ii[None, :], T)
+
+
+@triton.jit
+def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
+                     NB: tl.constexpr, MB: tl.constexpr,
+                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+    """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
+
+    Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
+    NB >= pw (pow2, >= 16), MB >= m - k (pow2).
+    """
+    b = tl.program_id(0)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    jj = tl.arange(0, NB)
+    rows = k + tl.arange(0, MB)
+    cols = k + jj
+    colvalid = jj < pw
+    rowvalid = rows < m
+    if k < na:
+        ptrs = base + cols[:, None] * m + rows[None, :]
+        mask = colvalid[:, None] & rowvalid[None, :]
+        P = tl.load(ptrs, mask=mask, other=0.0)
+        taus = tl.zeros((NB,), dtype=tl.float32)
+        for j in range(0, pw):
+            c = k + j
+            sel = jj == j
+            x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
+            is_top = rows == c
+            below = rows > c
+            alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
+            xb = tl.where(below, x, 0.0)
+            amax = tl.max(tl.abs(xb), axis=0)
+            s = tl.where(amax > 0, amax, 1.0)
+            xs = xb / s
+            ds = tl.sum(P * xs[None, :], axis=1)
+            # ds = x^T P / s, so (x/s)^T (x/s) = ds_j / s.
+            ss = tl.sum(tl.where(sel, ds, 0.0), axis=0) / s
+            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+            top = tl.sum(tl.where(is_top[None, :], P, 0.0), axis=1)
+            w = top + (scale * s) * ds
+            v = tl.where(is_top, 1.0, xb * scale)
+            P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
+            newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+            P = tl.where(sel[:, None], newcol[None, :], P)
+            taus = tl.where(sel, tau, taus)
+        tl.store(ptrs, P, mask=mask)
+        tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
+        if WRITE_T:
+            keep = colvalid & (cols < na)
+            V = tl.where(rows[None, :] > cols[:, None], P,
+                         tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
+            V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
+            S = tl.dot(V, tl.trans(V), input_precision="ieee")
+            _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+    else:
+        tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
+
+
+@triton.jit
+def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
+                         NB: tl.constexpr, CH: tl.constexpr,
+                         HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+    """Factor columns [k, k+pw) of matrix program_id(0), streaming row chunks of CH.
+
+    Same arguments as :func:`panel_reg_kernel`; any ``m``.
+    """
+    b = tl.program_id(0)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    jj = tl.arange(0, NB)
+    rr = tl.arange(0, CH)
+    cols = k + jj
+    colvalid = jj < pw
+    if k < na:
+        taus = tl.zeros((NB,), dtype=tl.float32)
+        for j in range(0, pw):
+            c = k + j
+            sel = jj == j
+            top = tl.load(base + cols * m + c, mask=colvalid, other=0.0)
+            alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
+            amax = tl.zeros((CH,), dtype=tl.float32)
+            for r0 in range(c + 1, m, CH):
+                r = r0 + rr
+                x = tl.load(base + c * m + r, mask=r < m, other=0.0)
+                amax = tl.maximum(amax, tl.abs(x))
+            amax_s = tl.max(amax, axis=0)
+            s = tl.where(amax_s > 0, amax_s, 1.0)
+            ds = tl.zeros((NB,), dtype=tl.float32)
+            for r0 in range(c + 1, m, CH):
+                r = r0 + rr
+                msk = colvalid[:, None] & (r < m)[None, :]
+                P = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
+                xs = tl.load(base + c * m + r, mask=r < m, other=0.0) / s
+                ds += tl.sum(P * xs[None, :], axis=1)
+            # ds = x^T P / s, so (x/s)^T (x/s) = ds_j / s.
+            ss = tl.sum(tl.where(sel, ds, 0.0), axis=0) / s
+            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+            w = top + (scale * s) * ds
+            newtop = tl.where(jj > j, top - tau * w, tl.where(sel, beta, top))
+            tl.store(base + cols * m + c, newtop, mask=colvalid)
+            for r0 in range(c + 1, m, CH):
+                r = r0 + rr
+                msk = colvalid[:, None] & (r < m)[None, :]
+                pp = base + cols[:, None] * m + r[None, :]
+                P = tl.load(pp, mask=msk, other=0.0)
+                x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
+                v = x * scale
+                P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
+                P = tl.where(sel[:, None] & do, v[None, :], P)
+                tl.store(pp, P, mask=msk)
+            taus = tl.where(sel, tau, taus)
+            # Other threads of this program read what was just stored.
+            tl.debug_barrier()
+        tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
+        if WRITE_T:
+            keep = colvalid & (cols < na)
+            S = tl.zeros((NB, NB), dtype=tl.float32)
+            for r0 in range(k, m, CH):
+                r = r0 + rr
+                msk = keep[:, None] & (r < m)[None, :]
+                V = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
+                V = tl.where(r[None, :] > cols[:, None], V,
+                             tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
+                V = tl.where(msk, V, 0.0)
+                S += tl.dot(V, tl.trans(V), input_precision="ieee")
+            _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+    else:
+        tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)

@@ -1,0 +1,105 @@
+"""Triton trailing update: apply compact-WY panels ``Q_p^T = I - V_p T_p^T V_p^T`` to columns.
+
+Storage as in :mod:`adaptqr.paths.kernels.panel`: ``Ht`` is ``(B, n, m)`` contiguous (row j
+of ``Ht[b]`` is column j of matrix b), ``TW`` is ``(B, n_tw, NB, NB)`` holding the panels'
+``T`` (panel p starts at column ``p * NB``; its ``T`` is ``TW[b, p]``).
+
+Grid ``(B, cdiv(c_end - c_start, BN))``: program ``(b, t)`` owns the trailing columns
+``[c_start + t*BN, ...+BN)`` of matrix b and applies the ``npan`` consecutive panels starting
+at column ``k0`` in order. In transposed form, for one panel::
+
+    W  = A^T V        (BN x NB, accumulated over the rows)
+    Y  = W T          (BN x NB)
+    A^T -= Y V^T
+
+``V`` is read from ``Ht`` (unit diagonal and zeros above built in-kernel; columns of a
+panel at or past ``n_active[b]`` are masked to zero, so their garbage never enters).
+
+* ``RESIDENT``: the column tile ``[BN, BM]`` (BM = next pow2 of ``m - k0``) is loaded once,
+  all ``npan`` panels are applied in registers, stored once: the trailing matrix moves once
+  per group of panels instead of once per panel.
+* otherwise: per panel, one pass over row chunks of BM for ``W`` and one to update.
+
+Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
+
+Example: see :func:`adaptqr.paths.householder.factor_householder`.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _load_v(base, k, r, m, na, NB: tl.constexpr, pw):
+    jj = tl.arange(0, NB)
+    vcols = k + jj
+    keep = (jj < pw) & (vcols < na)
+    msk = keep[:, None] & (r < m)[None, :]
+    Vt = tl.load(base + vcols[:, None] * m + r[None, :], mask=msk, other=0.0)
+    Vt = tl.where(r[None, :] > vcols[:, None], Vt,
+                  tl.where(r[None, :] == vcols[:, None], 1.0, 0.0))
+    return tl.where(msk, Vt, 0.0)
+
+
+@triton.jit
+def _load_t(TW, b, p, n_tw, NB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    tbase = TW + (b.to(tl.int64) * n_tw + p) * NB * NB
+    return tl.load(tbase + ii[:, None] * NB + ii[None, :])
+
+
+@triton.jit
+def trailing_kernel(Ht, TW, NA, k0, npan, m, n, c_start, c_end, n_tw,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                    RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr):
+    """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end)."""
+    b = tl.program_id(0)
+    t = tl.program_id(1)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    cc = c_start + t * BN + tl.arange(0, BN)
+    ccmask = cc < c_end
+    rr = tl.arange(0, BM)
+    if k0 < na:
+        if RESIDENT:
+            r = k0 + rr
+            amask = ccmask[:, None] & (r < m)[None, :]
+            aptr = base + cc[:, None] * m + r[None, :]
+            At = tl.load(aptr, mask=amask, other=0.0)
+            for i in range(0, npan):
+                k = k0 + i * NB
+                if k < na:
+                    Vt = _load_v(base, k, r, m, na, NB, n - k)
+                    T = _load_t(TW, b, k // NB, n_tw, NB)
+                    W = tl.dot(At, tl.trans(Vt), input_precision=PREC)
+                    Y = tl.dot(W, T, input_precision=PREC)
+                    At -= tl.dot(Y, Vt, input_precision=PREC)
+            tl.store(aptr, At, mask=amask)
+        else:
+            for i in range(0, npan):
+                k = k0 + i * NB
+                if k < na:
+                    W = tl.zeros((BN, NB), dtype=tl.float32)
+                    for r0 in range(k, m, BM):
+                        r = r0 + rr
+                        amask = ccmask[:, None] & (r < m)[None, :]
+                        At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
+                        Vt = _load_v(base, k, r, m, na, NB, n - k)
+                        W += tl.dot(At, tl.trans(Vt), input_precision=PREC)
+                    T = _load_t(TW, b, k // NB, n_tw, NB)
+                    Y = tl.dot(W, T, input_precision=PREC)
+                    for r0 in range(k, m, BM):
+                        r = r0 + rr
+                        amask = ccmask[:, None] & (r < m)[None, :]
+                        aptr = base + cc[:, None] * m + r[None, :]
+                        At = tl.load(aptr, mask=amask, other=0.0)
+                        Vt = _load_v(base, k, r, m, na, NB, n - k)
+                        At -= tl.dot(Y, Vt, input_precision=PREC)
+                        tl.store(aptr, At, mask=amask)
+                    # The next panel re-reads columns this program just wrote.
+                    tl.debug_barrier()

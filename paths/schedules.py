@@ -1,0 +1,76 @@
+"""Panel-width schedules of the Householder path, as named data.
+
+A schedule says, for one matrix shape, how :func:`adaptqr.paths.householder.factor_householder`
+cuts the columns: ``nb`` columns per panel (one panel kernel launch each), ``group`` panels
+per trailing-update group (the far trailing columns are updated once per group, all of its
+panels applied while the column tile is in registers when it fits), the trailing
+kernel's column tile ``bn`` and row chunk ``bm``, and the product precision.
+
+Register budgets (elements of float32 held by one program; a program of 8 warps holds 64
+registers per thread per 16K elements, more spills):
+
+* ``SMALL_MAX_TILE``: ``next_pow2(n) * next_pow2(m)`` at or below it -> the whole QR is one
+  launch of the register panel kernel with ``NB = next_pow2(n)`` (n <= 128 for square).
+* ``REG_PANEL_MAX_TILE``: a panel whose ``nb * next_pow2(m - k)`` fits stays in registers;
+  taller panels stream row chunks of ``REG_PANEL_MAX_TILE // nb`` through L2.
+* ``RESIDENT_MAX_TILE``: a trailing column tile ``bn * next_pow2(m - k)`` that fits is
+  updated in registers for the whole group.
+
+Measurements behind the numbers are in docs/EXPERIMENTS.md.
+
+Example::
+
+    >>> from adaptqr.paths.schedules import schedule_for
+    >>> s = schedule_for(512, 512)
+    >>> (s.small, s.nb, s.group)
+    (False, 32, 4)
+    >>> schedule_for(64, 64).small
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Whole QR in one launch when next_pow2(n) * next_pow2(m) is at most this (square: n <= 128).
+SMALL_MAX_TILE = 16384
+#: Panel tile held in registers up to this many elements (32 x 512); taller panels stream.
+REG_PANEL_MAX_TILE = 16384
+#: Trailing column tile kept in registers over a whole group up to this many elements.
+RESIDENT_MAX_TILE = 16384
+#: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
+#: tf32x3 keeps FP32 accuracy on tensor cores.
+DEFAULT_PREC = "tf32x3"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    small: bool          # one launch of the register panel kernel does the whole QR
+    nb: int              # panel width (columns per panel kernel launch)
+    group: int           # panels per trailing group
+    bn: int              # trailing kernel column tile
+    bm: int              # trailing kernel row chunk (non-resident)
+    prec: str = DEFAULT_PREC
+
+
+def next_pow2(x: int) -> int:
+    return 1 << max(0, int(x) - 1).bit_length()
+
+
+#: Square sizes -> (nb, group, bn, bm). Keys are upper bounds on n; first match wins.
+#: Provisional until measured on the H200 (docs/EXPERIMENTS.md).
+BLOCKED_BY_N = (
+    (256, (32, 4, 32, 64)),
+    (1024, (32, 4, 32, 64)),
+    (1 << 62, (32, 4, 64, 64)),
+)
+
+
+def schedule_for(m: int, n: int) -> Schedule:
+    """The schedule for one ``m x n`` (m >= n) float32 matrix shape."""
+    if next_pow2(max(n, 16)) * next_pow2(m) <= SMALL_MAX_TILE:
+        return Schedule(small=True, nb=next_pow2(max(n, 16)), group=1, bn=0, bm=0)
+    for bound, (nb, group, bn, bm) in BLOCKED_BY_N:
+        if n <= bound:
+            return Schedule(small=False, nb=nb, group=group, bn=bn, bm=bm)
+    raise AssertionError("unreachable: the last bound covers every n")
