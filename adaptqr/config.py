@@ -1,7 +1,8 @@
 """Every ``ADAPTQR_*`` environment variable, read in one place.
 
 Variables (read at each call through :func:`get`, so tests and users may change them at
-run time):
+run time; the dispatcher's hot path reads single variables through :func:`forced_path`,
+:func:`log_target` and :func:`detect_enabled` instead of building a whole Config):
 
 ``ADAPTQR_PATH``
     Force one path by name for every call (as ``adaptqr.geqrf(A, path=...)``). Unknown
@@ -68,18 +69,33 @@ def _int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
-def get() -> Config:
-    """The configuration as the environment says now."""
+def forced_path() -> str | None:
+    """``ADAPTQR_PATH`` alone (the dispatcher reads it on every call, so no Config is built)."""
+    return os.environ.get("ADAPTQR_PATH") or None
+
+
+def log_target() -> str | None:
+    """``ADAPTQR_LOG`` alone: None when unset or ``0``, else ``"1"`` or a file path."""
     log = os.environ.get("ADAPTQR_LOG") or None
     if log is not None and log.strip() == "0":
-        log = None
+        return None
+    return log
+
+
+def detect_enabled() -> bool:
+    """``ADAPTQR_DETECT`` alone (read per call by plans that run the probes)."""
+    return _flag("ADAPTQR_DETECT", True)
+
+
+def get() -> Config:
+    """The configuration as the environment says now."""
     return Config(
-        path=os.environ.get("ADAPTQR_PATH") or None,
-        log=log,
+        path=forced_path(),
+        log=log_target(),
         log_size=_int("ADAPTQR_LOG_SIZE", 256),
         graphs=_flag("ADAPTQR_GRAPHS", True),
         graph_entries=_int("ADAPTQR_GRAPH_ENTRIES", 16),
         graph_bytes=_int("ADAPTQR_GRAPH_BYTES", 4 << 30),
-        detect=_flag("ADAPTQR_DETECT", True),
+        detect=detect_enabled(),
         baseline_cache=os.environ.get("ADAPTQR_BASELINE_CACHE") or os.path.join("bench", "baseline_cache"),
     )

@@ -1,0 +1,137 @@
+"""The built-in paths, registered through the same :func:`register_path` users call.
+
+=============  ========  ====================================================================
+name           priority  when it is chosen
+=============  ========  ====================================================================
+householder    100       CUDA float32, ``m >= n >= 2`` (its module's ``capable`` if it has
+                         one); routed: it reads the per-matrix routes itself. Registered only
+                         if ``adaptqr.paths.householder`` imports.
+torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
+reference      -10       never automatically: it is the oracle of the tests (blocked
+                         Householder in torch ops). Force it with ``path="reference"``.
+=============  ========  ====================================================================
+
+Why reference is below torch: on the CPU the default must stay torch.geqrf (LAPACK is both
+faster and the contract), and on CUDA a torch-ops blocked QR is launch bound (DESIGN.md: about
+200 ms for 640x512), so it is never the better automatic choice; its job is to be an
+independent oracle that runs anywhere.
+
+Example::
+
+    >>> import adaptqr
+    >>> sorted(n for n in adaptqr.paths_registered() if n in ("torch", "reference"))
+    ['reference', 'torch']
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+
+import torch
+
+from adaptqr.registry import ALL_CLASSES, InputSpec, Registry, register_path
+
+_log = logging.getLogger("adaptqr.dispatch")
+
+PRIORITY_HOUSEHOLDER = 100
+PRIORITY_TORCH = 0
+PRIORITY_REFERENCE = -10  # below torch: never chosen automatically (see module docstring)
+
+_REAL = (torch.float32, torch.float64)
+
+
+def _supports_torch(spec: InputSpec) -> str | None:
+    return None
+
+
+def _supports_reference(spec: InputSpec) -> str | None:
+    if spec.dtype not in _REAL:
+        return f"reference handles float32/float64 only, not {spec.dtype}"
+    return None
+
+
+def _supports_householder_default(spec: InputSpec) -> str | None:
+    if spec.device_type != "cuda":
+        return f"householder runs on CUDA only, not {spec.device_type}"
+    if spec.dtype != torch.float32:
+        return f"householder handles float32 only, not {spec.dtype}"
+    if not spec.m >= spec.n >= 2:
+        return f"householder needs m >= n >= 2, got m={spec.m}, n={spec.n}"
+    return None
+
+
+def _adapt_capable(fn, default):
+    """A module's ``capable`` as a ``supports(spec)`` predicate.
+
+    Path modules may define ``capable(spec)`` or ``capable(batch, m, n, dtype, device_type)``
+    (the householder module does the latter); anything else falls back to ``default``.
+    """
+    if fn is None:
+        return default
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return default
+    if len(params) == 1:
+        return fn
+    if len(params) == 5:
+        return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
+    return default
+
+
+def _optional(module: str):
+    """Import a path module that another engineer owns; None (and a debug line) if it is absent."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        _log.debug("built-in path module %s not available: %s", module, exc)
+        return None
+
+
+def register_all(registry: Registry) -> None:
+    """Register torch, reference (if importable) and householder (if importable) into ``registry``."""
+    from adaptqr.paths.torch_fallback import factor_torch
+
+    register_path(
+        factor_torch,
+        name="torch",
+        supports=_supports_torch,
+        classes=ALL_CLASSES,
+        priority=PRIORITY_TORCH,
+        # Capturable would be wrong: torch.geqrf on CUDA loops on the host and may sync.
+        capturable=False,
+        routed=False,
+        description="torch.geqrf (LAPACK / cuSOLVER); takes every input, lowest automatic priority",
+        registry=registry,
+    )
+
+    ref = _optional("adaptqr.paths.reference")
+    if ref is not None and hasattr(ref, "factor_reference"):
+        register_path(
+            ref.factor_reference,
+            name="reference",
+            supports=_adapt_capable(getattr(ref, "capable", None), _supports_reference),
+            classes=ALL_CLASSES,
+            priority=PRIORITY_REFERENCE,
+            capturable=False,
+            routed=False,  # ignores info: factors every matrix in full
+            description="blocked Householder in torch ops, runs anywhere; the test oracle (force it by name)",
+            registry=registry,
+        )
+
+    hh = _optional("adaptqr.paths.householder")
+    if hh is not None and hasattr(hh, "factor_householder"):
+        register_path(
+            hh.factor_householder,
+            name="householder",
+            supports=_adapt_capable(getattr(hh, "capable", None), _supports_householder_default),
+            classes=ALL_CLASSES,
+            priority=PRIORITY_HOUSEHOLDER,
+            capturable=True,
+            routed=True,  # reads features["n_active"] and skips the negligible tail itself
+            description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
+            registry=registry,
+        )

@@ -1,0 +1,402 @@
+"""The dispatcher: choose a plan per input shape (host, cached), route each matrix (device), run.
+
+A :class:`Plan` is chosen once per ``(batch, m, n, dtype, device type, forced path, registry
+version)`` and kept in an LRU cache. It maps every route class (``adaptqr.registry.ROUTE_CLASSES``)
+to the path that takes it, and keeps the rejected paths with their reasons.
+
+Running a plan on a batch ``A`` (``(*batch, m, n)``):
+
+1. ``H`` = column-major copy of ``A`` (flattened to ``(B, m, n)``), ``tau`` = ``(B, min(m, n))``.
+2. If the plan needs routes (a routed path, or several paths sharing the batch) and
+   ``ADAPTQR_DETECT`` is on and ``adaptqr.detectors`` imports: ``features = probe(H)``,
+   ``routes = classify(features)``; else every matrix is ``ROUTE_DEFAULT`` ("dense").
+3. The *base* path (the owner of "dense" when it is routed or takes every class) factors the
+   whole batch, reading ``info.routes`` itself: no host sync, capturable as one CUDA graph.
+   A routed path is followed by ``adaptqr.detectors.finish_tail(H, tau, n_active)``.
+4. Every other owner (a user path declared for some classes only, or a second routed path)
+   gets only its matrices: gathered by route, factored, scattered back. Counting them needs
+   ONE host sync per call; it happens only when a path that is not the base shares a batch
+   (e.g. a user path for "lowrank" next to the GPU path), and such plans are not captured.
+
+For CUDA inputs of capturable plans the whole of 1-4 goes through
+``adaptqr.graphs.run(key, fn, A)`` (capture once, replay after).
+
+Example::
+
+    >>> import torch
+    >>> from adaptqr import dispatch
+    >>> H, tau = dispatch.run(torch.randn(2, 3, 5, 5))
+    >>> H.shape, tau.shape, H.mT.is_contiguous()
+    (torch.Size([2, 3, 5, 5]), torch.Size([2, 3, 5]), True)
+    >>> dispatch.plan_for(dispatch.spec_of(torch.randn(4, 5, 5))).owner_names()["dense"]
+    'torch'
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import threading
+from collections import OrderedDict
+
+import torch
+
+from adaptqr import config
+from adaptqr import log as _log
+from adaptqr.registry import REGISTRY, ROUTE_CLASSES, ROUTE_DEFAULT, InputSpec, MatrixInfo, Path
+
+# Distinct (shape, dtype, device, forced path) combinations remembered. A plan is a few
+# hundred bytes; 256 covers a bucketed optimizer's shapes many times over, and a sweep over
+# thousands of shapes only pays a cheap re-plan on a miss.
+PLAN_CACHE_SIZE = 256
+
+_NUM_CLASSES = len(ROUTE_CLASSES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Optional layers (other engineers' modules): imported once, None when absent
+# ---------------------------------------------------------------------------------------------
+
+_MISSING = object()
+_modules: dict[str, object] = {}
+
+
+def _optional(name: str):
+    mod = _modules.get(name, _MISSING)
+    if mod is _MISSING:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            mod = None
+        _modules[name] = mod
+    return mod
+
+
+def detectors():
+    """``adaptqr.detectors`` (``probe``, ``classify``, ``finish_tail``), or None if it does not import."""
+    return _optional("adaptqr.detectors")
+
+
+def graphs():
+    """``adaptqr.graphs`` (``run``), or None if it does not import."""
+    return _optional("adaptqr.graphs")
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans
+# ---------------------------------------------------------------------------------------------
+
+
+def spec_of(A: torch.Tensor) -> InputSpec:
+    """The :class:`InputSpec` of a ``(*batch, m, n)`` tensor (batch dims flattened)."""
+    shape = A.shape
+    return InputSpec(math.prod(shape[:-2]), shape[-2], shape[-1], A.dtype, A.device.type)
+
+
+class Plan:
+    """What one input shape runs: an owner path per route class, the base, the gathered rest.
+
+    - ``owners``: tuple, one :class:`Path` per route code.
+    - ``base``: the path that factors the whole batch (or None: every owner is gathered).
+    - ``gathered``: tuple of ``(path, owner_index)`` for owners that get only their matrices.
+    - ``rejected``: list of ``(path name, reason)``.
+    - ``probe``: whether the detectors must run (some path reads routes, or routes split the batch).
+    - ``capturable``: whether the eager plan may be captured in a CUDA graph.
+    """
+
+    __slots__ = ("key", "spec", "forced", "owners", "base", "gathered", "rejected", "probe", "capturable",
+                 "_zeros", "_owner_table", "_distinct")
+
+    def __init__(self, key, spec: InputSpec, forced: str | None, owners: tuple, rejected: list):
+        self.key = key
+        self.spec = spec
+        self.forced = forced
+        self.owners = owners
+        self.rejected = rejected
+        distinct: list[Path] = []
+        for p in owners:
+            if p not in distinct:
+                distinct.append(p)
+        self._distinct = tuple(distinct)
+        dense_owner = owners[ROUTE_DEFAULT]
+        self.base = dense_owner if (dense_owner.routed or dense_owner.takes_all_classes) else None
+        self.gathered = tuple((p, i) for i, p in enumerate(distinct) if p is not self.base)
+        self.probe = bool(self.gathered) or (self.base is not None and self.base.routed)
+        # Gathering syncs with the host, so such plans are never captured.
+        self.capturable = not self.gathered and all(p.capturable for p in distinct)
+        self._zeros: dict = {}
+        self._owner_table: dict = {}
+
+    @property
+    def paths(self) -> tuple:
+        """The distinct paths of the plan, in route-code order of first ownership."""
+        return self._distinct
+
+    def owner_names(self) -> dict[str, str]:
+        """Route class name -> name of the path that takes it."""
+        return {c: p.name for c, p in zip(ROUTE_CLASSES, self.owners)}
+
+    def zero_routes(self, B: int, device: torch.device) -> torch.Tensor:
+        """A cached all-``ROUTE_DEFAULT`` routes tensor (paths never write routes)."""
+        z = self._zeros.get(device)
+        if z is None:
+            z = torch.full((B,), ROUTE_DEFAULT, dtype=torch.int32, device=device)
+            self._zeros[device] = z
+        return z
+
+    def owner_table(self, device: torch.device) -> torch.Tensor:
+        """``(num classes,)`` int64: route code -> index of its owner in :attr:`paths`."""
+        t = self._owner_table.get(device)
+        if t is None:
+            t = torch.tensor([self._distinct.index(p) for p in self.owners], dtype=torch.int64, device=device)
+            self._owner_table[device] = t
+        return t
+
+
+_plans: "OrderedDict[tuple, Plan]" = OrderedDict()
+_plans_lock = threading.Lock()
+
+
+def _choose(spec: InputSpec, forced: str | None) -> tuple[tuple, list]:
+    REGISTRY.ensure_builtins()
+    paths = REGISTRY.paths()
+    where = f"input of shape (B={spec.batch}, m={spec.m}, n={spec.n}), dtype {spec.dtype}, device {spec.device_type}"
+    if forced is not None:
+        p = REGISTRY.get(forced)
+        if p is None:
+            raise ValueError(f"unknown path {forced!r} (from path= or ADAPTQR_PATH); known paths: {REGISTRY.names()}")
+        reason = p.check(spec)
+        if reason is not None:
+            raise ValueError(f"forced path {forced!r} cannot take the {where}: {reason}")
+        if not p.takes_all_classes:
+            raise ValueError(
+                f"forced path {forced!r} accepts only the classes {sorted(p.classes)}; a forced path must take every "
+                f"matrix of the batch ({where}); force a path declared with classes='*'"
+            )
+        rejected = [(q.name, f"not forced (ADAPTQR_PATH / path= is {forced!r})") for q in paths if q is not p]
+        return (p,) * _NUM_CLASSES, rejected
+
+    rejected: list = []
+    ok: list[Path] = []
+    for p in paths:
+        reason = p.check(spec)
+        if reason is None:
+            ok.append(p)
+        else:
+            rejected.append((p.name, reason))
+    owners = []
+    for cls in ROUTE_CLASSES:
+        best = None
+        for p in ok:  # registration order breaks priority ties: the earlier path wins
+            if p.accepts(cls) and (best is None or p.priority > best.priority):
+                best = p
+        if best is None:
+            raise RuntimeError(
+                f"no registered path takes {cls!r} matrices of the {where}; registered: {REGISTRY.names()} "
+                f"(rejected: {rejected})"
+            )
+        owners.append(best)
+    for p in ok:
+        if p not in owners:
+            winners = sorted({o.name for o in owners if any(p.accepts(c) for c in ROUTE_CLASSES)})
+            rejected.append((p.name, f"outranked (priority {p.priority}) by {', '.join(winners)}"))
+    return tuple(owners), rejected
+
+
+def plan_for(spec: InputSpec, forced: str | None = None) -> Plan:
+    """The (cached) plan for ``spec``; raises ``ValueError`` for an unknown or inapplicable forced path."""
+    key = (spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced, REGISTRY.version)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    return _build(key, spec, forced)
+
+
+def _build(key, spec: InputSpec, forced: str | None) -> Plan:
+    owners, rejected = _choose(spec, forced)
+    # The registry may have loaded its built-ins inside _choose: key by the version it now has.
+    key = key[:-1] + (REGISTRY.version,)
+    plan = Plan(key, spec, forced, owners, rejected)
+    with _plans_lock:
+        _plans[key] = plan
+        while len(_plans) > PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return plan
+
+
+def clear_plans() -> None:
+    """Forget every cached plan (they are also invalidated by any registry change)."""
+    with _plans_lock:
+        _plans.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a plan
+# ---------------------------------------------------------------------------------------------
+
+
+def probe(plan: Plan, H: torch.Tensor):
+    """``(routes, features)`` for the column-major batch ``H`` under ``plan``.
+
+    ``routes`` is None (every matrix "dense") when the plan needs no routes, the detectors do
+    not import, or ``ADAPTQR_DETECT=0``.
+    """
+    if not plan.probe or not config.detect_enabled():
+        return None, {}
+    det = detectors()
+    if det is None:
+        return None, {}
+    features = det.probe(H)
+    routes = det.classify(features)
+    return routes, features
+
+
+def _call(path: Path, H, tau, info, spec: InputSpec) -> None:
+    try:
+        path.impl(H, tau, info)
+    except Exception as exc:
+        raise RuntimeError(
+            f"adaptqr: path {path.name!r} failed on {spec.describe()} (batch of {H.shape[0]}): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if path.routed and "n_active" in info.features:
+        det = detectors()
+        if det is not None and hasattr(det, "finish_tail"):
+            det.finish_tail(H, tau, info.features["n_active"])
+
+
+def _subset(features: dict, idx: torch.Tensor) -> dict:
+    return {k: v.index_select(0, idx) for k, v in features.items()}
+
+
+def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features=None) -> None:
+    """Run ``plan`` on the column-major ``H`` ``(B, m, n)`` and ``tau`` ``(B, k)``, in place.
+
+    ``routes``/``features`` come from :func:`probe` (None: all "dense").
+    """
+    spec = plan.spec
+    if features is None:
+        features = {}
+    if routes is None or not plan.gathered:
+        owner = plan.base if plan.base is not None else plan.owners[ROUTE_DEFAULT]
+        if routes is None:
+            # Nothing is known: every matrix is "dense", so its owner takes the whole batch.
+            routes = plan.zero_routes(H.shape[0], H.device)
+        _call(owner, H, tau, MatrixInfo(routes, features), spec)
+        return
+
+    # Some owner takes only its matrices. Gather them BEFORE the base factors H in place.
+    owner = plan.owner_table(H.device).index_select(0, routes.long().clamp_(0, _NUM_CLASSES - 1))
+    order = torch.argsort(owner, stable=True)
+    counts = torch.bincount(owner, minlength=len(plan.paths)).tolist()  # the one host sync
+    offsets = [0]
+    for c in counts:
+        offsets.append(offsets[-1] + c)
+    jobs = []
+    for path, i in plan.gathered:
+        if counts[i] == 0:
+            continue
+        idx = order[offsets[i] : offsets[i + 1]]
+        Hs = H.mT.index_select(0, idx).mT  # stays column-major
+        taus = torch.empty((idx.numel(), tau.shape[1]), dtype=tau.dtype, device=tau.device)
+        jobs.append((path, idx, Hs, taus))
+    if plan.base is not None:
+        _call(plan.base, H, tau, MatrixInfo(routes, features), spec)
+    for path, idx, Hs, taus in jobs:
+        _call(path, Hs, taus, MatrixInfo(routes.index_select(0, idx), _subset(features, idx)), spec)
+        H.mT.index_copy_(0, idx, Hs.mT)
+        tau.index_copy_(0, idx, taus)
+
+
+def _alloc(A: torch.Tensor, B: int, m: int, n: int):
+    # (B, n, m) contiguous, transposed: each matrix column-major, as torch.geqrf returns `a`.
+    H = torch.empty((B, n, m), dtype=A.dtype, device=A.device).mT
+    tau = torch.empty((B, min(m, n)), dtype=A.dtype, device=A.device)
+    return H, tau
+
+
+class _Runner:
+    """``fn(A) -> (H, tau)`` for graphs.run: the eager plan on a ``(*batch, m, n)`` input."""
+
+    __slots__ = ("plan", "routes")
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.routes = None
+
+    def __call__(self, A: torch.Tensor):
+        shape = A.shape
+        m, n = shape[-2], shape[-1]
+        H, tau = _alloc(A, self.plan.spec.batch, m, n)
+        H.view(shape).copy_(A)
+        routes, features = probe(self.plan, H)
+        self.routes = routes
+        factor(self.plan, H, tau, routes, features)
+        return H.view(shape), tau.view(shape[:-2] + (tau.shape[1],))
+
+
+def run(A: torch.Tensor, path: str | None = None):
+    """Factor a validated ``(*batch, m, n)`` tensor: ``(a, tau)`` with torch.geqrf's layout.
+
+    ``path`` forces a path by name (else ``ADAPTQR_PATH``). The input is never modified.
+    """
+    forced = path if path is not None else config.forced_path()
+    shape = A.shape
+    m, n = shape[-2], shape[-1]
+    B = math.prod(shape[:-2])
+    dev_type = "cuda" if A.is_cuda else A.device.type
+    key = (B, m, n, A.dtype, dev_type, forced, REGISTRY.version)
+    plan = _plans.get(key)
+    if plan is None:
+        if not REGISTRY.builtins_loaded:
+            REGISTRY.ensure_builtins()
+            key = key[:-1] + (REGISTRY.version,)
+            plan = _plans.get(key)
+        if plan is None:
+            if B == 0 or m == 0 or n == 0:
+                return _empty(A, forced)
+            plan = _build(key, InputSpec(B, m, n, A.dtype, dev_type), forced)
+    else:
+        try:
+            _plans.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+
+    runner = _Runner(plan)
+    mode = "eager"
+    if dev_type == "cuda" and plan.capturable:
+        g = graphs()
+        if g is not None:
+            mode = "graph"
+            # Allocated outside any capture, so the graph only reads it.
+            plan.zero_routes(B, A.device)
+            result = g.run(("adaptqr.geqrf", key, tuple(shape), A.get_device()), runner, A)
+        else:
+            result = runner(A)
+    else:
+        result = runner(A)
+
+    if _log._enabled or config.log_target() is not None:
+        routes = runner.routes
+        if mode == "graph":
+            # A replay does not call the runner, and routes written inside a graph are
+            # overwritten by the next replay: probe again, eagerly, for the record.
+            H, _ = _alloc(A, B, m, n)
+            H.view(shape).copy_(A)
+            routes, _ = probe(plan, H)
+        _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
+                    rejected=list(plan.rejected), mode=mode, routes=routes)
+    return result[0], result[1]
+
+
+def _empty(A: torch.Tensor, forced: str | None):
+    """The result for B == 0, m == 0 or n == 0: nothing to factor, nothing dispatched."""
+    if forced is not None and REGISTRY.get(forced) is None:
+        raise ValueError(f"unknown path {forced!r} (from path= or ADAPTQR_PATH); known paths: {REGISTRY.names()}")
+    shape = A.shape
+    m, n = shape[-2], shape[-1]
+    H, tau = _alloc(A, math.prod(shape[:-2]), m, n)
+    if _log._enabled or config.log_target() is not None:
+        _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan={}, rejected=[],
+                    mode="empty", routes=None)
+    return H.view(shape), tau.view(shape[:-2] + (tau.shape[1],))
