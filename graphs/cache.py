@@ -304,7 +304,10 @@ class GraphCache:
         entry = None
         try:
             with self._capture_lock, torch.no_grad():
-                static_in = _clone_like(A)
+                # preserve_format keeps A's strides when A is dense, and falls back to
+                # a contiguous buffer for an expanded (overlapping) A, which copy_ into
+                # an overlapping empty_strided buffer would reject.
+                static_in = torch.empty_like(A, memory_format=torch.preserve_format).copy_(A)
                 handle, static_out, nbytes = self.backend.capture(fn, static_in)
             entry = _Entry(key, handle, static_in, tuple(static_out), int(nbytes))
         except Exception as exc:  # a capture failure never reaches the caller
@@ -349,7 +352,9 @@ class GraphCache:
             if entry.released:
                 return
             entry.released = True
-            handle, entry.handle = entry.handle, None
+            # Release first: the backend orders the static buffers' streams after their
+            # last use before the buffers go back to the allocator below.
+            self.backend.release(entry.handle)
+            entry.handle = None
             entry.static_out = ()
             entry.static_in = None  # type: ignore[assignment]
-        self.backend.release(handle)

@@ -406,3 +406,31 @@ def test_module_level_api_runs_cpu_inputs_eagerly():
     assert st["captures"] == 0
     graphs.clear()
     assert set(st) >= {"entries", "bytes", "hits", "misses", "captures", "evictions", "eager_reasons"}
+
+
+def test_expanded_input_is_captured_into_a_dense_buffer():
+    c, be, _ = make()
+    base = rand(1, 4, 4)
+    outs = [(c.run("k", mm_plan, base.expand(3, 4, 4) * 1.0 if i == 0 else base.expand(3, 4, 4)))
+            for i in range(4)]
+    assert c.stats()["captures"] == 1 and c.stats()["hits"] == 2
+    for P, s in outs:
+        torch.testing.assert_close(P, mm_plan(base.expand(3, 4, 4))[0])
+
+
+def test_entry_evicted_between_lookup_and_replay_runs_eagerly():
+    class Racy(GraphCache):
+        def _replay(self, entry, A, out):
+            self._release(entry)  # what another thread's eviction would do meanwhile
+            return super()._replay(entry, A, out)
+
+    be = FakeBackend()
+    c = Racy(backend=be, get_config=Cfg())
+    a = rand(2, 3, 3)
+    _capture(c, "k", a)
+    P, _ = c.run("k", mm_plan, a)
+    torch.testing.assert_close(P, mm_plan(a)[0])
+    st = c.stats()
+    assert st["hits"] == 0 and st["misses"] == 3
+    assert st["eager_reasons"][cache_mod.REASON_EVICTED] == 1
+    assert be.replays == 0
