@@ -1,0 +1,203 @@
+"""Device script for the Householder path: accuracy on the qr_v2 cases, timing, variants.
+
+Run on the GPU machine (one call does everything; summary on stdout, JSON under $OUT)::
+
+    pip install -q --no-deps --no-build-isolation -e . && \
+        PYTHONUNBUFFERED=1 python bench/devscripts/hh_bench.py --budget 300
+
+Smoke-test the script itself on a CPU (tiny shapes, Triton interpreter)::
+
+    TRITON_INTERPRET=1 python bench/devscripts/hh_bench.py --smoke
+
+Sections (each skipped once ``--budget`` seconds are spent): ``check`` (every benchmark and
+test case at full batch, worst scaled residuals against the half gate), ``time`` (default
+schedule per benchmark case, CUDA-graph replay, L2 flushed, k rotating inputs as qr_v2),
+``parts`` (panel-only / trailing-only time, to see where the time goes), ``variants``
+(schedules and precisions on the large cases, timing and accuracy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+try:
+    import adaptqr  # noqa: F401
+except Exception as e:  # another layer mid-edit must not cost a device run
+    import types
+    print("adaptqr/__init__ failed to import, stubbing it:", repr(e)[:200])
+    _stub = types.ModuleType("adaptqr")
+    _stub.__path__ = [os.path.join(os.path.dirname(__file__), "..", "..", "adaptqr")]
+    sys.modules["adaptqr"] = _stub
+
+from adaptqr.paths import householder, schedules
+from adaptqr.testing import bench_cases, case_name, check_geqrf, make_inputs, test_cases
+from adaptqr.testing.cases import baseline_us
+
+T0 = time.time()
+
+
+def left(budget):
+    return budget - (time.time() - T0)
+
+
+def factor(A, sched=None):
+    B, m, n = A.shape
+    H = torch.empty_strided((B, m, n), (m * n, 1, m), dtype=A.dtype, device=A.device)
+    H.copy_(A)
+    tau = torch.empty((B, n), dtype=A.dtype, device=A.device)
+    householder.factor_householder(H, tau, None, schedule=sched)
+    return H, tau
+
+
+def timed(fn, inputs, reps, graph):
+    """Mean ms per input over reps (L2 flushed before each rep)."""
+    flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    if graph:
+        statics = [a.clone() for a in inputs]
+        fn(statics[0])  # compile + warm
+        torch.cuda.synchronize()
+        graphs = []
+        for a in statics:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn(a)
+            graphs.append(g)
+        run = [g.replay for g in graphs]
+    else:
+        fn(inputs[0])
+        run = [(lambda a=a: fn(a)) for a in inputs]
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        torch.cuda.synchronize()
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        for r in run:
+            r()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) / len(run))
+    return statistics.median(times)
+
+
+def check(A, sched=None):
+    H, tau = factor(A, sched)
+    r = check_geqrf(A, H, tau)
+    return r.worst_factor, r.worst_orth, r.passes_bar
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--budget", type=float, default=300.0)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--sections", default="check_bench,time,parts,check_tests,variants")
+    args = ap.parse_args()
+    out = os.environ.get("OUT", "/tmp")
+    res = {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "torch": torch.__version__, "check": [], "time": [], "parts": [], "variants": []}
+    secs = args.sections.split(",")
+
+    if args.smoke:
+        for B, n in [(2, 32), (2, 160)]:
+            A = torch.randn(B, n, n)
+            print("smoke", B, n, check(A))
+        return
+
+    def save():
+        with open(os.path.join(out, "hh_bench.json"), "w") as f:
+            json.dump(res, f, indent=1)
+
+    def run_check(cases):
+        for c in cases:
+            if left(args.budget) < 0:
+                print("budget spent, stopping check"); break
+            A = make_inputs(c, k=1)[0]
+            t = time.time()
+            wf, wo, ok = check(A)
+            res["check"].append({"case": case_name(c), "factor": wf, "orth": wo, "bar": ok})
+            print(f"check {case_name(c):40s} factor {wf:7.3f} orth {wo:7.3f} "
+                  f"{'ok' if ok else 'FAIL'} ({time.time() - t:.1f}s)")
+            del A
+        save()
+
+    if "check_bench" in secs:
+        run_check(bench_cases())
+
+    if "time" in secs:
+        geo = []
+        for c in bench_cases():
+            if left(args.budget) < 0:
+                print("budget spent, stopping time"); break
+            ins = make_inputs(c)
+            ms = timed(factor, ins, args.reps, graph=True)
+            base = baseline_us(c) / 1e3
+            geo.append(ms)
+            res["time"].append({"case": case_name(c), "ms": ms, "baseline_ms": base})
+            print(f"time {case_name(c):40s} {ms:8.3f} ms  torch {base:8.2f} ms  x{base / ms:6.1f}")
+            del ins
+        if len(geo) == 12:
+            g = math.exp(sum(map(math.log, geo)) / 12)
+            res["geomean_ms"] = g
+            print(f"geomean {g:.3f} ms")
+        save()
+
+    big = [c for c in bench_cases() if c.get("case", "dense") == "dense" and c["n"] >= 512]
+    if "parts" in secs:
+        real_p, real_t = householder._panel, householder._trailing
+        for c in big:
+            if left(args.budget) < 0:
+                break
+            ins = make_inputs(c, k=1)
+            row = {"case": case_name(c)}
+            householder._trailing = lambda *a, **k: None
+            row["panel_only_ms"] = timed(factor, ins, 3, graph=True)
+            householder._trailing = real_t
+            householder._panel = lambda *a, **k: None
+            row["trailing_only_ms"] = timed(factor, ins, 3, graph=True)
+            householder._panel = real_p
+            res["parts"].append(row)
+            print("parts", row)
+        householder._panel, householder._trailing = real_p, real_t
+        save()
+
+    if "check_tests" in secs:
+        run_check(test_cases())
+
+    if "variants" in secs:
+        for c in big:
+            base_s = schedules.schedule_for(c["n"], c["n"])
+            for nb, group, prec in [(32, 1, base_s.prec), (32, 2, base_s.prec), (32, 8, base_s.prec),
+                                    (16, 4, base_s.prec), (64, 2, base_s.prec),
+                                    (32, 4, "ieee"), (32, 4, "tf32")]:
+                if left(args.budget) < 0:
+                    break
+                s = dataclasses.replace(base_s, nb=nb, group=group, prec=prec)
+                ins = make_inputs(c, k=1)
+                try:
+                    ms = timed(lambda a: factor(a, s), ins, 3, graph=True)
+                    wf, wo, ok = check(ins[0], s)
+                except Exception as e:  # a variant that fails to compile is a result too
+                    print("variant", case_name(c), s, "ERROR", repr(e)[:300])
+                    continue
+                res["variants"].append({"case": case_name(c), "nb": nb, "group": group,
+                                        "prec": prec, "ms": ms, "factor": wf, "orth": wo})
+                print(f"variant {case_name(c):30s} nb {nb:3d} group {group} {prec:6s} "
+                      f"{ms:8.3f} ms factor {wf:6.3f} orth {wo:6.3f}")
+        save()
+    print(f"total {time.time() - T0:.0f}s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
