@@ -18,8 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 Case = dict[str, Any]
@@ -96,50 +94,29 @@ def inputs_per_case(batch: int, n: int) -> int:
         return max(1, min(50, (256 << 20) // (batch * n * n * 4)))
 
 
-def _spec_cases(which: str) -> list[Case]:
-    from adaptqr import testing
-
-    return [normalize(c) for c in (testing.test_cases() if which == "tests" else testing.bench_cases())]
-
-
-def _from_file(path: str) -> list[Case]:
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ValueError(f"--cases {path!r}: cannot read the file: {e}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--cases {path!r}: not valid JSON: {e}") from None
-    if isinstance(data, dict):
-        if not ("tests" in data or "benchmarks" in data):
-            raise ValueError(f"--cases {path!r}: a JSON object needs a 'tests' or 'benchmarks' list")
-        raw = list(data.get("tests", [])) + list(data.get("benchmarks", []))
-    elif isinstance(data, list):
-        raw = data
-    else:
-        raise ValueError(f"--cases {path!r}: expected a list of cases or an object with 'tests'/'benchmarks'")
-    if not raw:
-        raise ValueError(f"--cases {path!r}: no cases in the file")
-    return [normalize(c) for c in raw]
-
-
 def resolve(spec: str) -> list[Case]:
-    """The cases named by a ``--cases`` value, duplicates (same key) dropped, order kept."""
-    if spec == "tests":
-        cases = _spec_cases("tests")
-    elif spec == "bench":
-        cases = _spec_cases("bench")
-    elif spec == "all":
-        cases = _spec_cases("tests") + _spec_cases("bench")
-    elif spec == "cpu":
-        cases = [normalize(c) for c in CPU_BENCH_CASES]
-    elif os.path.exists(spec) or spec.endswith(".json"):
-        cases = _from_file(spec)
+    """The cases named by a ``--cases`` value, duplicates (same key) dropped, order kept.
+
+    ``cpu`` is this module's small set; everything else (names and JSON files) is the
+    testing layer's :func:`adaptqr.testing.load_cases`.
+    """
+    if spec == "cpu":
+        cases = CPU_BENCH_CASES
     else:
-        raise ValueError(f"--cases must be one of {', '.join(NAMED_SETS)} or a JSON file; got {spec!r}")
+        from adaptqr.testing import load_cases
+
+        try:
+            cases = load_cases(spec)
+        except OSError as e:
+            raise ValueError(f"--cases {spec!r}: cannot read it: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"--cases must be one of {', '.join(NAMED_SETS)} or a JSON file of cases: {e}") from None
+        if not cases:
+            raise ValueError(f"--cases {spec!r}: no cases in it")
     seen: set[str] = set()
     out = []
     for c in cases:
+        c = normalize(c)
         key = case_key(c)
         if key not in seen:
             seen.add(key)
@@ -156,15 +133,7 @@ def cpu_subset(cases: list[Case]) -> tuple[list[Case], list[Case]]:
 
 def published_h200_ms() -> dict[str, float]:
     """The spec JSON's published torch.geqrf medians on one H200, by case key (ms)."""
-    from importlib import resources
+    from adaptqr.testing import bench_cases
+    from adaptqr.testing.cases import baseline_h200
 
-    try:
-        text = resources.files("adaptqr.testing").joinpath("qr_v2_cases.json").read_text()
-    except (FileNotFoundError, ModuleNotFoundError):
-        return {}
-    data = json.loads(text)
-    base = data.get("baseline_h200", {}).get("us", [])
-    benches = data.get("benchmarks", [])
-    if len(base) != len(benches):
-        return {}
-    return {case_key(c): us / 1e3 for c, us in zip(benches, base)}
+    return {case_key(c): us / 1e3 for c, us in zip(bench_cases(), baseline_h200())}

@@ -1,93 +1,65 @@
-"""Which path(s) adaptqr took for a call, read from the dispatch decisions log.
+"""Which path(s) adaptqr took for a call, read from the dispatch decisions log (adaptqr.log).
 
-The log's record format belongs to the dispatcher; this reader accepts a record that is a
-dict or an object and looks for ``paths``, ``path``, ``plan`` or ``route`` in that order,
-so a change there degrades the bench's "path" column to ``?`` instead of breaking it.
+A record (``adaptqr.decisions()[-1]``) has ``plan``: matrix class -> path name, and
+``counts``: matrix class -> how many matrices of the batch had it. The paths taken are
+the plan's paths of the classes that occurred, with their matrix counts.
 
 Example::
 
     >>> from adaptqr.bench.decisions import paths_of_record
-    >>> paths_of_record({"paths": ["small_fused", "householder"]})
-    ['small_fused', 'householder']
-    >>> paths_of_record({"plan": {"paths": ["reference"]}})
-    ['reference']
+    >>> paths_of_record({"plan": {"dense": "householder", "rankdef": "tail_skip"},
+    ...                  "counts": {"dense": 600, "rankdef": 40}})
+    ['householder:600', 'tail_skip:40']
+    >>> paths_of_record({"plan": {"dense": "torch"}})
+    ['torch']
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-_KEYS = ("paths", "path", "plan", "route")
 
-
-def _get(obj, key):
-    if isinstance(obj, dict):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
-def paths_of_record(rec, _depth: int = 0) -> list[str] | None:
-    """Path names named by one decisions-log record, or None when it names none."""
-    if rec is None or _depth > 3:
+def paths_of_record(rec) -> list[str] | None:
+    """``path:count`` per path taken (most matrices first), or the plan's paths without counts."""
+    if rec is None:
         return None
-    for key in _KEYS:
-        v = _get(rec, key)
-        if v is None or v == "" or v == []:
-            continue
-        if isinstance(v, str):
-            return [v]
-        if isinstance(v, (list, tuple)):
-            names = []
-            for item in v:
-                if isinstance(item, str):
-                    names.append(item)
-                else:
-                    sub = paths_of_record(item, _depth + 1)
-                    name = _get(item, "name")
-                    names.extend(sub or ([str(name)] if name is not None else []))
-            if names:
-                return list(dict.fromkeys(names))
-            continue
-        sub = paths_of_record(v, _depth + 1)
-        if sub:
-            return sub
-        name = _get(v, "name")
-        if name is not None:
-            return [str(name)]
-    return None
+    if not isinstance(rec, dict):
+        to_dict = getattr(rec, "to_dict", None)
+        rec = to_dict() if to_dict is not None else vars(rec)
+    plan = rec.get("plan")
+    if not isinstance(plan, dict) or not plan:
+        return None
+    counts = rec.get("counts")
+    if not isinstance(counts, dict):
+        return list(dict.fromkeys(str(p) for p in plan.values()))
+    per_path: dict[str, int] = {}
+    for cls, n in counts.items():
+        if n and cls in plan:
+            per_path[str(plan[cls])] = per_path.get(str(plan[cls]), 0) + int(n)
+    if not per_path:
+        return list(dict.fromkeys(str(p) for p in plan.values()))
+    return [f"{p}:{n}" for p, n in sorted(per_path.items(), key=lambda kv: -kv[1])]
 
 
 def paths_taken(fn: Callable, a) -> list[str] | None:
-    """Call ``fn(a)`` once with the decisions log on and return the paths its last record names.
+    """Call ``fn(a)`` once with the decisions log on; the paths its record names, or None.
 
-    Returns None when the dispatcher offers no log or the record names no path. The log is
-    switched on only around this call, so the timed calls run with it as configured.
+    The log is switched on only around this call (and left as it was), so the timed calls
+    run with the log as configured. Reading the record syncs with the host: not a hot path.
     """
-    import adaptqr
-
-    decisions = getattr(adaptqr, "decisions", None)
-    if decisions is None:
-        return None
-    log = getattr(adaptqr, "log", None)
-    enable = getattr(log, "enable", None)
-    disable = getattr(log, "disable", None)
     try:
-        if enable is not None:
-            enable()
+        import adaptqr
+        from adaptqr import log
+    except ImportError:
+        return None
+    was_on = log.active()
+    try:
+        log.enable()
         fn(a)
-        recs = decisions()
+        recs = adaptqr.decisions()
     except Exception:
         return None
     finally:
-        if disable is not None:
-            try:
-                disable()
-            except Exception:
-                pass
-    if not recs:
-        return None
-    try:
-        last = recs[-1]
-    except (TypeError, IndexError, KeyError):
-        return None
-    return paths_of_record(last)
+        if not was_on:
+            log.disable()
+    return paths_of_record(recs[-1]) if recs else None

@@ -166,11 +166,17 @@ def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_
     for path in opts.paths:
         name = variant_name(path)
         opts.progress(f"  {name}: check {k} input(s), then time")
-        entry["results"][name] = run_variant(_library_fn(opts, path), path, inputs, opts.rule)
+        r = run_variant(_library_fn(opts, path), path, inputs, opts.rule)
+        entry["results"][name] = r
+        opts.progress(f"  {name}: " + (f"median {r['median_ms']:.4g} ms over {r['repeats']} repeats"
+                                       if r["status"] == "ok" else
+                                       f"{r['status']} (factor {r['worst_factor']}, orth {r['worst_orth']}"
+                                       f"{', ' + r['error'] if r['error'] else ''}): not timed"))
     base = None
     if opts.baseline != "none":
         opts.progress("  torch.geqrf baseline" + (" (cached)" if opts.baseline == "cache" and key in cached else ""))
         base = _baseline_for(case, key, inputs, opts, cached, dev_name)
+        opts.progress(f"  torch.geqrf: median {base['median_ms']:.4g} ms ({base['source']})")
     if base is None and entry["published_h200_ms"] is not None:
         base = {"source": "published_h200", "median_ms": entry["published_h200_ms"], "mean_ms": None}
     entry["baseline"] = base
