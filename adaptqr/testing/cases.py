@@ -56,6 +56,11 @@ def test_cases() -> list[dict]:
     return _normalize_all(_data()["tests"], "tests")
 
 
+# pytest collects any module-level callable named test_*; a test module that imports this
+# function must not run it as a test.
+test_cases.__test__ = False
+
+
 def bench_cases() -> list[dict]:
     """The 12 qr_v2 benchmark cases, in the JSON's (leaderboard's) order."""
     return _normalize_all(_data()["benchmarks"], "benchmarks")

@@ -7,14 +7,15 @@ import pytest
 import torch
 
 from adaptqr.paths.reference import geqrf_reference
-from adaptqr.testing import case_name, check_geqrf, generate, test_cases
+from adaptqr.testing import case_name, check_geqrf, generate
+from adaptqr.testing import test_cases as qr_v2_test_cases
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 
-CASES = test_cases()
+CASES = qr_v2_test_cases()
 
 
 def _run(c):
