@@ -309,10 +309,14 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
 
 
 def _alloc(A: torch.Tensor, B: int, m: int, n: int):
-    # (B, n, m) contiguous, transposed: each matrix column-major, as torch.geqrf returns `a`.
-    H = torch.empty((B, n, m), dtype=A.dtype, device=A.device).mT
-    tau = torch.empty((B, min(m, n)), dtype=A.dtype, device=A.device)
-    return H, tau
+    """``(a, tau)`` in torch.geqrf's exact layout for ``A``'s shape, and their ``(B, m, n)`` /
+    ``(B, k)`` views for the paths."""
+    batch = A.shape[:-2]
+    # (*, n, m) contiguous, transposed: each matrix column-major, with the same strides
+    # (size-1 dims included) as torch.geqrf's `a`.
+    a = torch.empty(batch + (n, m), dtype=A.dtype, device=A.device).mT
+    tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
+    return a, tau, a.view(B, m, n), tau.view(B, min(m, n))
 
 
 class _Runner:
@@ -327,12 +331,12 @@ class _Runner:
     def __call__(self, A: torch.Tensor):
         shape = A.shape
         m, n = shape[-2], shape[-1]
-        H, tau = _alloc(A, self.plan.spec.batch, m, n)
-        H.view(shape).copy_(A)
+        a, tau_full, H, tau = _alloc(A, self.plan.spec.batch, m, n)
+        a.copy_(A)
         routes, features = probe(self.plan, H)
         self.routes = routes
         factor(self.plan, H, tau, routes, features)
-        return H.view(shape), tau.view(shape[:-2] + (tau.shape[1],))
+        return a, tau_full
 
 
 def run(A: torch.Tensor, path: str | None = None):
@@ -381,8 +385,8 @@ def run(A: torch.Tensor, path: str | None = None):
         if mode == "graph":
             # A replay does not call the runner, and routes written inside a graph are
             # overwritten by the next replay: probe again, eagerly, for the record.
-            H, _ = _alloc(A, B, m, n)
-            H.view(shape).copy_(A)
+            a, _, H, _ = _alloc(A, B, m, n)
+            a.copy_(A)
             routes, _ = probe(plan, H)
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes)
@@ -395,8 +399,8 @@ def _empty(A: torch.Tensor, forced: str | None):
         raise ValueError(f"unknown path {forced!r} (from path= or ADAPTQR_PATH); known paths: {REGISTRY.names()}")
     shape = A.shape
     m, n = shape[-2], shape[-1]
-    H, tau = _alloc(A, math.prod(shape[:-2]), m, n)
+    a, tau, _, _ = _alloc(A, math.prod(shape[:-2]), m, n)
     if _log._enabled or config.log_target() is not None:
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan={}, rejected=[],
                     mode="empty", routes=None)
-    return H.view(shape), tau.view(shape[:-2] + (tau.shape[1],))
+    return a, tau

@@ -118,8 +118,8 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
     plan = dispatch.plan_for(spec, forced)
     note = ""
     with torch.no_grad():
-        H = torch.empty((B, n, m), dtype=A.dtype, device=A.device).mT
-        H.view(A.shape).copy_(A)
+        a, _, H, _ = dispatch._alloc(A, B, m, n)
+        a.copy_(A)
         routes, _ = dispatch.probe(plan, H)
     if routes is None:
         if not plan.probe:
