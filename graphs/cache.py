@@ -164,11 +164,11 @@ class GraphCache:
             A: torch.Tensor, *, out: Sequence[torch.Tensor] | None = None,
             capturable: bool = True) -> tuple:
         """``fn(A)``, replayed from a captured graph when possible. See the module doc."""
-        reason = self._precheck(A, capturable)
+        cfg = self._get_config()
+        reason = self._precheck(A, capturable, cfg)
         if reason is not None:
             return self._eager(key, fn, A, out, reason)
 
-        cfg = self._get_config()
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
@@ -227,11 +227,10 @@ class GraphCache:
             return list(self._entries)
 
     # ----------------------------------------------------------------- helpers
-    def _precheck(self, A: torch.Tensor, capturable: bool) -> str | None:
+    def _precheck(self, A: torch.Tensor, capturable: bool, cfg: config.Config) -> str | None:
         """Why this call cannot use the cache at all, or None. Cheap host checks only."""
         if not capturable:
             return REASON_CALLER_OPT_OUT
-        cfg = self._get_config()
         if not cfg.graphs:
             return REASON_GRAPHS_OFF
         if cfg.graph_entries <= 0 or cfg.graph_bytes <= 0:

@@ -75,6 +75,7 @@ class CudaGraphBackend:
     def __init__(self, capture_error_mode: str = CAPTURE_ERROR_MODE):
         self.capture_error_mode = capture_error_mode
         self._local = threading.local()
+        self._failed_graphs: list = []  # never freed on purpose: see capture()
 
     def _side_stream(self, device: torch.device) -> torch.cuda.Stream:
         streams = getattr(self._local, "streams", None)
@@ -118,9 +119,15 @@ class CudaGraphBackend:
             g = torch.cuda.CUDAGraph()
             # The outer stream context restores the caller's stream even when capture_end
             # raises inside torch.cuda.graph.__exit__ (which then skips its own restore).
-            with torch.cuda.stream(side):
-                with torch.cuda.graph(g, stream=side, capture_error_mode=self.capture_error_mode):
-                    outs = tuple(fn(static_in))
+            try:
+                with torch.cuda.stream(side):
+                    with torch.cuda.graph(g, stream=side, capture_error_mode=self.capture_error_mode):
+                        outs = tuple(fn(static_in))
+            except BaseException:
+                # When capture_end fails, torch may leave the allocator's "allocate to this
+                # pool" filter registered, and that filter points at g: keep g alive.
+                self._failed_graphs.append(g)
+                raise
             for i, t in enumerate(outs):
                 if not isinstance(t, torch.Tensor) or t.device != dev:
                     raise TypeError(f"adaptqr.graphs: plan output {i} is {type(t).__name__} "
