@@ -120,6 +120,9 @@ def test_adaptqr_geqrf_repeated_calls_match_torch():
         assert H.shape == H0.shape and H.stride() == H0.stride()
         res = check_geqrf(a, H, tau)
         assert res.passes_bar, res.summary
+    st = graphs.stats()
+    if st["captures"]:  # the dispatcher sent the plan through graphs: calls 3, 4 replayed
+        assert st["captures"] == 1 and st["hits"] == 2, st
     graphs.clear()
 
 
