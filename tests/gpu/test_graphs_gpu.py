@@ -112,6 +112,7 @@ def test_adaptqr_geqrf_repeated_calls_match_torch():
     import adaptqr.graphs as graphs
 
     graphs.clear()
+    graphs.reset_stats()
     A = [rand(16, 64, 64, seed=20 + s) for s in range(4)]
     outs = [adaptqr.geqrf(a) for a in A]
     torch.cuda.synchronize()
