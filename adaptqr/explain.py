@@ -11,7 +11,7 @@ Example::
     >>> ex.counts["dense"], ex.matrix_paths
     (3, ['torch', 'torch', 'torch'])
     >>> print(ex)  # doctest: +ELLIPSIS
-    adaptqr.explain: input (3, 8, 8) float32 on cpu ...
+    adaptqr.explain: input (3, 8, 8) float32 on cpu...
 """
 
 from __future__ import annotations

@@ -1,0 +1,196 @@
+"""adaptqr.geqrf against torch.geqrf on CUDA: layout, values, errors, out=, autograd, graphs, log."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import adaptqr
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+SHAPES = [(4, 4), (5, 3), (3, 5), (3, 4, 4), (3, 6, 2), (2, 3, 8, 8), (20, 32, 32), (4, 64, 48), (1, 1), (7, 1)]
+f32, f64, c64, c128 = DTYPES
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch):
+    for var in ("ADAPTQR_LOG", "ADAPTQR_PATH", "ADAPTQR_DETECT"):
+        monkeypatch.delenv(var, raising=False)
+    adaptqr.log.disable()
+    adaptqr.clear_decisions()
+    yield
+    adaptqr.log.disable()
+    adaptqr.clear_decisions()
+
+
+def _rand(shape, dtype, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    if dtype.is_complex:
+        re = torch.randn(shape, generator=g, device="cuda", dtype=torch.float64)
+        im = torch.randn(shape, generator=g, device="cuda", dtype=torch.float64)
+        return torch.complex(re, im).to(dtype)
+    return torch.randn(shape, generator=g, device="cuda", dtype=torch.float64).to(dtype)
+
+
+def _check_factor(A, a, tau):
+    """Q R = A and Q^H Q = I, in float64/complex128, at the qr_v2 gates' scale."""
+    wide = torch.complex128 if A.is_complex() else torch.float64
+    Q = torch.linalg.householder_product(a.to(wide), tau.to(wide))
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    R = torch.triu(a.to(wide))[..., :k, :]
+    eps = torch.finfo(A.dtype).eps
+    scale = max(m, n) * eps
+    res = torch.linalg.matrix_norm(Q @ R - A.to(wide), ord=1) / torch.linalg.matrix_norm(A.to(wide), ord=1)
+    orth = torch.linalg.matrix_norm(Q.mH @ Q - torch.eye(k, dtype=wide, device=A.device), ord=1)
+    assert (res / scale).max().item() < 20, (res / scale).max().item()
+    assert (orth / scale).max().item() < 100, (orth / scale).max().item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_matches_torch(shape, dtype):
+    A = _rand(shape, dtype)
+    A0 = A.clone()
+    ours, ref = adaptqr.geqrf(A), torch.geqrf(A)
+    assert torch.equal(A, A0)
+    assert ours.a.data_ptr() != A.data_ptr()
+    for x, y in zip(ours, ref):
+        assert x.shape == y.shape and x.dtype == y.dtype and x.device == y.device
+        assert x.stride() == y.stride(), (x.stride(), y.stride())
+    _check_factor(A, ours.a, ours.tau)
+    tol = 1e-3 if dtype in (f32, c64) else 1e-9
+    torch.testing.assert_close(ours.a, ref.a, rtol=tol, atol=tol)
+    torch.testing.assert_close(ours.tau, ref.tau, rtol=tol, atol=tol)
+
+
+def test_forced_torch_is_exact():
+    A = _rand((6, 16, 16), f32)
+    ours, ref = adaptqr.geqrf(A, path="torch"), torch.geqrf(A)
+    assert torch.equal(ours.a, ref.a) and torch.equal(ours.tau, ref.tau)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _rand((3, 16, 16), f32).mT,
+        lambda: _rand((6, 16, 16), f32)[::2],
+        lambda: _rand((1, 16, 16), f32).expand(4, 16, 16),
+    ],
+    ids=["transposed", "strided-batch", "expanded"],
+)
+def test_non_contiguous(make):
+    A = make()
+    A0 = A.clone()
+    ours, ref = adaptqr.geqrf(A), torch.geqrf(A)
+    assert torch.equal(A, A0)
+    assert ours.a.stride() == ref.a.stride()
+    _check_factor(A, ours.a, ours.tau)
+
+
+@pytest.mark.parametrize("shape", [(0, 4, 4), (2, 0, 3), (2, 4, 0), (0, 32, 32)], ids=str)
+def test_empty(shape):
+    A = torch.randn(shape, device="cuda")
+    for x, y in zip(adaptqr.geqrf(A), torch.geqrf(A)):
+        assert x.shape == y.shape and x.dtype == y.dtype and x.device == y.device
+
+
+def test_nan_propagates_without_hang():
+    A = _rand((8, 32, 32), f32)
+    A[3, 5, 7] = float("nan")
+    A[5, 0, 0] = float("inf")
+    a, tau = adaptqr.geqrf(A)
+    torch.cuda.synchronize()
+    bad = ~torch.isfinite(a).flatten(1).all(1)
+    assert bad[3].item() and bad[5].item()
+    good = [i for i in range(8) if i not in (3, 5)]
+    _check_factor(A[good], a[good], tau[good])
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda: torch.ones(3, 3, dtype=torch.int32, device="cuda"), NotImplementedError),
+        (lambda: torch.ones(3, 3, dtype=torch.float16, device="cuda"), NotImplementedError),
+        (lambda: torch.ones(3, device="cuda"), RuntimeError),
+    ],
+)
+def test_bad_input_errors(make, expected):
+    A = make()
+    with pytest.raises(expected):
+        torch.geqrf(A)
+    with pytest.raises(expected) as info:
+        adaptqr.geqrf(A)
+    assert "cuda" in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["a", "tau"])
+def test_out_wrong_device(where):
+    A = _rand((2, 4, 4), f32)
+
+    def out():
+        a = torch.empty(0, device="cpu" if where == "a" else "cuda")
+        t = torch.empty(0, device="cpu" if where == "tau" else "cuda")
+        return a, t
+
+    with pytest.raises(RuntimeError):
+        torch.geqrf(A, out=out())
+    with pytest.raises(RuntimeError) as info:
+        adaptqr.geqrf(A, out=out())
+    assert "cpu" in str(info.value) and "cuda" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "ash, adt, tsh, tdt",
+    [((0,), f32, (0,), f32), ((2, 4, 4), f32, (2, 4), f32), ((5, 5), f32, (3,), f32), ((2, 4, 4), f64, (2, 4), c64)],
+    ids=str,
+)
+def test_out_like_torch(ash, adt, tsh, tdt):
+    A = _rand((2, 4, 4), f32)
+    results = []
+    for fn in (torch.geqrf, adaptqr.geqrf):
+        a, t = torch.zeros(ash, dtype=adt, device="cuda"), torch.zeros(tsh, dtype=tdt, device="cuda")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            res = fn(A, out=(a, t))
+        assert res.a is a and res.tau is t
+        results.append((a, t, bool(w)))
+    (ra, rt, rw), (oa, ot, ow) = results
+    assert rw == ow
+    for x, y in ((oa, ra), (ot, rt)):
+        assert x.shape == y.shape and x.stride() == y.stride() and x.dtype == y.dtype
+        torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-3)
+
+
+def test_requires_grad_like_torch():
+    A = _rand((4, 8, 8), f32).requires_grad_()
+    ours, ref = adaptqr.geqrf(A), torch.geqrf(A)
+    assert ours.a.requires_grad and ref.a.requires_grad
+    with pytest.raises(NotImplementedError):
+        ref.a.sum().backward()
+    with pytest.raises(NotImplementedError):
+        ours.a.sum().backward()
+
+
+def test_repeated_calls_fresh_results_and_log():
+    """Capturable plans go through the graph cache: results stay fresh; the log says so."""
+    adaptqr.log.enable()
+    outs = []
+    inputs = [_rand((20, 32, 32), f32, seed=s) for s in range(4)]
+    for A in inputs:
+        outs.append(adaptqr.geqrf(A))
+    for A, (a, tau) in zip(inputs, outs):
+        _check_factor(A, a, tau)
+    recs = adaptqr.decisions()
+    assert len(recs) == 4 and all(r["device"].startswith("cuda") for r in recs)
+    if "householder" in adaptqr.paths_registered():
+        assert recs[-1]["plan"]["dense"] == "householder"
+        assert recs[-1]["mode"] == "graph"
+        assert len(recs[-1]["routes"]) == 20
