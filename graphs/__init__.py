@@ -22,11 +22,11 @@ from typing import Callable, Hashable, Sequence
 
 import torch
 
-from adaptqr.graphs.cache import CAPTURE_ON_CALL, GraphCache
+from adaptqr.graphs.cache import CAPTURE_ON_CALL, GraphCache, InPlacePlan, is_inplace_plan
 from adaptqr.graphs.capture import CudaGraphBackend
 
 __all__ = ["run", "clear", "stats", "reset_stats", "default_cache", "GraphCache",
-           "CudaGraphBackend", "CAPTURE_ON_CALL"]
+           "CudaGraphBackend", "CAPTURE_ON_CALL", "InPlacePlan", "is_inplace_plan"]
 
 _default: GraphCache | None = None
 _default_lock = threading.Lock()
@@ -46,6 +46,8 @@ def run(key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]], A: 
         *, out: Sequence[torch.Tensor] | None = None, capturable: bool = True) -> tuple:
     """``fn(A)`` as a tuple of fresh tensors, replayed from a CUDA graph when possible.
 
+    ``fn`` is a callable ``fn(A) -> (H, tau)`` or an in-place plan (``InPlacePlan``:
+    ``alloc``/``load``/``body``), whose replays skip the copy of ``A`` into a static input.
     ``out=(H, tau)`` copies the result into the caller's tensors and returns them.
     ``capturable=False`` runs ``fn`` eagerly (reason recorded in ``stats()``).
     """

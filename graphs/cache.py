@@ -9,11 +9,23 @@ A backend provides::
     accepts(A) -> bool               # can this input be captured at all (CUDA tensor)?
     is_capturing(A) -> bool          # is the caller already capturing a graph?
     warmup(fn, A) -> tuple[Tensor]   # run fn(A) eagerly the way capture needs (side stream)
-    capture(fn, static_in) -> (handle, static_outputs, nbytes)
+    capture(thunk, device) -> (handle, outputs, pool_bytes)
+                                     # capture thunk() (returns the static outputs);
+                                     # pool_bytes: its private pool, 0 if unknown
     begin(handle)                    # order this use after the previous one (any stream)
-    replay(handle)                   # rerun the captured work on static_in
+    replay(handle)                   # rerun the captured work
     end(handle)                      # mark the end of this use (after the clone-out)
     release(handle)                  # free the graph and its private memory pool
+
+Two kinds of plan ``fn``:
+
+* a callable ``fn(A) -> (H, tau)``: captured on a static copy of ``A``; a replay costs a
+  copy of ``A`` into the static input, the graph, and a clone of each output;
+* an *in-place plan* (see ``InPlacePlan``): an object with ``alloc(A) -> outs``,
+  ``load(A, outs)`` and ``body(outs)`` (and ``__call__`` for eager runs). The cache owns
+  the outputs (allocated once by ``alloc``), runs ``load`` (e.g. ``H.copy_(A)``) outside
+  the graph and captures only ``body``. No static input and no copy of ``A`` into it: a
+  replay moves one pass of data less than with a plain callable.
 
 Capture policy: a key is captured on its ``capture_on_call``-th call (default 2, see
 ``CAPTURE_ON_CALL``); earlier calls run ``fn`` eagerly. The capturing call returns the
@@ -29,11 +41,11 @@ Example (a fake backend that "replays" by calling fn again; the real one is
     ...     accepts = staticmethod(lambda A: True)
     ...     is_capturing = staticmethod(lambda A: False)
     ...     warmup = staticmethod(lambda fn, A: tuple(fn(A)))
-    ...     def capture(self, fn, x):
-    ...         outs = tuple(fn(x))
-    ...         return (fn, x, outs), outs, sum(t.nbytes for t in outs)
+    ...     def capture(self, thunk, device):
+    ...         outs = tuple(thunk())
+    ...         return (thunk, outs), outs, 0
     ...     def replay(self, h):
-    ...         for o, n in zip(h[2], h[0](h[1])): o.copy_(n)
+    ...         for o, n in zip(h[1], h[0]()): o.copy_(n)
     ...     begin = end = release = staticmethod(lambda h: None)
     >>> cache = GraphCache(backend=Fake())
     >>> fn = lambda A: (A * 2, A.sum(-1))
@@ -83,15 +95,53 @@ REASON_BUSY = "another thread is capturing this key"
 REASON_EVICTED = "evicted by another thread during lookup"
 
 
+class InPlacePlan:
+    """Base of an in-place plan: ``alloc`` the outputs, ``load`` the input, ``body`` in place.
+
+    Subclasses implement the three methods; ``__call__`` is the eager plan. ``load`` runs
+    outside the graph on every call; ``body`` must not synchronize with the host.
+
+    >>> import torch
+    >>> class Double(InPlacePlan):
+    ...     def alloc(self, A): return (torch.empty_like(A),)
+    ...     def load(self, A, outs): outs[0].copy_(A)
+    ...     def body(self, outs): outs[0].mul_(2)
+    >>> Double()(torch.ones(2))[0]
+    tensor([2., 2.])
+    """
+
+    def alloc(self, A: torch.Tensor) -> tuple:
+        raise NotImplementedError
+
+    def load(self, A: torch.Tensor, outs: tuple) -> None:
+        raise NotImplementedError
+
+    def body(self, outs: tuple) -> None:
+        raise NotImplementedError
+
+    def __call__(self, A: torch.Tensor) -> tuple:
+        outs = tuple(self.alloc(A))
+        self.load(A, outs)
+        self.body(outs)
+        return outs
+
+
+def is_inplace_plan(fn: Any) -> bool:
+    """Whether ``fn`` follows the in-place plan protocol (alloc, load, body)."""
+    return all(callable(getattr(fn, name, None)) for name in ("alloc", "load", "body"))
+
+
 @dataclass
 class _Entry:
     """One captured key: its graph handle and the buffers only it uses."""
 
     key: Hashable
     handle: Any
-    static_in: torch.Tensor
+    static_in: torch.Tensor | None  # None for an in-place plan
     static_out: tuple
     nbytes: int
+    in_meta: tuple  # (shape, dtype, device) of the input the graph was captured for
+    load: Callable | None = None  # an in-place plan's load(A, outs); None: copy into static_in
     # Held from copy-in to clone-out so two callers of one key never interleave.
     lock: threading.Lock = field(default_factory=threading.Lock)
     released: bool = False
@@ -103,11 +153,17 @@ def _clone_like(t: torch.Tensor) -> torch.Tensor:
     return out.copy_(t)
 
 
-def _check_same(what: str, got: torch.Tensor, want: torch.Tensor) -> None:
-    if got.shape != want.shape or got.dtype != want.dtype or got.device != want.device:
+def _meta(t: torch.Tensor) -> tuple:
+    return (tuple(t.shape), t.dtype, t.device)
+
+
+def _check_same(what: str, got: torch.Tensor, want: tuple) -> None:
+    """Raise unless ``got`` has the (shape, dtype, device) ``want``."""
+    shape, dtype, device = want
+    if tuple(got.shape) != shape or got.dtype != dtype or got.device != device:
         raise ValueError(
             f"adaptqr.graphs: {what} has shape {tuple(got.shape)}, dtype {got.dtype}, device "
-            f"{got.device}; expected shape {tuple(want.shape)}, dtype {want.dtype}, device {want.device}"
+            f"{got.device}; expected shape {shape}, dtype {dtype}, device {device}"
         )
 
 
@@ -120,7 +176,7 @@ def _deliver(result: Sequence[torch.Tensor], out: Sequence[torch.Tensor] | None)
     if len(out) != len(result):
         raise ValueError(f"adaptqr.graphs: out has {len(out)} tensors, the plan returns {len(result)}")
     for i, (o, r) in enumerate(zip(out, result)):
-        _check_same(f"out[{i}]", o, r)
+        _check_same(f"out[{i}]", o, _meta(r))
         o.copy_(r)
     return out
 
@@ -274,9 +330,12 @@ class GraphCache:
         with entry.lock:
             if entry.released:
                 return None
-            _check_same("input", A, entry.static_in)
+            _check_same("input", A, entry.in_meta)
             self.backend.begin(entry.handle)
-            entry.static_in.copy_(A)
+            if entry.load is not None:
+                entry.load(A, entry.static_out)
+            else:
+                entry.static_in.copy_(A)
             self.backend.replay(entry.handle)
             if out is None:
                 result = tuple(_clone_like(t) for t in entry.static_out)
@@ -303,12 +362,7 @@ class GraphCache:
         entry = None
         try:
             with self._capture_lock, torch.no_grad():
-                # preserve_format keeps A's strides when A is dense, and falls back to
-                # a contiguous buffer for an expanded (overlapping) A, which copy_ into
-                # an overlapping empty_strided buffer would reject.
-                static_in = torch.empty_like(A, memory_format=torch.preserve_format).copy_(A)
-                handle, static_out, nbytes = self.backend.capture(fn, static_in)
-            entry = _Entry(key, handle, static_in, tuple(static_out), int(nbytes))
+                entry = self._capture_entry(key, fn, A)
         except Exception as exc:  # a capture failure never reaches the caller
             logger.debug("capture failed for key %r: %r", key, exc)
             self._mark_failed(key, f"{type(exc).__name__}: {exc}")
@@ -326,6 +380,30 @@ class GraphCache:
                 reason = REASON_CAPTURING_CALL
         self._note(key, reason)
         return _deliver(result, out)
+
+    def _capture_entry(self, key: Hashable, fn, A: torch.Tensor) -> _Entry:
+        """Allocate the static buffers, capture, and size the entry (may raise)."""
+        if is_inplace_plan(fn):
+            outs = tuple(fn.alloc(A))
+            fn.load(A, outs)
+            body = fn.body
+
+            def thunk():
+                body(outs)
+                return outs
+
+            handle, static_out, pool = self.backend.capture(thunk, A.device)
+            own = sum(t.nbytes for t in outs)  # allocated outside the pool
+            return _Entry(key, handle, None, tuple(static_out), own + int(pool), _meta(A), fn.load)
+        # preserve_format keeps A's strides when A is dense, and falls back to a contiguous
+        # buffer for an expanded (overlapping) A, which copy_ into an overlapping
+        # empty_strided buffer would reject.
+        static_in = torch.empty_like(A, memory_format=torch.preserve_format).copy_(A)
+        handle, static_out, pool = self.backend.capture(lambda: fn(static_in), A.device)
+        static_out = tuple(static_out)
+        # The outputs live in the pool; when the pool cannot be measured, count them.
+        nbytes = static_in.nbytes + max(int(pool), sum(t.nbytes for t in static_out))
+        return _Entry(key, handle, static_in, static_out, nbytes, _meta(A))
 
     def _insert(self, entry: _Entry, cfg: config.Config) -> None:
         evicted = []
@@ -356,4 +434,5 @@ class GraphCache:
             self.backend.release(entry.handle)
             entry.handle = None
             entry.static_out = ()
-            entry.static_in = None  # type: ignore[assignment]
+            entry.static_in = None
+            entry.load = None

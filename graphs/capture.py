@@ -18,7 +18,7 @@ Example (needs a GPU)::
     >>> A = torch.randn(4, 8, 8, device="cuda")
     >>> _ = be.warmup(fn, A)
     >>> x = A.clone()
-    >>> h, (P, s), nbytes = be.capture(fn, x)
+    >>> h, (P, s), pool_bytes = be.capture(lambda: fn(x), x.device)
     >>> x.copy_(torch.randn_like(A)); be.begin(h); be.replay(h); be.end(h)
     >>> torch.allclose(P, x @ x)
     True
@@ -43,8 +43,9 @@ class GraphHandle:
 
     graph: torch.cuda.CUDAGraph
     device: torch.device
-    # The stream the static input was allocated on; it waits for the last use on release
-    # so the caching allocator cannot hand that memory out while a replay still reads it.
+    # The stream the static buffers allocated outside the pool (static input, an in-place
+    # plan's outputs) were allocated on; it waits for the last use on release so the
+    # caching allocator cannot hand that memory out while a replay still uses it.
     alloc_stream: torch.cuda.Stream
     # Recorded after each use's clone-out; the next use (maybe on another stream) waits on it.
     last_use: torch.cuda.Event | None = None
@@ -110,9 +111,12 @@ class CudaGraphBackend:
             A.record_stream(side)
         return outs
 
-    def capture(self, fn: Callable, static_in: torch.Tensor):
-        """Capture ``fn(static_in)``; returns (handle, static outputs, bytes held)."""
-        dev = static_in.device
+    def capture(self, thunk: Callable[[], tuple], dev: torch.device):
+        """Capture ``thunk()`` on ``dev``; returns (handle, static outputs, pool bytes).
+
+        The buffers thunk reads must be allocated, and filled, before the call (the
+        capture synchronizes the device first, so work queued on any stream is done).
+        """
         with _DeviceGuard(dev):
             alloc_stream = torch.cuda.current_stream()
             side = self._side_stream(dev)
@@ -122,7 +126,7 @@ class CudaGraphBackend:
             try:
                 with torch.cuda.stream(side):
                     with torch.cuda.graph(g, stream=side, capture_error_mode=self.capture_error_mode):
-                        outs = tuple(fn(static_in))
+                        outs = tuple(thunk())
             except BaseException:
                 # When capture_end fails, torch may leave the allocator's "allocate to this
                 # pool" filter registered, and that filter points at g: keep g alive.
@@ -132,8 +136,7 @@ class CudaGraphBackend:
                 if not isinstance(t, torch.Tensor) or t.device != dev:
                     raise TypeError(f"adaptqr.graphs: plan output {i} is {type(t).__name__} "
                                     f"on {getattr(t, 'device', None)}, expected a tensor on {dev}")
-            nbytes = static_in.nbytes + max(_pool_bytes(g, dev), sum(t.nbytes for t in outs))
-        return GraphHandle(g, dev, alloc_stream), outs, nbytes
+        return GraphHandle(g, dev, alloc_stream), outs, _pool_bytes(g, dev)
 
     def begin(self, h: GraphHandle) -> None:
         if h.last_use is not None:

@@ -46,15 +46,16 @@ class FakeBackend:
             self.warmups += 1
         return tuple(fn(A))
 
-    def capture(self, fn, static_in):
+    def capture(self, thunk, device):
         if self.fail_capture:
             raise RuntimeError("operation not permitted when stream is capturing")
-        outs = tuple(fn(static_in))
-        n = self.nbytes if self.nbytes is not None else static_in.nbytes + sum(t.nbytes for t in outs)
-        h = {"fn": fn, "x": static_in, "outs": outs, "users": 0}
+        outs = tuple(thunk())
+        h = {"thunk": thunk, "outs": outs, "users": 0}
         with self._lock:
             self.captured.append(h)
-        return h, outs, n
+        # nbytes given: report it as the pool (the cache adds its own buffers);
+        # None: an allocator that cannot measure its pool.
+        return h, outs, (self.nbytes or 0)
 
     def begin(self, h):
         with self._lock:
@@ -63,7 +64,7 @@ class FakeBackend:
                 self.violations.append("two users of one entry at once")
 
     def replay(self, h):
-        fresh = tuple(h["fn"](h["x"]))
+        fresh = tuple(h["thunk"]())
         if self.slow:
             time.sleep(self.slow)  # widen the window a missing lock would expose
         for o, f in zip(h["outs"], fresh):
@@ -143,7 +144,7 @@ def test_input_is_not_modified_and_static_input_is_a_copy():
     for _ in range(3):
         c.run("k", geqrf_plan, A)
     assert torch.equal(A, keep)
-    assert be.captured[0]["x"].data_ptr() != A.data_ptr()
+    assert c._entries["k"].static_in.data_ptr() != A.data_ptr()
 
 
 def test_out_receives_result_on_every_kind_of_call():
@@ -208,9 +209,10 @@ def test_lru_eviction_by_entries_frees_the_least_recently_used():
 
 
 def test_lru_eviction_by_bytes():
-    per = 1000
-    c, be, src = make(FakeBackend(nbytes=per), graph_bytes=2 * per + 10)
+    pool = 1000
     a = rand(2, 3, 3)
+    per = a.nbytes + pool  # static input + the pool (which holds the 96 bytes of outputs)
+    c, be, src = make(FakeBackend(nbytes=pool), graph_bytes=2 * per + 10)
     for k in "abc":
         _capture(c, k, a)
     st = c.stats()
@@ -433,3 +435,79 @@ def test_entry_evicted_between_lookup_and_replay_runs_eagerly():
     assert st["hits"] == 0 and st["misses"] == 3
     assert st["eager_reasons"][cache_mod.REASON_EVICTED] == 1
     assert be.replays == 0
+
+
+class GeqrfInPlace(graphs.InPlacePlan):
+    """An in-place plan with geqrf's layout; counts its phases."""
+
+    def __init__(self):
+        self.counts = {"alloc": 0, "load": 0, "body": 0}
+
+    def alloc(self, A):
+        self.counts["alloc"] += 1
+        B, m, n = A.shape
+        return torch.empty(B, n, m).mT, torch.empty(B, min(m, n))
+
+    def load(self, A, outs):
+        self.counts["load"] += 1
+        outs[0].copy_(A)
+
+    def body(self, outs):
+        self.counts["body"] += 1
+        H, tau = outs
+        h, t = torch.geqrf(H)
+        H.copy_(h)
+        tau.copy_(t)
+
+
+def test_inplace_plan_captures_only_the_body_and_loads_each_call():
+    plan = GeqrfInPlace()
+    assert graphs.is_inplace_plan(plan) and not graphs.is_inplace_plan(geqrf_plan)
+    c, be, _ = make()
+    A = [rand(3, 5, 5, seed=s) for s in range(5)]
+    outs = [c.run("k", plan, a) for a in A]
+    st = c.stats()
+    assert st["captures"] == 1 and st["hits"] == 3
+    entry = c._entries["k"]
+    assert entry.static_in is None  # no static copy of A
+    H_s, tau_s = entry.static_out
+    assert st["bytes"] == H_s.nbytes + tau_s.nbytes  # the fake cannot measure a pool
+    # eager (call 1), warm-up (call 2): alloc+load+body each; capture: alloc+load, body in
+    # the capture; each hit: load, body in the (fake) replay.
+    assert plan.counts == {"alloc": 3, "load": 3 + 3, "body": 3 + 3}
+    for a, (H, tau) in zip(A, outs):
+        H0, tau0 = torch.geqrf(a)
+        torch.testing.assert_close(H, H0)
+        torch.testing.assert_close(tau, tau0)
+        assert H.stride() == H0.stride()
+        assert H.data_ptr() != H_s.data_ptr() and tau.data_ptr() != tau_s.data_ptr()
+    with pytest.raises(ValueError, match=r"input has shape \(3, 6, 6\)"):
+        c.run("k", plan, rand(3, 6, 6))
+
+
+def test_inplace_plan_duck_typed_and_out():
+    class Duck:
+        def __init__(self):
+            self.inner = GeqrfInPlace()
+            self.alloc, self.load, self.body = self.inner.alloc, self.inner.load, self.inner.body
+
+        def __call__(self, A):
+            return self.inner(A)
+
+    c, be, _ = make()
+    for s in range(4):
+        a = rand(2, 4, 4, seed=s)
+        H = torch.empty(2, 4, 4).mT.contiguous().mT
+        tau = torch.empty(2, 4)
+        c.run("k", Duck(), a, out=(H, tau))
+        torch.testing.assert_close(H, torch.geqrf(a)[0])
+        torch.testing.assert_close(tau, torch.geqrf(a)[1])
+    assert c.stats()["hits"] == 2
+
+
+def test_bytes_without_a_measurable_pool_count_input_and_outputs():
+    c, be, _ = make()  # the fake reports pool bytes 0
+    a = rand(2, 3, 3)
+    _capture(c, "k", a)
+    P, s = mm_plan(a)
+    assert c.stats()["bytes"] == a.nbytes + P.nbytes + s.nbytes
