@@ -164,13 +164,8 @@ def cmd_explain(args) -> int:
     a = generate(c["batch"], c["n"], c["cond"], c["seed"], case=c["case"], device=device)
     print(f"# {c['batch']}x{c['n']} {c['case']} cond={c['cond']} seed={c['seed']} on {device}")
     out = adaptqr.explain(a)
-    if isinstance(out, str):
-        print(out)
-    else:
-        try:
-            print(json.dumps(out, indent=1, default=str))
-        except (TypeError, ValueError):
-            print(out)
+    # Plain data is shown as JSON; an object (adaptqr.Explanation) prints its own report.
+    print(json.dumps(out, indent=1, default=str) if isinstance(out, (dict, list)) else out)
     return 0
 
 

@@ -302,3 +302,9 @@ def test_paths_of_record():
                             "counts": {"dense": 5, "clustered": 2, "band": 1, "rankdef": 0}}) == ["hh:6", "skip:2"]
     assert paths_of_record({"plan": {}}) is None
     assert paths_of_record(None) is None
+
+
+def test_git_info_outside_a_checkout(tmp_path):
+    from adaptqr.bench.env import git_info
+
+    assert git_info(str(tmp_path)) == {"commit": "unknown", "dirty": None}

@@ -144,3 +144,16 @@ def test_bench_quick_end_to_end_on_cpu(tmp_path):
     rec = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert report.validate_record(rec) == []
     assert rec["summary"]["adaptqr"]["complete"]
+
+
+def test_explain_prints_the_explanation_of_the_generated_input(monkeypatch, capsys):
+    import adaptqr
+
+    seen = []
+    monkeypatch.setattr(adaptqr, "explain", lambda a: seen.append(tuple(a.shape)) or "EXPLAINED", raising=False)
+    assert cli.main(["explain", "--batch", "3", "--n", "16", "--case-kind", "band", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert seen == [(3, 16, 16)] and "EXPLAINED" in out and "3x16 band" in out
+    monkeypatch.setattr(adaptqr, "explain", lambda a: {"plan": {"dense": "torch"}}, raising=False)
+    assert cli.main(["explain", "--case", "20x32", "--device", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n", 1)[1]) == {"plan": {"dense": "torch"}}

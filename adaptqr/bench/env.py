@@ -51,13 +51,21 @@ def _git(args: list[str], cwd: str) -> str | None:
 
 
 def git_info(cwd: str | None = None) -> dict[str, object]:
-    """``{"commit": sha or "unknown", "dirty": bool or None}`` of the adaptqr checkout."""
+    """``{"commit": sha or "unknown", "dirty": bool or None}`` of the adaptqr checkout.
+
+    Looks in the checkout the package was imported from, then in the current directory
+    (a non-editable install runs from site-packages, next to no git repository).
+    """
     if cwd is None:
         import adaptqr
 
-        cwd = os.path.dirname(os.path.dirname(os.path.abspath(adaptqr.__file__)))
-    commit = _git(["rev-parse", "HEAD"], cwd)
-    if commit is None:
-        return {"commit": "unknown", "dirty": None}
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(adaptqr.__file__)))
+        candidates = [pkg_root, os.getcwd()]
+    else:
+        candidates = [cwd]
+    for where in candidates:
+        commit = _git(["rev-parse", "HEAD"], where)
+        if commit is not None:
+            status = _git(["status", "--porcelain", "--untracked-files=no"], where)
+            return {"commit": commit, "dirty": None if status is None else bool(status)}
+    return {"commit": "unknown", "dirty": None}
