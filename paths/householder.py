@@ -43,7 +43,7 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
-from adaptqr.paths.kernels.panel import panel_chunked_kernel, panel_reg_kernel
+from adaptqr.paths.kernels.panel import panel_chunked_kernel, panel_reg_kernel, panel_split_kernel
 from adaptqr.paths.kernels.trailing import trailing_kernel
 from adaptqr.paths.schedules import next_pow2
 
@@ -135,11 +135,12 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     nb, group = s.nb, s.group
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
+    split = _SplitWork(H, nb) if H.is_cuda else None
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s)
         if gend < n:
@@ -147,12 +148,66 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
             _trailing(Ht, TW, na_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s)
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb):
+_SM_COUNT: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _SM_COUNT:
+        _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _SM_COUNT[idx]
+
+
+def split_rows(B: int, rows: int, nb: int, sm_count: int) -> tuple[int, int] | None:
+    """(RB, P) for the row-split panel kernel, or None when it does not apply: the panel
+    fits one program's registers, or B * P programs would not all be resident at once
+    (the grid barrier would deadlock)."""
+    max_rb = schedules.REG_PANEL_MAX_TILE // nb
+    if next_pow2(rows) <= max_rb:
+        return None
+    per_matrix = max(1, sm_count // B)
+    rb = min(max_rb, max(schedules.SPLIT_MIN_ROWS, next_pow2(triton.cdiv(rows, per_matrix))))
+    p = triton.cdiv(rows, rb)
+    if B * p > sm_count:
+        return None
+    return rb, p
+
+
+class _SplitWork:
+    """Workspaces of the row-split panel kernel, allocated on first use in a call."""
+
+    def __init__(self, H: torch.Tensor, nb: int):
+        self.H, self.nb = H, nb
+        self.sm = _sm_count(H.device)
+        self.bufs = None
+
+    def get(self, pmax: int):
+        B, m, n = self.H.shape
+        if self.bufs is None:
+            first = split_rows(B, m, self.nb, self.sm)
+            cap = next_pow2(first[1]) if first else pmax
+            dev = self.H.device
+            self.bufs = (torch.empty((B, 3, cap, 4 * self.nb), dtype=torch.float32, device=dev),
+                         torch.empty((B, cap, self.nb, self.nb), dtype=torch.float32, device=dev),
+                         torch.zeros((B, 3 * n), dtype=torch.int32, device=dev))
+        return self.bufs
+
+
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None):
     MB = next_pow2(m - k)
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=True,
                                num_warps=_warps(nb * MB))
+        return
+    rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
+    if rp is not None:
+        rb, p = rp
+        pmax = next_pow2(p)
+        WS, SP, CNT = split.get(pmax)
+        panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb, n_tw, p,
+                                   NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na, WRITE_T=True,
+                                   num_warps=_warps(nb * rb))
     else:
         CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
         panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
@@ -162,10 +217,13 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb):
 
 def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s):
     bn = s.bn
+    if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
+        bn = 32
     MB = next_pow2(m - k0)
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
     grid = (B, triton.cdiv(c_end - c_start, bn))
     trailing_kernel[grid](Ht, TW, na, k0, npan, m, n, c_start, c_end, n_tw,
                           NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
-                          PREC=s.prec, num_warps=_warps(bn * bm) if resident else 4)
+                          PREC=s.prec, num_warps=_warps(bn * bm) if resident else 4,
+                          num_stages=schedules.TRAILING_STAGES)

@@ -37,7 +37,15 @@ SMALL_MAX_TILE = 16384
 #: Panel tile held in registers up to this many elements (32 x 512); taller panels stream.
 REG_PANEL_MAX_TILE = 16384
 #: Trailing column tile kept in registers over a whole group up to this many elements.
-RESIDENT_MAX_TILE = 16384
+#: 16K ([32, 512]) spilled badly on the H200: 640x512 trailing alone took 198 ms against
+#: ~4 ms for cuBLAS (EXPERIMENTS.md, run 1); only small tiles stay resident.
+RESIDENT_MAX_TILE = 2048
+#: Row-split panel: fewest rows a program takes (fewer makes the per-column barrier the cost).
+SPLIT_MIN_ROWS = 64
+#: Fewer trailing programs than this (about 2 per SM) -> narrower column tiles (bn = 32).
+TRAILING_MIN_PROGRAMS = 264
+#: Software-pipelining depth of the trailing kernel's row loops.
+TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
 #: tf32x3 keeps FP32 accuracy on tensor cores.
 DEFAULT_PREC = "tf32x3"
@@ -60,8 +68,6 @@ def next_pow2(x: int) -> int:
 #: Square sizes -> (nb, group, bn, bm). Keys are upper bounds on n; first match wins.
 #: Provisional until measured on the H200 (docs/EXPERIMENTS.md).
 BLOCKED_BY_N = (
-    (256, (32, 4, 32, 64)),
-    (1024, (32, 4, 32, 64)),
     (1 << 62, (32, 4, 64, 64)),
 )
 

@@ -178,12 +178,13 @@ def main():
     if "variants" in secs:
         for c in big:
             base_s = schedules.schedule_for(c["n"], c["n"])
-            for nb, group, prec in [(32, 1, base_s.prec), (32, 2, base_s.prec), (32, 8, base_s.prec),
-                                    (16, 4, base_s.prec), (64, 2, base_s.prec),
-                                    (32, 4, "ieee"), (32, 4, "tf32")]:
+            for nb, group, prec, bn in [(32, 1, base_s.prec, 64), (32, 2, base_s.prec, 64),
+                                        (32, 8, base_s.prec, 64), (32, 4, base_s.prec, 32),
+                                        (32, 4, base_s.prec, 128), (64, 2, base_s.prec, 64),
+                                        (32, 4, "ieee", 64), (32, 4, "tf32", 64)]:
                 if left(args.budget) < 0:
                     break
-                s = dataclasses.replace(base_s, nb=nb, group=group, prec=prec)
+                s = dataclasses.replace(base_s, nb=nb, group=group, prec=prec, bn=bn)
                 ins = make_inputs(c, k=1)
                 try:
                     ms = timed(lambda a: factor(a, s), ins, 3, graph=True)
@@ -191,9 +192,9 @@ def main():
                 except Exception as e:  # a variant that fails to compile is a result too
                     print("variant", case_name(c), s, "ERROR", repr(e)[:300])
                     continue
-                res["variants"].append({"case": case_name(c), "nb": nb, "group": group,
+                res["variants"].append({"case": case_name(c), "nb": nb, "group": group, "bn": bn,
                                         "prec": prec, "ms": ms, "factor": wf, "orth": wo})
-                print(f"variant {case_name(c):30s} nb {nb:3d} group {group} {prec:6s} "
+                print(f"variant {case_name(c):30s} nb {nb:3d} group {group} bn {bn:3d} {prec:6s} "
                       f"{ms:8.3f} ms factor {wf:6.3f} orth {wo:6.3f}")
         save()
     print(f"total {time.time() - T0:.0f}s")

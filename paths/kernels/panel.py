@@ -4,7 +4,7 @@ Storage (docs/INTERNALS.md): ``Ht = H.mT`` is a contiguous ``(B, n, m)`` float32
 column ``j`` of matrix ``b`` is the contiguous row ``Ht[b, j, :]``. A panel is the columns
 ``[k, k + pw)`` of every matrix, rows ``[k, m)``; one program factors one matrix's panel.
 
-Two kernels, one algorithm (right-looking, column by column, LAPACK ``dlarfg`` conventions:
+Three kernels, one algorithm (right-looking, column by column, LAPACK ``dlarfg`` conventions:
 ``beta = -sign(alpha) * norm`` with sign(0) = +, ``tau = 0`` and ``beta = alpha`` for a zero
 sub-column; the norm is scaled by the sub-column's max-abs so 1e30/1e-30 inputs neither
 overflow nor underflow):
@@ -14,7 +14,11 @@ overflow nor underflow):
   small matrix when ``NB >= n`` (one launch).
 * :func:`panel_chunked_kernel`: panels too tall for registers; every column step streams the
   panel through L2 in row chunks of ``CH`` (three passes: max-abs, scaled dot products,
-  update).
+  update). Slow: one SM per matrix, latency-bound (2x4096: 159 ms of panels).
+* :func:`panel_split_kernel`: tall panels of small batches: P programs per matrix, each
+  holding RB rows in registers, meeting at a grid barrier (atomic counter) once per column
+  to sum their partial dot products. Only when all ``B * P`` programs fit on the GPU at
+  once (the launcher checks ``B * P <= SM count``); never under the interpreter with P > 1.
 
 Both write ``tau[b, k:k+pw]`` and (``WRITE_T``) the compact-WY ``T`` (``NB x NB`` upper
 triangular, ``Q_panel = I - V T V^T``) into ``TW[b, tw_index]``. ``T`` is built by the
@@ -216,3 +220,115 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
+
+
+@triton.jit
+def _grid_barrier(CNT, idx, P):
+    """All P programs of one matrix meet here (counter CNT[idx] counts arrivals; zeroed by
+    the launcher). Only safe when every program of the grid is resident at once."""
+    tl.debug_barrier()
+    tl.atomic_add(CNT + idx, 1, sem="release")
+    cnt = tl.atomic_add(CNT + idx, 0, sem="acquire")
+    while cnt < P:
+        cnt = tl.atomic_add(CNT + idx, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
+def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw, P,
+                       NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
+                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+    """Factor columns [k, k+pw) of matrix program_id(0) with P programs (program_id(1)),
+    each holding RB rows of the panel in registers; one grid barrier per column.
+
+    WS: (B, 3, PMAX, 4*NB) float32 column partials (two column parities, one rescaled
+    round); SP: (B, PMAX, NB, NB) float32 partial V^T V; CNT: (B, 3*n) int32 zeros (one
+    arrival counter per column, per rescaled column, and per panel's T).
+    Every program reduces the same partials in the same order, so all of them compute the
+    same reflector bit for bit. The caller guarantees all B*P programs are resident.
+    """
+    b = tl.program_id(0)
+    p = tl.program_id(1)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    jj = tl.arange(0, NB)
+    pp = tl.arange(0, PMAX)
+    rows = k + p * RB + tl.arange(0, RB)
+    cols = k + jj
+    colvalid = jj < pw
+    rowvalid = rows < m
+    WSTR: tl.constexpr = 4 * NB
+    wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
+    cntb = CNT + b.to(tl.int64) * 3 * n
+    if k < na:
+        ptrs = base + cols[:, None] * m + rows[None, :]
+        mask = colvalid[:, None] & rowvalid[None, :]
+        P_ = tl.load(ptrs, mask=mask, other=0.0)
+        taus = tl.zeros((NB,), dtype=tl.float32)
+        pmask = (pp < P)[:, None] & (jj < NB)[None, :]
+        for j in range(0, pw):
+            c = k + j
+            sel = jj == j
+            x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
+            is_top = rows == c
+            below = rows > c
+            xb = tl.where(below, x, 0.0)
+            d_p = tl.sum(P_ * xb[None, :], axis=1)
+            top_p = tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1)
+            amax_p = tl.max(tl.abs(xb), axis=0)
+            slot = wsb + (j % 2) * PMAX * WSTR + p * WSTR
+            tl.store(slot + jj, d_p)
+            tl.store(slot + NB + jj, top_p)
+            tl.store(slot + 2 * NB + jj, tl.where(jj == 0, amax_p, 0.0))
+            _grid_barrier(cntb, c, P)
+            allp = wsb + (j % 2) * PMAX * WSTR + pp[:, None] * WSTR + jj[None, :]
+            d = tl.sum(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0)
+            top = tl.sum(tl.load(allp + NB, mask=pmask, other=0.0, volatile=True), axis=0)
+            amax = tl.max(tl.max(tl.load(allp + 2 * NB, mask=pmask, other=0.0, volatile=True),
+                                 axis=0), axis=0)
+            # Unscaled dot products are exact enough when the sub-column's max-abs is in
+            # [1e-15, 1e15] and nothing overflowed; otherwise one more round, scaled.
+            dsum = tl.sum(tl.abs(d), axis=0)
+            safe = (amax <= 1.0e15) & ((amax >= 1.0e-15) | (amax == 0.0)) & (dsum < float("inf"))
+            s = tl.where(amax > 0, amax, 1.0)
+            if safe:
+                d = d / s
+            else:
+                # Its own slot: slower programs may still be reading this column's slot.
+                fslot = wsb + 2 * PMAX * WSTR
+                tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
+                _grid_barrier(cntb, n + c, P)
+                d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
+                                   other=0.0, volatile=True), axis=0)
+            alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
+            ss = tl.sum(tl.where(sel, d, 0.0), axis=0) / s
+            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+            w = top + (scale * s) * d
+            v = tl.where(is_top, 1.0, xb * scale)
+            P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
+            newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+            P_ = tl.where(sel[:, None], newcol[None, :], P_)
+            taus = tl.where(sel, tau, taus)
+        tl.store(ptrs, P_, mask=mask)
+        if p == 0:
+            tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
+        if WRITE_T:
+            keep = colvalid & (cols < na)
+            V = tl.where(rows[None, :] > cols[:, None], P_,
+                         tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
+            V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
+            S_p = tl.dot(V, tl.trans(V), input_precision="ieee")
+            spb = SP + b.to(tl.int64) * PMAX * NB * NB
+            tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
+            _grid_barrier(cntb, 2 * n + k, P)
+            if p == 0:
+                S = tl.zeros((NB, NB), dtype=tl.float32)
+                for q in range(0, P):
+                    S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
+                _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+    else:
+        if p == 0:
+            tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
