@@ -10,8 +10,8 @@ from the float32 factors and ``R = triu(H)``:
 bar is half of each gate, on every matrix.
 
 This is a test tool, not a hot path: it synchronizes with the host. It works through the
-batch in chunks so that 640 x 512 fits next to the caller's data on a GPU (a chunk of 64
-float64 512 x 512 matrices is 128 MiB a temporary).
+batch in chunks of about 128 MiB per float64 temporary (64 matrices at 512 x 512), so that
+every qr_v2 case fits next to the caller's data on a GPU.
 
 Rectangular ``(m, n)`` inputs are checked too (Q is the thin ``m x min(m, n)`` factor and
 the scale uses ``max(m, n)``); for the square qr_v2 inputs this is exactly the spec.
@@ -42,8 +42,10 @@ GATE_ORTH = 100.0
 BAR = 0.5
 BAR_FACTOR = GATE_FACTOR * BAR
 BAR_ORTH = GATE_ORTH * BAR
-#: Matrices checked at once; 64 float64 512x512 matrices are 128 MiB per temporary.
-CHUNK = 64
+#: Bytes of one float64 temporary per chunk of matrices: 64 matrices at 512x512, 1 at
+#: 4096x4096. A chunk peaks at about 9 such temporaries (measured on the H200: +1.1 GiB
+#: for 640x512 with 64 a chunk; +2.9 GiB for 60x1024 all at once before this bound).
+CHUNK_BYTES = 128 << 20
 
 
 @dataclass
@@ -125,11 +127,12 @@ def _scaled(res: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
     return torch.where(denom > 0, out, torch.where(res == 0, torch.zeros_like(res), torch.full_like(res, float("inf"))))
 
 
-def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: int = CHUNK) -> CheckResult:
+def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: int | None = None) -> CheckResult:
     """Check ``(H, tau)`` as a geqrf factorization of ``A``, matrix by matrix, in float64.
 
     A: ``(..., m, n)`` real float (qr_v2: float32 ``(B, n, n)``); H: same shape, dtype and
-    device; tau: ``(..., min(m, n))``. Neither is modified.
+    device; tau: ``(..., min(m, n))``. Neither is modified. ``chunk``: matrices checked
+    at once (default: as many as fit in ``CHUNK_BYTES`` a float64 temporary).
 
     >>> import torch
     >>> A = torch.randn(2, 8, 8)
@@ -147,6 +150,8 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
     H3 = H.reshape(-1, m, n)
     t2 = tau.reshape(-1, k)
     B = A3.shape[0]
+    if chunk is None:
+        chunk = max(1, CHUNK_BYTES // (max(m, 1) * max(n, 1) * 8))
     factor = torch.empty(B, dtype=torch.float64)
     orth = torch.empty(B, dtype=torch.float64)
     for s in range(0, B, chunk):
