@@ -316,7 +316,10 @@ def _alloc(A: torch.Tensor, B: int, m: int, n: int):
     # (size-1 dims included) as torch.geqrf's `a`.
     a = torch.empty(batch + (n, m), dtype=A.dtype, device=A.device).mT
     tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
-    return a, tau, a.view(B, m, n), tau.view(B, min(m, n))
+    k = min(m, n)
+    # as_strided, not view: a view keeps arbitrary strides on size-1 dims (B = 1 from a 2-D
+    # input), and the paths check for exactly (m*n, 1, m) and (k, 1).
+    return a, tau, a.as_strided((B, m, n), (m * n, 1, m)), tau.as_strided((B, k), (k, 1))
 
 
 class _Runner:

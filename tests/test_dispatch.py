@@ -276,3 +276,21 @@ def test_explain_errors_like_geqrf():
         adaptqr.explain(torch.randn(2, 3, 3), path="nope")
     ex = adaptqr.explain(torch.randn(0, 3, 3))
     assert ex.routes == [] and "empty" in ex.probe_note
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (1, 1, 4, 4), (3, 5, 4), (1, 7), (7, 1)], ids=str)
+def test_path_sees_exact_layout(shape):
+    seen = []
+
+    def spy(H, tau, info):
+        seen.append((tuple(H.shape), H.stride(), tuple(tau.shape), tau.stride()))
+        _torch_impl(H, tau, info)
+
+    adaptqr.register_path(spy, name="spy", priority=-100)
+    A = torch.randn(shape)
+    ours = adaptqr.geqrf(A, path="spy")
+    m, n = shape[-2:]
+    B = A.numel() // (m * n)
+    k = min(m, n)
+    assert seen == [((B, m, n), (m * n, 1, m), (B, k), (k, 1))]
+    assert torch.equal(ours.a, torch.geqrf(A).a)
