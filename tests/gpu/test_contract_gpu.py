@@ -42,9 +42,9 @@ def _rand(shape, dtype, seed=0):
 def _check_factor(A, a, tau):
     """Q R = A and Q^H Q = I, in float64/complex128, at the qr_v2 gates' scale."""
     wide = torch.complex128 if A.is_complex() else torch.float64
-    Q = torch.linalg.householder_product(a.to(wide), tau.to(wide))
     m, n = A.shape[-2:]
     k = min(m, n)
+    Q = torch.linalg.householder_product(a[..., :, :k].to(wide), tau.to(wide))
     R = torch.triu(a.to(wide))[..., :k, :]
     eps = torch.finfo(A.dtype).eps
     scale = max(m, n) * eps
