@@ -44,7 +44,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels.panel import panel_chunked_kernel, panel_reg_kernel, panel_split_kernel
-from adaptqr.paths.kernels.trailing import trailing_kernel
+from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.schedules import next_pow2
 
 __all__ = ["factor_householder", "capable", "NAME"]
@@ -136,16 +136,17 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
+    wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
             _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split)
             if k + pw < gend:
-                _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s)
+                _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
             npan = triton.cdiv(gend - g0, nb)
-            _trailing(Ht, TW, na_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s)
+            _trailing(Ht, TW, na_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -215,8 +216,30 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None):
                                    num_warps=_warps(nb * CH))
 
 
-def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s):
+def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf):
     bn = s.bn
+    tiles = triton.cdiv(c_end - c_start, bn)
+    rows = m - k0
+    if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
+            and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
+        # Too few column tiles to fill the GPU: split the rows too (W through atomics).
+        nsplit = min(triton.cdiv(rows, schedules.TRAILING_SPLIT_MIN_ROWS),
+                     triton.cdiv(schedules.TRAILING_SPLIT_PROGRAMS, B * tiles))
+        bm = s.bm
+        per = triton.cdiv(triton.cdiv(rows, nsplit), bm) * bm
+        nsplit = triton.cdiv(rows, per)
+        if not wbuf:
+            wbuf.append(torch.empty((B, n, s.nb), dtype=torch.float32, device=Ht.device))
+        W = wbuf[0]
+        W.zero_()
+        grid = (B, tiles, nsplit)
+        trailing_w_kernel[grid](Ht, W, na, k0, m, n, c_start, c_end, per,
+                                NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
+                                num_warps=4, num_stages=schedules.TRAILING_STAGES)
+        trailing_u_kernel[grid](Ht, TW, W, na, k0, m, n, c_start, c_end, n_tw, per,
+                                NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
+                                num_warps=4, num_stages=schedules.TRAILING_STAGES)
+        return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
     MB = next_pow2(m - k0)

@@ -23,7 +23,7 @@ Example::
     >>> from adaptqr.paths.schedules import schedule_for
     >>> s = schedule_for(512, 512)
     >>> (s.small, s.nb, s.group)
-    (False, 32, 4)
+    (False, 32, 1)
     >>> schedule_for(64, 64).small
     True
 """
@@ -44,6 +44,12 @@ RESIDENT_MAX_TILE = 2048
 SPLIT_MIN_ROWS = 64
 #: Fewer trailing programs than this (about 2 per SM) -> narrower column tiles (bn = 32).
 TRAILING_MIN_PROGRAMS = 264
+#: Below this many (matrix, column tile) programs a one-panel update is split over rows
+#: too (W summed with atomics): 2x4096 trailing took 25 ms with one program per column
+#: tile sweeping all 4096 rows (EXPERIMENTS.md, run 2).
+TRAILING_SPLIT_PROGRAMS = 512
+#: Fewest rows per row slice of the split update.
+TRAILING_SPLIT_MIN_ROWS = 256
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -67,8 +73,11 @@ def next_pow2(x: int) -> int:
 
 #: Square sizes -> (nb, group, bn, bm). Keys are upper bounds on n; first match wins.
 #: Provisional until measured on the H200 (docs/EXPERIMENTS.md).
+#: Run 2 (H200): group 1 was as fast or faster than 2, 4, 8 everywhere (2x4096: 30.8 ms
+#: against 38.8 at group 4); bn 64 beat 32 and 128; nb 64 (panel no longer in registers)
+#: lost everywhere (640x512: 47 ms against 14.7).
 BLOCKED_BY_N = (
-    (1 << 62, (32, 4, 64, 64)),
+    (1 << 62, (32, 1, 64, 64)),
 )
 
 

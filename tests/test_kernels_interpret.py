@@ -69,6 +69,36 @@ SCRIPT = textwrap.dedent(r'''
     A = generate(2, 64, 0, 11, "mixed", "cpu")
     H, tau = run(A, S)
     emit("blocked mixed 2x64", A, H, tau, ref=False)
+    # Row-split trailing update (W through atomics), group 1.
+    S1 = schedules.Schedule(False, 16, 1, 32, 16)
+    schedules.TRAILING_SPLIT_MIN_ROWS = 16
+    A = torch.randn(2, 100, 90)
+    H, tau = run(A, S1)
+    emit("split trailing 2x100x90", A, H, tau)
+    # Row-split panel kernel with one program (its grid barrier then never waits),
+    # against the register panel kernel, plain and scaled (the rescaled round).
+    from adaptqr.paths.kernels.panel import panel_split_kernel, panel_reg_kernel
+    for sc in (1.0, 1e30, 1e-30):
+        B, m, n, nb = 2, 48, 40, 16
+        A = torch.randn(B, m, n) * sc
+        outs = []
+        for kind in ("reg", "split"):
+            Ht = A.mT.contiguous().clone()
+            tau = torch.zeros(B, n); TW = torch.zeros(B, 3, nb, nb)
+            if kind == "reg":
+                panel_reg_kernel[(B,)](Ht, tau, TW, tau, 16, m, n, 16, 1, 3, NB=nb, MB=32,
+                                       HAS_NA=False, WRITE_T=True)
+            else:
+                WS = torch.zeros(B, 3, 1, 4 * nb); SP = torch.zeros(B, 1, nb, nb)
+                CNT = torch.zeros(B, 3 * n, dtype=torch.int32)
+                panel_split_kernel[(B, 1)](Ht, tau, TW, tau, WS, SP, CNT, 16, m, n, 16, 1, 3, 1,
+                                           NB=nb, RB=32, PMAX=1, HAS_NA=False, WRITE_T=True)
+            outs.append((Ht, tau, TW))
+        (H1, t1, T1), (H2, t2, T2) = outs
+        print(json.dumps({"name": f"split panel {sc:g}",
+                          "h": float(((H1 - H2).abs().max() / H1.abs().max())),
+                          "tau": float((t1 - t2).abs().max()), "t": float((T1 - T2).abs().max()),
+                          "finite": bool(torch.isfinite(H2).all())}))
     # Scaling: 1e30 / 1e-30 factor as well as the unscaled matrix (small and blocked).
     for sched, n in ((None, 24), (S, 48)):
         A0 = torch.randn(2, n, n)
@@ -92,7 +122,7 @@ SCRIPT = textwrap.dedent(r'''
     print(json.dumps({"name": "nan", "nan0": bool(torch.isnan(H[0]).any()),
                       "finite1": bool(torch.isfinite(H[1]).all())}))
     # n_active: columns >= n_active[b] get tau 0 and hold Q1^T A_tail; 0 leaves A as is.
-    for sched, n in ((None, 32), (S, 64)):
+    for sched, n in ((None, 32), (S, 64), (S1, 80)):
         A = torch.randn(3, n, n)
         na = torch.tensor([n, n // 2 + 3, 0], dtype=torch.int32)
         H, tau = run(A, sched, Info({"n_active": na}))
@@ -132,7 +162,7 @@ BAR_FACTOR, BAR_ORTH = 10.0, 50.0
 
 def test_every_case_passes_the_bar(results):
     checked = [d for d in results.values() if "factor" in d]
-    assert len(checked) >= 27 + 5 + 4
+    assert len(checked) >= 27 + 5 + 4 + 1
     for d in checked:
         assert d["finite"], d
         assert d["factor"] <= BAR_FACTOR and d["orth"] <= BAR_ORTH, d
@@ -168,7 +198,13 @@ def test_nan_propagates(results):
     assert d["nan0"] and d["finite1"]
 
 
-@pytest.mark.parametrize("n", [32, 64])
+@pytest.mark.parametrize("sc", ["1", "1e+30", "1e-30"])
+def test_split_panel_matches_register_panel(results, sc):
+    d = results[f"split panel {sc}"]
+    assert d["finite"] and d["h"] < 1e-5 and d["tau"] < 1e-5 and d["t"] < 1e-4, d
+
+
+@pytest.mark.parametrize("n", [32, 64, 80])
 def test_n_active(results, n):
     d = results[f"n_active n={n}"]
     assert d["full_err"] < 1e-4, d

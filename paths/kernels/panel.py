@@ -123,13 +123,11 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             amax = tl.max(tl.abs(xb), axis=0)
             s = tl.where(amax > 0, amax, 1.0)
             xs = xb / s
-            ds = tl.sum(P * xs[None, :], axis=1)
-            # ds = x^T P / s, so (x/s)^T (x/s) = ds_j / s.
-            ss = tl.sum(tl.where(sel, ds, 0.0), axis=0) / s
+            ss = tl.sum(xs * xs, axis=0)
             tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-            top = tl.sum(tl.where(is_top[None, :], P, 0.0), axis=1)
-            w = top + (scale * s) * ds
+            # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
             v = tl.where(is_top, 1.0, xb * scale)
+            w = tl.sum(P * v[None, :], axis=1)
             P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
             newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
             P = tl.where(sel[:, None], newcol[None, :], P)

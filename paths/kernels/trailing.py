@@ -20,6 +20,10 @@ panel at or past ``n_active[b]`` are masked to zero, so their garbage never ente
   per group of panels instead of once per panel.
 * otherwise: per panel, one pass over row chunks of BM for ``W`` and one to update.
 
+For small batches (too few column tiles to fill the GPU) one panel's update is split over
+rows too: :func:`trailing_w_kernel` accumulates ``W`` with atomics over row slices, then
+:func:`trailing_u_kernel` applies ``A^T -= (W T) V^T`` over (column tile, row slice).
+
 Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
 
 Example: see :func:`adaptqr.paths.householder.factor_householder`.
@@ -32,11 +36,12 @@ import triton.language as tl
 
 
 @triton.jit
-def _load_v(base, k, r, m, na, NB: tl.constexpr, pw):
+def _load_v(base, k, r, m, rlim, na, NB: tl.constexpr, pw):
+    """V^T rows [NB, len(r)] of the panel at column k: rows r < rlim, unit diagonal."""
     jj = tl.arange(0, NB)
     vcols = k + jj
     keep = (jj < pw) & (vcols < na)
-    msk = keep[:, None] & (r < m)[None, :]
+    msk = keep[:, None] & (r < rlim)[None, :]
     Vt = tl.load(base + vcols[:, None] * m + r[None, :], mask=msk, other=0.0)
     Vt = tl.where(r[None, :] > vcols[:, None], Vt,
                   tl.where(r[None, :] == vcols[:, None], 1.0, 0.0))
@@ -74,7 +79,7 @@ def trailing_kernel(Ht, TW, NA, k0, npan, m, n, c_start, c_end, n_tw,
             for i in range(0, npan):
                 k = k0 + i * NB
                 if k < na:
-                    Vt = _load_v(base, k, r, m, na, NB, n - k)
+                    Vt = _load_v(base, k, r, m, m, na, NB, n - k)
                     T = _load_t(TW, b, k // NB, n_tw, NB)
                     W = tl.dot(At, tl.trans(Vt), input_precision=PREC)
                     Y = tl.dot(W, T, input_precision=PREC)
@@ -89,7 +94,7 @@ def trailing_kernel(Ht, TW, NA, k0, npan, m, n, c_start, c_end, n_tw,
                         r = r0 + rr
                         amask = ccmask[:, None] & (r < m)[None, :]
                         At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
-                        Vt = _load_v(base, k, r, m, na, NB, n - k)
+                        Vt = _load_v(base, k, r, m, m, na, NB, n - k)
                         W += tl.dot(At, tl.trans(Vt), input_precision=PREC)
                     T = _load_t(TW, b, k // NB, n_tw, NB)
                     Y = tl.dot(W, T, input_precision=PREC)
@@ -98,8 +103,75 @@ def trailing_kernel(Ht, TW, NA, k0, npan, m, n, c_start, c_end, n_tw,
                         amask = ccmask[:, None] & (r < m)[None, :]
                         aptr = base + cc[:, None] * m + r[None, :]
                         At = tl.load(aptr, mask=amask, other=0.0)
-                        Vt = _load_v(base, k, r, m, na, NB, n - k)
+                        Vt = _load_v(base, k, r, m, m, na, NB, n - k)
                         At -= tl.dot(Y, Vt, input_precision=PREC)
                         tl.store(aptr, At, mask=amask)
                     # The next panel re-reads columns this program just wrote.
                     tl.debug_barrier()
+
+
+@triton.jit
+def trailing_w_kernel(Ht, W, NA, k, m, n, c_start, c_end, rows_per_split,
+                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr):
+    """Row-split first half of one panel's update, for small batches: program (b, t, s)
+    adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
+    zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``."""
+    b = tl.program_id(0)
+    t = tl.program_id(1)
+    sp = tl.program_id(2)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    if k < na:
+        cc = c_start + t * BN + tl.arange(0, BN)
+        ccmask = cc < c_end
+        rr = tl.arange(0, BM)
+        jj = tl.arange(0, NB)
+        r_lo = k + sp * rows_per_split
+        r_hi = tl.minimum(m, r_lo + rows_per_split)
+        acc = tl.zeros((BN, NB), dtype=tl.float32)
+        for r0 in range(r_lo, r_hi, BM):
+            r = r0 + rr
+            amask = ccmask[:, None] & (r < r_hi)[None, :]
+            At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
+            Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
+            acc += tl.dot(At, tl.trans(Vt), input_precision=PREC)
+        wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
+        tl.atomic_add(wp, acc, mask=ccmask[:, None])
+
+
+@triton.jit
+def trailing_u_kernel(Ht, TW, W, NA, k, m, n, c_start, c_end, n_tw, rows_per_prog,
+                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr):
+    """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
+    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
+    b = tl.program_id(0)
+    t = tl.program_id(1)
+    sp = tl.program_id(2)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    if k < na:
+        cc = c_start + t * BN + tl.arange(0, BN)
+        ccmask = cc < c_end
+        rr = tl.arange(0, BM)
+        jj = tl.arange(0, NB)
+        Wt = tl.load(W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :],
+                     mask=ccmask[:, None], other=0.0)
+        Y = tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
+        r_lo = k + sp * rows_per_prog
+        r_hi = tl.minimum(m, r_lo + rows_per_prog)
+        for r0 in range(r_lo, r_hi, BM):
+            r = r0 + rr
+            amask = ccmask[:, None] & (r < r_hi)[None, :]
+            aptr = base + cc[:, None] * m + r[None, :]
+            At = tl.load(aptr, mask=amask, other=0.0)
+            Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
+            At -= tl.dot(Y, Vt, input_precision=PREC)
+            tl.store(aptr, At, mask=amask)
