@@ -194,3 +194,47 @@ def test_repeated_calls_fresh_results_and_log():
         assert recs[-1]["plan"]["dense"] == "householder"
         assert recs[-1]["mode"] == "graph"
         assert len(recs[-1]["routes"]) == 20
+
+
+def _mixed_batch():
+    """20 matrices 32x32: 0-4 have a zero column tail (lowrank), 5-7 are upper triangular."""
+    A = _rand((20, 32, 32), f32, seed=3)
+    A[0:5, :, 24:] = 0
+    A[5:8] = torch.triu(A[5:8]) + torch.eye(32, device="cuda")
+    return A
+
+
+def test_routed_plan_on_mixed_batch():
+    if "householder" not in adaptqr.paths_registered():
+        pytest.skip("householder path not importable")
+    A = _mixed_batch()
+    ex = adaptqr.explain(A)
+    assert ex.probed and not ex.gathered
+    assert ex.counts["lowrank"] >= 5 and ex.counts["upper"] >= 3, ex.counts
+    a, tau = adaptqr.geqrf(A)
+    _check_factor(A, a, tau)
+    torch.testing.assert_close(a, torch.geqrf(A).a, rtol=1e-3, atol=1e-3)
+
+
+def test_user_path_shares_batch_on_cuda():
+    seen = []
+
+    @adaptqr.register_path(name="gpu_upper_user", classes={"upper"}, priority=500)
+    def gpu_upper_user(H, tau, info):
+        seen.append((H.clone(), info.routes.clone()))
+        tau.zero_()
+
+    try:
+        A = _mixed_batch()
+        adaptqr.log.enable()
+        a, tau = adaptqr.geqrf(A)
+        ex = adaptqr.explain(A)
+    finally:
+        adaptqr.unregister_path("gpu_upper_user")
+    ups = [i for i, c in enumerate(ex.classes) if c == "upper"]
+    assert ups and set(range(5, 8)) <= set(ups)
+    (H, routes), = seen
+    assert torch.equal(H, A[ups]) and routes.tolist() == [2] * len(ups)
+    _check_factor(A, a, tau)
+    rec = adaptqr.decisions()[-1]
+    assert rec["plan"]["upper"] == "gpu_upper_user" and rec["mode"] == "eager"
