@@ -195,7 +195,8 @@ class _SplitWork:
 
 
 def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None):
-    MB = next_pow2(m - k)
+    # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
+    MB = max(16, next_pow2(m - k))
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=True,
@@ -242,7 +243,7 @@ def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wb
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
-    MB = next_pow2(m - k0)
+    MB = max(16, next_pow2(m - k0))
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
     grid = (B, triton.cdiv(c_end - c_start, bn))
