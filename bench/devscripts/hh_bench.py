@@ -13,7 +13,8 @@ Sections (each skipped once ``--budget`` seconds are spent): ``check`` (every be
 test case at full batch, worst scaled residuals against the half gate), ``time`` (default
 schedule per benchmark case, CUDA-graph replay, L2 flushed, k rotating inputs as qr_v2),
 ``parts`` (panel-only / trailing-only time, to see where the time goes), ``variants``
-(schedules and precisions on the large cases, timing and accuracy).
+(schedules and precisions on the large cases, timing and accuracy), ``split`` (row-split
+panel/trailing knobs on 8x2048 and 2x4096; not in the default sections).
 """
 
 from __future__ import annotations
@@ -174,6 +175,25 @@ def main():
 
     if "check_tests" in secs:
         run_check(test_cases())
+
+    if "split" in secs:
+        # Row-split panel and trailing knobs on the small-batch large cases (EXPERIMENTS.md, Open).
+        for c in [c for c in big if c["batch"] <= 8]:
+            ins = make_inputs(c, k=1)
+            for smr in (64, 128, 256):
+                for tsp in (256, 512, 1024):
+                    if left(args.budget) < 0:
+                        break
+                    schedules.SPLIT_MIN_ROWS, schedules.TRAILING_SPLIT_PROGRAMS = smr, tsp
+                    ms = timed(factor, ins, 3, graph=True)
+                    wf, wo, ok = check(ins[0])
+                    res["variants"].append({"case": case_name(c), "split_min_rows": smr,
+                                            "trailing_split_programs": tsp, "ms": ms,
+                                            "factor": wf, "orth": wo})
+                    print(f"split {case_name(c):26s} min_rows {smr:4d} trailing_programs {tsp:5d} "
+                          f"{ms:8.3f} ms factor {wf:6.3f} orth {wo:6.3f}")
+        schedules.SPLIT_MIN_ROWS, schedules.TRAILING_SPLIT_PROGRAMS = 64, 512
+        save()
 
     if "variants" in secs:
         for c in big:
