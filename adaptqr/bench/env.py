@@ -44,7 +44,9 @@ def versions() -> dict[str, str | None]:
 
 def _git(args: list[str], cwd: str) -> str | None:
     try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+        # safe.directory: a copied checkout owned by another user is still ours to read.
+        r = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd, capture_output=True, text=True,
+                           timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return r.stdout.strip() if r.returncode == 0 else None

@@ -97,7 +97,7 @@ def _fmt(x, spec="{:.1f}") -> str:
 def table_rows(rec: dict) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the terminal table: one row per case and variant."""
     header = ["case", "variant", "status", "median ms", "mean ms", "reps", "torch ms", "speedup",
-              "factor", "orth", "extra MiB", "torch MiB", "path(s)"]
+              "factor", "orth", "extra MiB", "kept MiB", "torch MiB", "path(s)"]
     rows = []
     for c in rec["cases"]:
         base = c.get("baseline") or {}
@@ -109,7 +109,7 @@ def table_rows(rec: dict) -> tuple[list[str], list[list[str]]]:
                 str(r["repeats"]), format_ms(base.get("median_ms")) + tmark,
                 "-" if sp is None else f"{sp:.1f}x" + tmark,
                 _fmt(r["worst_factor"], "{:.2f}"), _fmt(r["worst_orth"], "{:.2f}"),
-                _fmt(r["extra_mib"]), _fmt(base.get("extra_mib")),
+                _fmt(r["extra_mib"]), _fmt(r.get("retained_mib")), _fmt(base.get("extra_mib")),
                 ",".join(r["paths_taken"]) if r.get("paths_taken") else ("?" if r["status"] == "ok" else "-"),
             ])
     return header, rows
