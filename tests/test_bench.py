@@ -308,3 +308,38 @@ def test_git_info_outside_a_checkout(tmp_path):
     from adaptqr.bench.env import git_info
 
     assert git_info(str(tmp_path)) == {"commit": "unknown", "dirty": None}
+
+
+# ---------------------------------------------------------------- on a GPU
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_cuda_timing_and_memory_accounting():
+    from adaptqr.bench.memory import MIB, extra_memory_bytes
+
+    xs = [torch.randn(4, 64, 64, device="cuda") for _ in range(3)]
+    t = time_calls(torch.geqrf, xs, StopRule(max_repeats=5, budget_s=5.0))
+    assert t.k == 3 and 3 <= len(t.times_ms) <= 5 and all(x > 0 for x in t.times_ms)
+
+    def with_workspace(a):
+        ws = torch.empty(8 << 20, dtype=torch.uint8, device=a.device)   # 8 MiB scratch, freed on return
+        ws.zero_()
+        return a * 2
+
+    extra = extra_memory_bytes(with_workspace, xs[0])
+    assert 8 * MIB <= extra < 9 * MIB
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_cuda_bench_record(tmp_path):
+    rec = run_bench(TINY, BenchOptions(device=torch.device("cuda"), geqrf=torch.geqrf, progress=lambda m: None,
+                                       rule=StopRule(max_repeats=5, budget_s=2.0), baseline="refresh",
+                                       baseline_rule=StopRule(max_repeats=3, budget_s=2.0), cache_dir=str(tmp_path)))
+    assert report.validate_record(rec) == []
+    assert rec["device"]["type"] == "cuda" and rec["summary"]["adaptqr"]["complete"]
+    name = torch.cuda.get_device_name()
+    assert set(baseline.load(str(tmp_path), name, torch.__version__)) == {cases.case_key(c) for c in TINY}
