@@ -310,6 +310,15 @@ def test_git_info_outside_a_checkout(tmp_path):
     assert git_info(str(tmp_path)) == {"commit": "unknown", "dirty": None}
 
 
+@pytest.mark.parametrize("mod", ["stats", "timing", "cases", "baseline", "env", "memory", "decisions", "report"])
+def test_docstring_examples_run(mod):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(f"adaptqr.bench.{mod}"))
+    assert res.failed == 0 and res.attempted > 0
+
+
 # ---------------------------------------------------------------- on a GPU
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

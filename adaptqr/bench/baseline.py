@@ -11,7 +11,7 @@ Example::
     >>> import tempfile
     >>> from adaptqr.bench import baseline
     >>> d = tempfile.mkdtemp()
-    >>> baseline.save(d, "NVIDIA H200", "2.11.0", {"20x32-dense-c1-s1": {"median_ms": 0.3, "mean_ms": 0.31}})
+    >>> path = baseline.save(d, "NVIDIA H200", "2.11.0", {"20x32-dense-c1-s1": {"median_ms": 0.3, "mean_ms": 0.31}})
     >>> baseline.load(d, "NVIDIA H200", "2.11.0")["20x32-dense-c1-s1"]["median_ms"]
     0.3
     >>> baseline.load(d, "NVIDIA H200", "2.12.0")

@@ -64,8 +64,8 @@ def check_cases(case_list: list[dict], device: torch.device, path: str | None = 
 def render_check(rows: list[dict]) -> str:
     header = ["case", "status", f"factor (gate {FACTOR_GATE:g}, bar {FACTOR_BAR:g})",
               f"orth (gate {ORTH_GATE:g}, bar {ORTH_BAR:g})", "gate", "note"]
-    body = [[r["name"], r["status"], "-" if r["worst_factor"] is None else f"{r['worst_factor']:.3f}",
-             "-" if r["worst_orth"] is None else f"{r['worst_orth']:.3f}",
+    body = [[r["name"], r["status"], "-" if r["worst_factor"] is None else f"{r['worst_factor']:.3g}",
+             "-" if r["worst_orth"] is None else f"{r['worst_orth']:.3g}",
              "ok" if r["passes_gate"] else "over", r["error"] or ""] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [header, ["-" * w for w in widths], *body]]

@@ -6,8 +6,8 @@ Example::
     >>> from adaptqr.bench.env import device_name, versions
     >>> device_name(torch.device("cpu")).startswith("cpu")
     True
-    >>> sorted(versions())[:3]
-    ['adaptqr', 'cupy', 'python']
+    >>> {'torch', 'triton', 'cupy'} <= set(versions())
+    True
 """
 
 from __future__ import annotations

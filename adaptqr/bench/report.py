@@ -4,7 +4,7 @@ Example::
 
     >>> from adaptqr.bench.report import format_ms, result_basename
     >>> format_ms(0.01234), format_ms(1234.5)
-    ('0.0123', '1234')
+    ('0.01234', '1234')
     >>> result_basename({"device": {"slug": "nvidia-h200"}, "date": "2026-11-29T10:15:03+00:00"})
     'nvidia-h200_2026-11-29_1015'
 """
@@ -82,7 +82,7 @@ def validate_record(rec: dict) -> list[str]:
 
 
 def format_ms(x: float | None) -> str:
-    """Four significant digits, no exponent for the ms range we see; '-' for missing."""
+    """Four significant digits (no exponent from 1 us to 1000 s); '-' for missing."""
     if x is None:
         return "-"
     if x >= 1000:
@@ -108,7 +108,7 @@ def table_rows(rec: dict) -> tuple[list[str], list[list[str]]]:
                 c["name"], v, r["status"] or "-", format_ms(r["median_ms"]), format_ms(r["mean_ms"]),
                 str(r["repeats"]), format_ms(base.get("median_ms")) + tmark,
                 "-" if sp is None else f"{sp:.1f}x" + tmark,
-                _fmt(r["worst_factor"], "{:.2f}"), _fmt(r["worst_orth"], "{:.2f}"),
+                _fmt(r["worst_factor"], "{:.3g}"), _fmt(r["worst_orth"], "{:.3g}"),
                 _fmt(r["extra_mib"]), _fmt(r.get("retained_mib")), _fmt(base.get("extra_mib")),
                 ",".join(r["paths_taken"]) if r.get("paths_taken") else ("?" if r["status"] == "ok" else "-"),
             ])
