@@ -217,7 +217,7 @@ def write_plot(rec: dict, png_path: str) -> str | None:
     ax1.legend()
     ax2.set_yscale("log")
     ax2.set_ylabel("median ms per call")
-    ax2.set_xticks(list(xs))
+    ax2.set_xticks([x + len(rec["variants"]) * width / 2 for x in xs])   # centre of each case's bar group
     ax2.set_xticklabels(names, rotation=45, ha="right")
     ax2.legend()
     fig.suptitle(f"adaptqr bench: {rec['device']['name']}, {rec['date']}")
