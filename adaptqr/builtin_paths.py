@@ -82,6 +82,13 @@ def _adapt_capable(fn, default):
     return default
 
 
+def _adapt_reads_routes(fn):
+    """A module's ``uses_routes(batch, m, n, dtype, device_type)`` as ``reads_routes(spec)``."""
+    if fn is None:
+        return None
+    return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
+
+
 def _optional(module: str):
     """Import a path module that another engineer owns; None (and a debug line) if it is absent."""
     try:
@@ -132,6 +139,7 @@ def register_all(registry: Registry) -> None:
             priority=PRIORITY_HOUSEHOLDER,
             capturable=True,
             routed=True,  # reads features["n_active"] and skips the negligible tail itself
+            reads_routes=_adapt_reads_routes(getattr(hh, "uses_routes", None)),
             description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
             registry=registry,
         )

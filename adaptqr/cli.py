@@ -71,6 +71,24 @@ def _parse_paths(text: str | None) -> list[str | None]:
     return list(dict.fromkeys(names))
 
 
+def _parse_env_variants(items: list[str] | None) -> list[tuple[str, dict]]:
+    """``["nographs:ADAPTQR_GRAPHS=0", "x:A=1,B=2"]`` -> ``[("nographs", {...}), ...]``."""
+    out = []
+    for item in items or []:
+        name, sep, assigns = item.partition(":")
+        env = {}
+        for a in assigns.split(","):
+            var, eq, val = a.partition("=")
+            if not eq or not var.strip():
+                env = None
+                break
+            env[var.strip()] = val.strip()
+        if not sep or not name.strip() or not env:
+            raise ValueError(f"--env {item!r}: expected NAME:VAR=VALUE[,VAR=VALUE], e.g. nographs:ADAPTQR_GRAPHS=0")
+        out.append((name.strip(), env))
+    return out
+
+
 def cmd_bench(args) -> int:
     from adaptqr import config
     from adaptqr.bench import baseline, cases, report
@@ -96,6 +114,7 @@ def cmd_bench(args) -> int:
         device=device, paths=_parse_paths(args.paths), rule=rule, baseline=mode, baseline_rule=brule,
         cache_dir=config.get().baseline_cache,
         max_inputs=None if device.type == "cuda" else cases.CPU_MAX_INPUTS,
+        env_variants=_parse_env_variants(args.env),
         settings={"cases": args.cases or ("bench" if device.type == "cuda" else "cpu"), "quick": bool(args.quick)},
     )
     rec = run_bench(case_list, opts)
@@ -177,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time adaptqr.geqrf against torch.geqrf (qr_v2 timing)")
     b.add_argument("--cases", help=cases_help + "; default bench on CUDA, cpu otherwise")
     b.add_argument("--paths", help="comma-separated path names to compare (forced via geqrf(path=...))")
+    b.add_argument("--env", action="append", metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                   help="also time the default dispatch with these environment variables set, as variant "
+                        "adaptqr[NAME] (repeatable), e.g. nographs:ADAPTQR_GRAPHS=0")
     b.add_argument("--repeats", type=_positive_int, help="most repeats per case")
     b.add_argument("--quick", action="store_true", help="few repeats, short per-case budget")
     b.add_argument("--budget", type=float, help="seconds of repeats per case (overrides the default)")

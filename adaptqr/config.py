@@ -21,6 +21,9 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     (default 4 GiB); least recently used entries are evicted first.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
+``ADAPTQR_COMMIT``
+    The git commit that ``adaptqr bench`` records when the checkout it runs from has no git
+    metadata (a working tree copied to a GPU machine); ignored where ``git`` answers.
 ``ADAPTQR_BASELINE_CACHE``
     Folder of the cached torch.geqrf baseline timings used by ``adaptqr bench``
     (default ``bench/baseline_cache`` under the current directory).
@@ -85,6 +88,11 @@ def log_target() -> str | None:
 def detect_enabled() -> bool:
     """``ADAPTQR_DETECT`` alone (read per call by plans that run the probes)."""
     return _flag("ADAPTQR_DETECT", True)
+
+
+def commit_hint() -> str | None:
+    """``ADAPTQR_COMMIT`` alone (read by the bench when git cannot say)."""
+    return os.environ.get("ADAPTQR_COMMIT") or None
 
 
 def get() -> Config:

@@ -121,7 +121,7 @@ class Plan:
         dense_owner = owners[ROUTE_DEFAULT]
         self.base = dense_owner if (dense_owner.routed or dense_owner.takes_all_classes) else None
         self.gathered = tuple((p, i) for i, p in enumerate(distinct) if p is not self.base)
-        self.probe = bool(self.gathered) or (self.base is not None and self.base.routed)
+        self.probe = bool(self.gathered) or (self.base is not None and self.base.uses_routes(spec))
         # Gathering syncs with the host, so such plans are never captured.
         self.capturable = not self.gathered and all(p.capturable for p in distinct)
         self._zeros: dict = {}

@@ -153,6 +153,9 @@ class Path:
       its kernels, so it can be given the whole batch; a path that is not routed gets only the
       matrices of its classes (gathered, one host sync) when it shares a batch with another
       path.
+    - ``reads_routes(spec) -> bool``: for a routed path, whether its kernels use the routes
+      for this input at all (None: always). When they would change no work (e.g. a whole QR
+      in one fused launch) the plan skips the probes, which would cost more than they save.
     - ``description``: one line for ``explain`` and the docs.
     """
 
@@ -164,6 +167,7 @@ class Path:
     capturable: bool = False
     routed: bool = False
     description: str = ""
+    reads_routes: Callable[[InputSpec], bool] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -180,6 +184,12 @@ class Path:
                 raise TypeError(f"path {self.name!r}: {flag} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.description, str):
             raise TypeError(f"path {self.name!r}: description must be a str")
+        if self.reads_routes is not None and not callable(self.reads_routes):
+            raise TypeError(f"path {self.name!r}: reads_routes must be callable or None")
+
+    def uses_routes(self, spec: InputSpec) -> bool:
+        """Whether this routed path's kernels would read per-matrix routes for ``spec``."""
+        return self.routed and (self.reads_routes is None or bool(self.reads_routes(spec)))
 
     def accepts(self, class_name: str) -> bool:
         """Whether this path takes matrices of route class ``class_name``."""
@@ -283,6 +293,7 @@ def register_path(
     capturable: bool = False,
     routed: bool = False,
     description: str = "",
+    reads_routes: Callable[[InputSpec], bool] | None = None,
     registry: Registry | None = None,
 ):
     """Register a path; usable as a decorator on the impl or called with ``impl=``.
@@ -313,6 +324,7 @@ def register_path(
                 capturable=capturable,
                 routed=routed,
                 description=description,
+                reads_routes=reads_routes,
             )
         )
 

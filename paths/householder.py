@@ -108,6 +108,16 @@ def _check(H: torch.Tensor, tau: torch.Tensor) -> None:
                          f"{tau.device}")
 
 
+def uses_routes(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str) -> bool:
+    """Whether per-matrix features (``n_active``) change this path's work for the shape.
+
+    Not for the one-launch small schedule: its single program walks every column anyway, so a
+    probe (a kernel plus a few dozen small reductions, several microseconds each on the GPU)
+    would cost more than the whole factorization (20x32: 0.022 ms, EXPERIMENTS.md H4).
+    """
+    return not schedules.schedule_for(m, n).small
+
+
 def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
                        schedule: schedules.Schedule | None = None) -> None:
     """Factor ``H`` in place (geqrf), writing ``tau``. See the module docstring.

@@ -249,6 +249,42 @@ def test_paths_compare_variants():
     assert report.validate_record(rec) == []
 
 
+def test_env_variants_run_under_their_environment_and_restore_it(monkeypatch):
+    monkeypatch.delenv("ADAPTQR_GRAPHS", raising=False)
+    seen = []
+
+    def lib(a, path=None):
+        seen.append(os.environ.get("ADAPTQR_GRAPHS"))
+        return torch.geqrf(a)
+
+    rec = run_bench(TINY[:1], _opts(lib, env_variants=[("nographs", {"ADAPTQR_GRAPHS": "0"})]))
+    assert rec["variants"] == ["adaptqr", "adaptqr[nographs]"]
+    res = rec["cases"][0]["results"]
+    assert res["adaptqr[nographs]"]["env"] == {"ADAPTQR_GRAPHS": "0"} and "env" not in res["adaptqr"]
+    assert None in seen and "0" in seen           # the default ran without it, the variant with it
+    assert "ADAPTQR_GRAPHS" not in os.environ      # restored after the variant
+    assert report.validate_record(rec) == []
+
+
+def test_env_variant_parsing():
+    from adaptqr.cli import _parse_env_variants
+
+    assert _parse_env_variants(["nographs:ADAPTQR_GRAPHS=0", "x:A=1,B=2"]) == [
+        ("nographs", {"ADAPTQR_GRAPHS": "0"}), ("x", {"A": "1", "B": "2"})]
+    for bad in ["nographs", "n:ADAPTQR_GRAPHS", ":A=1", "n:=1"]:
+        with pytest.raises(ValueError, match="--env"):
+            _parse_env_variants([bad])
+
+
+def test_commit_hint_when_git_cannot_say(monkeypatch, tmp_path):
+    from adaptqr.bench import env as bench_env
+
+    monkeypatch.setenv("ADAPTQR_COMMIT", "abc123")
+    assert bench_env.git_info(str(tmp_path))["commit"] == "abc123"
+    monkeypatch.delenv("ADAPTQR_COMMIT")
+    assert bench_env.git_info(str(tmp_path))["commit"] == "unknown"
+
+
 def test_published_baseline_is_the_fallback():
     bench12 = cases.resolve("bench")
     entry = {"name": "x", "key": cases.case_key(bench12[0]), "results": {"adaptqr": {"status": "ok", "median_ms": 0.028,

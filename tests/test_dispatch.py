@@ -149,6 +149,33 @@ def test_routed_base_gets_whole_batch_and_finish_tail(monkeypatch):
     assert len(det.finished) == 1 and det.finished[0][1].tolist() == [4, 2, 0]
 
 
+def test_routed_path_that_reads_no_routes_for_a_shape_skips_the_probe(monkeypatch):
+    det = FakeDetectors({0: "lowrank"})
+    probed = []
+    real_probe = det.probe
+    det.probe = lambda H: probed.append(H.shape) or real_probe(H)
+    _use(monkeypatch, det)
+    got = []
+
+    @adaptqr.register_path(name="routed_big", priority=50, routed=True, reads_routes=lambda s: s.n > 4)
+    def routed_big(H, tau, info):
+        got.append(info.routes.tolist())
+        _torch_impl(H, tau, info)
+
+    small, big = torch.randn(2, 4, 4), torch.randn(2, 6, 6)
+    assert not dispatch.plan_for(dispatch.spec_of(small)).probe
+    assert dispatch.plan_for(dispatch.spec_of(big)).probe
+    assert torch.equal(adaptqr.geqrf(small).a, torch.geqrf(small).a)
+    assert probed == [] and got == [[0, 0]]          # every matrix "dense", no probe
+    adaptqr.geqrf(big)
+    assert probed == [(2, 6, 6)] and got[-1] == [1, 0]
+
+
+def test_reads_routes_must_be_callable():
+    with pytest.raises(TypeError, match="reads_routes"):
+        adaptqr.register_path(_torch_impl, name="bad_rr", reads_routes=True)
+
+
 def test_detect_off_means_all_dense(monkeypatch):
     det = FakeDetectors({0: "lowrank"})
     det.probe = lambda H: pytest.fail("probe must not run with ADAPTQR_DETECT=0")

@@ -70,4 +70,7 @@ def git_info(cwd: str | None = None) -> dict[str, object]:
         if commit is not None:
             status = _git(["status", "--porcelain", "--untracked-files=no"], where)
             return {"commit": commit, "dirty": None if status is None else bool(status)}
-    return {"commit": "unknown", "dirty": None}
+    from adaptqr import config
+
+    hint = config.commit_hint()
+    return {"commit": hint, "dirty": None, "source": "ADAPTQR_COMMIT"} if hint else {"commit": "unknown", "dirty": None}

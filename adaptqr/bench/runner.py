@@ -15,8 +15,10 @@ Example (CPU, a fake library call standing in for adaptqr.geqrf)::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +51,9 @@ class BenchOptions:
     ``baseline``: ``"cache"`` (use cached torch.geqrf figures, measure missing ones),
     ``"refresh"`` (remeasure all), ``"none"``. ``geqrf``: the library call (None:
     ``adaptqr.geqrf``, looked up at run time). ``max_inputs`` caps k (the CPU runs).
+    ``env_variants``: ``[(name, {VAR: value})]``, the default dispatch timed again with those
+    environment variables set (e.g. ``("nographs", {"ADAPTQR_GRAPHS": "0"})``), so a
+    setting is compared with the default in the same run on the same inputs.
     """
 
     device: torch.device
@@ -61,10 +66,32 @@ class BenchOptions:
     geqrf: Callable | None = None
     progress: Callable[[str], None] = _stderr
     settings: dict = field(default_factory=dict)
+    env_variants: list[tuple[str, dict]] = field(default_factory=list)
+
+    def variants(self) -> list[tuple[str, str | None, dict]]:
+        """``(variant name, forced path, environment)`` for every variant, in run order."""
+        out = [(variant_name(p), p, {}) for p in self.paths]
+        out += [(f"adaptqr[{name}]", None, dict(env)) for name, env in self.env_variants]
+        return out
 
 
 def variant_name(path: str | None) -> str:
     return "adaptqr" if path is None else f"adaptqr[{path}]"
+
+
+@contextlib.contextmanager
+def environment(env: dict):
+    """Set ``env``'s variables for the block and restore the previous values after it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _library_fn(opts: BenchOptions, path: str | None) -> Callable:
@@ -163,10 +190,12 @@ def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_
     inputs = make_inputs(case, k, opts.device)
     entry = {"name": _cases.case_name(case), "key": key, **case, "k": k, "results": {},
              "baseline": None, "published_h200_ms": published.get(key), "speedup": {}}
-    for path in opts.paths:
-        name = variant_name(path)
+    for name, path, env_vars in opts.variants():
         opts.progress(f"  {name}: check {k} input(s), then time")
-        r = run_variant(_library_fn(opts, path), path, inputs, opts.rule)
+        with environment(env_vars):
+            r = run_variant(_library_fn(opts, path), path, inputs, opts.rule)
+        if env_vars:
+            r["env"] = dict(env_vars)
         entry["results"][name] = r
         opts.progress(f"  {name}: " + (f"median {r['median_ms']:.4g} ms over {r['repeats']} repeats"
                                        if r["status"] == "ok" else
@@ -228,14 +257,15 @@ def run_bench(case_list: list[dict], opts: BenchOptions) -> dict:
     for i, case in enumerate(case_list):
         opts.progress(f"[{i + 1}/{len(case_list)}] {_cases.case_name(case)} ({_cases.case_key(case)})")
         entries.append(run_case(case, opts, cached, published, dev_name))
-    variants = [variant_name(p) for p in opts.paths]
+    variants = [name for name, _, _ in opts.variants()]
     return {
         "schema": SCHEMA,
         "device": {"name": dev_name, "type": opts.device.type, "slug": _baseline.slug(dev_name)},
         "versions": env.versions(),
         "git": env.git_info(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "settings": {"paths": list(opts.paths), "max_repeats": opts.rule.max_repeats,
+        "settings": {"paths": list(opts.paths), "env_variants": [[n, e] for n, e in opts.env_variants],
+                     "max_repeats": opts.rule.max_repeats,
                      "budget_s": opts.rule.budget_s, "baseline": opts.baseline, **opts.settings},
         "variants": variants,
         "cases": entries,

@@ -196,21 +196,34 @@ def test_repeated_calls_fresh_results_and_log():
         assert len(recs[-1]["routes"]) == 20
 
 
-def _mixed_batch():
-    """20 matrices 32x32: 0-4 have a zero column tail (lowrank), 5-7 are upper triangular."""
-    A = _rand((20, 32, 32), f32, seed=3)
-    A[0:5, :, 24:] = 0
-    A[5:8] = torch.triu(A[5:8]) + torch.eye(32, device="cuda")
+def _mixed_batch(n=32):
+    """20 matrices n x n: 0-4 have a zero last quarter of columns (lowrank), 5-7 are upper triangular."""
+    A = _rand((20, n, n), f32, seed=3)
+    A[0:5, :, 3 * n // 4:] = 0
+    A[5:8] = torch.triu(A[5:8]) + torch.eye(n, device="cuda")
     return A
 
 
 def test_routed_plan_on_mixed_batch():
     if "householder" not in adaptqr.paths_registered():
         pytest.skip("householder path not importable")
-    A = _mixed_batch()
+    # n = 160 takes the blocked schedule, whose panels skip each matrix's negligible tail.
+    A = _mixed_batch(160)
     ex = adaptqr.explain(A)
     assert ex.probed and not ex.gathered
     assert ex.counts["lowrank"] >= 5 and ex.counts["upper"] >= 3, ex.counts
+    assert ex.counts["lowrank"] + ex.counts["upper"] + ex.counts["dense"] == 20
+    a, tau = adaptqr.geqrf(A)
+    _check_factor(A, a, tau)
+    torch.testing.assert_close(a, torch.geqrf(A).a, rtol=1e-3, atol=1e-3)
+
+
+def test_one_launch_schedule_skips_the_probe():
+    if "householder" not in adaptqr.paths_registered():
+        pytest.skip("householder path not importable")
+    A = _mixed_batch(32)  # n = 32: the whole QR is one fused launch; routes would change no work
+    ex = adaptqr.explain(A)
+    assert not ex.probed and "fused launch" in ex.probe_note
     a, tau = adaptqr.geqrf(A)
     _check_factor(A, a, tau)
     torch.testing.assert_close(a, torch.geqrf(A).a, rtol=1e-3, atol=1e-3)

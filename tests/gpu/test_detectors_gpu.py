@@ -149,23 +149,3 @@ def test_lowrank_flow_passes_the_bar_at_full_batch(profile, batch, n):
     finish_tail(H, tau, f["n_active"])
     res = check_geqrf(A, H, tau)
     assert res.passes_bar, (res.worst_factor, res.worst_orth, res.error)
-
-
-def test_probe_time_640x512():
-    """Bandwidth floor: 671 MB read at ~4.2 TB/s is ~0.16 ms; allow 10x for the eager
-    per-matrix reductions. Prints the figure for docs/DETECTORS.md."""
-    A = generate(640, 512, 2, 1029, "dense", device="cuda")
-    H = colmajor(A)
-    for _ in range(3):
-        classify(probe(H))
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    reps = 20
-    start.record()
-    for _ in range(reps):
-        classify(probe(H))
-    end.record()
-    torch.cuda.synchronize()
-    ms = start.elapsed_time(end) / reps
-    print(f"probe+classify 640x512: {ms:.3f} ms")
-    assert ms < 1.6
