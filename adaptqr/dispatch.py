@@ -7,9 +7,10 @@ to the path that takes it, and keeps the rejected paths with their reasons.
 Running a plan on a batch ``A`` (``(*batch, m, n)``):
 
 1. ``H`` = column-major copy of ``A`` (flattened to ``(B, m, n)``), ``tau`` = ``(B, min(m, n))``.
-2. If the plan needs routes (a routed path, or several paths sharing the batch) and
-   ``ADAPTQR_DETECT`` is on and ``adaptqr.detectors`` imports: ``features = probe(H)``,
-   ``routes = classify(features)``; else every matrix is ``ROUTE_DEFAULT`` ("dense").
+2. If the plan needs routes (a routed path that reads them for this shape, or several paths
+   sharing the batch) and ``ADAPTQR_DETECT`` is on and ``adaptqr.detectors`` imports:
+   ``routes, features = route(H)`` (as ``classify(probe(H))``, lean); else every matrix
+   is ``ROUTE_DEFAULT`` ("dense").
 3. The *base* path (the owner of "dense" when it is routed or takes every class) factors the
    whole batch, reading ``info.routes`` itself: no host sync, capturable as one CUDA graph.
    A routed path is followed by ``adaptqr.detectors.finish_tail(H, tau, n_active)``.
@@ -246,6 +247,9 @@ def probe(plan: Plan, H: torch.Tensor):
     det = detectors()
     if det is None:
         return None, {}
+    if hasattr(det, "route"):
+        # Only what routing needs, in two launches (the full probe is ~40 small kernels).
+        return det.route(H)
     features = det.probe(H)
     routes = det.classify(features)
     return routes, features

@@ -80,8 +80,10 @@ def active_columns(features: dict[str, torch.Tensor], m: int, n: int) -> torch.T
     k = min(m, n)
     bound = features["tail_bound"]
     norm2 = features["col_norm2"]
-    # NaN compares False: a NaN column is never negligible (and the matrix goes dense).
-    keep = ~(norm2 <= bound[:, None])
+    # NaN compares False: a NaN column is never negligible (and the matrix goes dense). A
+    # bound that overflowed to inf (||A||_1 past float32's range, entries near 1e36) proves
+    # nothing negligible either.
+    keep = ~((norm2 <= bound[:, None]) & torch.isfinite(bound)[:, None])
     pos = torch.arange(1, n + 1, device=norm2.device, dtype=torch.int32)
     if n:
         last_kept = torch.where(keep, pos, torch.zeros_like(pos)).amax(dim=-1)

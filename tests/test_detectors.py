@@ -179,6 +179,79 @@ def test_triton_kernels_match_torch_fallback_under_interpreter():
     assert proc.stdout.strip().endswith("OK")
 
 
+_ROUTE_SCRIPT = r"""
+import math, torch
+from adaptqr.detectors import classify, probe, route
+from adaptqr.detectors.classify import TAIL_BUDGET
+from adaptqr.testing import generate
+
+torch.manual_seed(1)
+cases = [torch.randn(B, m, n) for B, m, n in [(2, 32, 32), (3, 40, 37), (2, 130, 70), (2, 20, 50), (1, 1, 1),
+                                              (2, 300, 300)]]
+A = torch.randn(8, 48, 48)
+A[0] *= 1e30
+A[1] *= 1e-30
+A[2] = torch.triu(A[2])
+A[3] = 0
+A[4, 7, 3] = float("nan")
+A[5, 40, 47] = float("-inf")
+A[5, :, 20:] *= 1e-9
+A[6] = (torch.rand(48, 48) + 1) * 1e38  # finite entries, ||A||_1 overflows: nothing is negligible
+A[7, :, 30:] = 0
+A[7] = torch.triu(A[7])           # upper with a zero tail: upper wins
+cases.append(A)
+for kind in ("rankdef", "clustered", "upper", "mixed", "nearrank"):
+    cases.append(generate(6, 64, 0, 7, kind, device="cpu"))
+n, m = 40, 40
+bound = TAIL_BUDGET * torch.finfo(torch.float32).eps * n / math.sqrt(m)
+for ratio in (0.99, 1.01):        # a flat tail just under / just over the bound
+    A = torch.randn(1, m, n)
+    A[:, :, 30:] = 1.0
+    A[:, :, 30:] *= ratio * bound * A.abs().sum(1).amax() / math.sqrt(m)
+    cases.append(A)
+seen = set()
+for A in cases:
+    H = A.mT.contiguous().mT
+    rt, ft = route(H, backend="triton")
+    ref_f = probe(H, backend="torch")
+    rr = classify(ref_f)
+    assert torch.equal(rt, rr), (tuple(A.shape), rt, rr)
+    assert torch.equal(ft["n_active"], ref_f["n_active"]), (tuple(A.shape), ft["n_active"], ref_f["n_active"])
+    seen.update(rt.tolist())
+assert seen == {0, 1, 2}, seen
+assert route(cases[6].mT.contiguous().mT, backend="triton")[1]["n_active"][6] == 48
+print("OK")
+"""
+
+
+def test_route_kernel_matches_classify_of_probe_under_interpreter():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, "-c", _ROUTE_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("OK")
+
+
+def test_route_torch_backend_is_classify_of_probe():
+    from adaptqr.detectors import route
+
+    A = torch.randn(4, 12, 12)
+    A[0, :, 9:] = 0
+    A[1] = torch.triu(A[1])
+    H = A.mT.contiguous().mT
+    routes, f = route(H)
+    ref = probe(H)
+    assert torch.equal(routes, classify(ref)) and torch.equal(f["n_active"], ref["n_active"])
+    assert routes.tolist() == [1, 2, 0, 0]
+
+
+def test_overflowing_norm_bound_keeps_every_column():
+    A = (torch.rand(1, 16, 16) + 1) * 1e38  # finite entries, ||A||_1 = inf in float32
+    f = probe(A.mT.contiguous().mT)
+    assert torch.isinf(f["norm1"]).all()
+    assert f["n_active"].tolist() == [16] and classify(f).tolist() == [0]
+
+
 # ------------------------------------------------------------------------------- classifier
 
 

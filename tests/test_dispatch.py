@@ -171,6 +171,23 @@ def test_routed_path_that_reads_no_routes_for_a_shape_skips_the_probe(monkeypatc
     assert probed == [(2, 6, 6)] and got[-1] == [1, 0]
 
 
+def test_lean_route_probe_is_preferred(monkeypatch):
+    det = FakeDetectors({1: "lowrank"})
+    det.probe = lambda H: pytest.fail("the full probe must not run when the detectors offer route()")
+    det.route = lambda H: (torch.tensor([0, 1], dtype=torch.int32),
+                           {"n_active": torch.tensor([H.shape[2], 2], dtype=torch.int32)})
+    _use(monkeypatch, det)
+    got = []
+
+    @adaptqr.register_path(name="routed_lean", priority=50, routed=True)
+    def routed_lean(H, tau, info):
+        got.append((info.routes.tolist(), info.features["n_active"].tolist()))
+        _torch_impl(H, tau, info)
+
+    adaptqr.geqrf(torch.randn(2, 4, 4))
+    assert got == [([0, 1], [4, 2])] and det.finished[0][1].tolist() == [4, 2]
+
+
 def test_reads_routes_must_be_callable():
     with pytest.raises(TypeError, match="reads_routes"):
         adaptqr.register_path(_torch_impl, name="bad_rr", reads_routes=True)

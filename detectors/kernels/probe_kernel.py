@@ -8,6 +8,8 @@
 - per (matrix, tile, row) ``(B, T, m)``: the row's max abs over this tile's columns and the
   sum of squares of the row's entries divided by that max (a locally scaled partial).
 
+``ROWS=False`` skips the row partials (the routing probe needs column features only).
+
 ``combine_rows_kernel``: grid ``(B, cdiv(m, BLOCK_M))``; merges the ``T`` scaled partials of
 each row into its 2-norm ``(B, m)``.
 
@@ -29,7 +31,7 @@ def probe_columns_kernel(
     n1_ptr, n2_ptr, mx_ptr, last_ptr, bad_ptr,  # (B, n) contiguous
     rmax_ptr, rss_ptr,  # (B, T, m) contiguous
     T,
-    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, ROWS: tl.constexpr = True,
 ):
     b = tl.program_id(0)
     t = tl.program_id(1)
@@ -69,13 +71,14 @@ def probe_columns_kernel(
         nz_row = tl.where(x != 0.0, rows[None, :], -1)
         last = tl.maximum(last, tl.max(nz_row, axis=1))
 
-        # This tile's share of each row norm, scaled by its own max (exact, no rescaling).
-        row_max = tl.max(a, axis=0)
-        row_safe = tl.where(row_max > 0.0, row_max, 1.0)
-        z = a / row_safe[None, :]
-        row_ss = tl.sum(z * z, axis=0)
-        tl.store(rmax_ptr + part_base + rows, row_max, mask=rmask)
-        tl.store(rss_ptr + part_base + rows, row_ss, mask=rmask)
+        if ROWS:
+            # This tile's share of each row norm, scaled by its own max (exact, no rescaling).
+            row_max = tl.max(a, axis=0)
+            row_safe = tl.where(row_max > 0.0, row_max, 1.0)
+            z = a / row_safe[None, :]
+            row_ss = tl.sum(z * z, axis=0)
+            tl.store(rmax_ptr + part_base + rows, row_max, mask=rmask)
+            tl.store(rss_ptr + part_base + rows, row_ss, mask=rmask)
 
     out = b.to(tl.int64) * n + cols
     tl.store(n1_ptr + out, n1, mask=cmask)
