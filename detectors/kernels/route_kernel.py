@@ -51,12 +51,14 @@ def route_kernel(
         keep = cm & (n2 > bound)
         last_kept = tl.maximum(last_kept, tl.where(keep, cols + 1, 0))
 
-    nonfinite = tl.max(any_bad, axis=0) > 0
+    bad_max = tl.max(any_bad, axis=0)
+    nonfinite = bad_max > 0
+    finite = bad_max == 0
     upper = tl.max(below, axis=0) == 0
     n_act = tl.minimum(tl.max(last_kept, axis=0), k)
     n_act = tl.where(upper, 0, n_act)
     n_act = tl.where(nonfinite, k, n_act)
     route = tl.where(n_act < k, CODE_LOWRANK, CODE_DENSE)
-    route = tl.where(upper & (nonfinite == 0), CODE_UPPER, route)
+    route = tl.where(upper & finite, CODE_UPPER, route)
     tl.store(n_active_ptr + b, n_act)
     tl.store(routes_ptr + b, route)
