@@ -19,6 +19,10 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
 ``ADAPTQR_GRAPH_ENTRIES`` / ``ADAPTQR_GRAPH_BYTES``
     Bounds of the graph cache: entries (default 16) and bytes of static buffers
     (default 4 GiB); least recently used entries are evicted first.
+``ADAPTQR_GRAPH_MAX_INPUT``
+    Inputs larger than this many bytes (default 64 MiB) run eagerly instead of through a
+    graph: their kernels run long enough to hide the launches, and a graph would add a copy
+    in, a clone out and a retained pool of twice the input (see ``GRAPH_MAX_INPUT``).
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -43,6 +47,15 @@ import os
 from dataclasses import dataclass
 
 
+# Largest input (bytes) replayed through a CUDA graph. Below it sit the launch-bound shapes
+# of qr_v2 (20x32: 80 KiB, 40x176: 5 MiB, 40x352: 20 MiB: one to ~20 launches of tens of
+# microseconds of GPU work each); above it the ones whose launches overlap milliseconds of
+# GPU work (8x2048 and 2x4096: 128 MiB, 60x1024: 240 MiB, 640x512: 640 MiB), where a graph
+# only adds two passes over the data and keeps twice the input allocated. Measurement in
+# docs/EXPERIMENTS.md (G1).
+GRAPH_MAX_INPUT = 64 << 20
+
+
 @dataclass(frozen=True)
 class Config:
     path: str | None
@@ -51,6 +64,7 @@ class Config:
     graphs: bool
     graph_entries: int
     graph_bytes: int
+    graph_max_input: int
     detect: bool
     baseline_cache: str
 
@@ -104,6 +118,7 @@ def get() -> Config:
         graphs=_flag("ADAPTQR_GRAPHS", True),
         graph_entries=_int("ADAPTQR_GRAPH_ENTRIES", 16),
         graph_bytes=_int("ADAPTQR_GRAPH_BYTES", 4 << 30),
+        graph_max_input=_int("ADAPTQR_GRAPH_MAX_INPUT", GRAPH_MAX_INPUT),
         detect=detect_enabled(),
         baseline_cache=os.environ.get("ADAPTQR_BASELINE_CACHE") or os.path.join("bench", "baseline_cache"),
     )

@@ -91,6 +91,7 @@ REASON_CAPTURING_CALL = "capturing: this call returns the warm-up result"
 REASON_CAPTURE_FAILED = "capture failed"
 REASON_UNCAPTURABLE = "key marked uncapturable"
 REASON_TOO_LARGE = "graph larger than ADAPTQR_GRAPH_BYTES"
+REASON_LARGE_INPUT = "input larger than ADAPTQR_GRAPH_MAX_INPUT (its launches overlap the GPU work)"
 REASON_BUSY = "another thread is capturing this key"
 REASON_EVICTED = "evicted by another thread during lookup"
 
@@ -295,6 +296,8 @@ class GraphCache:
             return REASON_NOT_CUDA
         if self.backend.is_capturing(A):
             return REASON_CALLER_CAPTURING
+        if A.numel() * A.element_size() > cfg.graph_max_input:
+            return REASON_LARGE_INPUT
         if A.requires_grad and torch.is_grad_enabled():
             return REASON_REQUIRES_GRAD
         return None

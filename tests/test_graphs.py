@@ -116,6 +116,21 @@ def rand(*shape, seed=0):
     return torch.randn(*shape, generator=g)
 
 
+def test_inputs_above_the_size_bound_run_eagerly_with_the_reason():
+    c, be, src = make(graph_max_input=3 * 6 * 6 * 4 - 1)   # one byte under a (3, 6, 6) float32 input
+    A = [rand(3, 6, 6, seed=s) for s in range(4)]
+    for a in A:
+        H, tau = c.run("big", geqrf_plan, a)
+        torch.testing.assert_close(H, torch.geqrf(a)[0])
+    st = c.stats()
+    assert st["captures"] == 0 and be.replays == 0
+    assert st["eager_reasons"] == {cache_mod.REASON_LARGE_INPUT: 4}
+    src.set(graph_max_input=3 * 6 * 6 * 4)                   # exactly the input: captured again
+    for a in A:
+        c.run("big", geqrf_plan, a)
+    assert c.stats()["captures"] == 1
+
+
 def test_capture_on_second_call_then_replay_gives_fresh_correct_results():
     c, be, _ = make()
     A = [rand(3, 6, 6, seed=s) for s in range(5)]
