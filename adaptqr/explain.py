@@ -123,8 +123,7 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
         routes, _ = dispatch.probe(plan, H)
     if routes is None:
         if not plan.probe:
-            note = ("no path of the plan reads routes for this shape (e.g. a whole QR in one fused launch "
-                    "walks every column anyway)")
+            note = "no path of the plan reads per-matrix routes for this shape"
         elif not config.detect_enabled():
             note = "ADAPTQR_DETECT=0"
         else:
