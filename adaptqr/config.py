@@ -23,6 +23,10 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     Inputs larger than this many bytes (default 64 MiB) run eagerly instead of through a
     graph: their kernels run long enough to hide the launches, and a graph would add a copy
     in, a clone out and a retained pool of twice the input (see ``GRAPH_MAX_INPUT``).
+``ADAPTQR_SPLIT_MIN_ROWS``
+    Experiment knob of the householder path: overrides ``schedules.SPLIT_MIN_ROWS`` (fewest
+    panel rows a program of the row-split panel takes, i.e. how many programs share one tall
+    panel of a small batch), so ``adaptqr bench --env`` can compare settings in one run.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -107,6 +111,17 @@ def detect_enabled() -> bool:
 def commit_hint() -> str | None:
     """``ADAPTQR_COMMIT`` alone (read by the bench when git cannot say)."""
     return os.environ.get("ADAPTQR_COMMIT") or None
+
+
+def split_min_rows() -> int | None:
+    """``ADAPTQR_SPLIT_MIN_ROWS`` alone (None when unset); read per panel launch."""
+    raw = os.environ.get("ADAPTQR_SPLIT_MIN_ROWS")
+    if not raw:
+        return None
+    value = _int("ADAPTQR_SPLIT_MIN_ROWS", 0)
+    if value < 16 or value & (value - 1):
+        raise ValueError(f"ADAPTQR_SPLIT_MIN_ROWS must be a power of two >= 16, got {raw!r}")
+    return value
 
 
 def get() -> Config:

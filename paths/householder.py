@@ -177,7 +177,7 @@ def split_rows(B: int, rows: int, nb: int, sm_count: int) -> tuple[int, int] | N
     if next_pow2(rows) <= max_rb:
         return None
     per_matrix = max(1, sm_count // B)
-    rb = min(max_rb, max(schedules.SPLIT_MIN_ROWS, next_pow2(triton.cdiv(rows, per_matrix))))
+    rb = min(max_rb, max(schedules.split_min_rows(), next_pow2(triton.cdiv(rows, per_matrix))))
     p = triton.cdiv(rows, rb)
     if B * p > sm_count:
         return None

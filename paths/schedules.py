@@ -42,6 +42,15 @@ REG_PANEL_MAX_TILE = 16384
 RESIDENT_MAX_TILE = 2048
 #: Row-split panel: fewest rows a program takes (fewer makes the per-column barrier the cost).
 SPLIT_MIN_ROWS = 64
+
+
+def split_min_rows() -> int:
+    """``SPLIT_MIN_ROWS``, or ``ADAPTQR_SPLIT_MIN_ROWS`` when set (to compare settings in one run)."""
+    from adaptqr import config
+
+    return config.split_min_rows() or SPLIT_MIN_ROWS
+
+
 #: Fewer trailing programs than this (about 2 per SM) -> narrower column tiles (bn = 32).
 TRAILING_MIN_PROGRAMS = 264
 #: Below this many (matrix, column tile) programs a one-panel update is split over rows
