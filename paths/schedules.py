@@ -41,6 +41,8 @@ REG_PANEL_MAX_TILE = 16384
 #: ~4 ms for cuBLAS (EXPERIMENTS.md, run 1); only small tiles stay resident.
 RESIDENT_MAX_TILE = 2048
 #: Row-split panel: fewest rows a program takes (fewer makes the per-column barrier the cost).
+#: 128 and 256 were slower on the H200: 2x4096 26.2 / 27.2 / 32.2 ms at 64 / 128 / 256,
+#: 8x2048 13.4 / 13.4 / 15.6 (EXPERIMENTS.md S1).
 SPLIT_MIN_ROWS = 64
 
 
