@@ -197,7 +197,7 @@ class GraphCache:
     """
 
     def __init__(self, backend: Any, capture_on_call: int = CAPTURE_ON_CALL,
-                 get_config: Callable[[], config.Config] = config.get):
+                 get_config: Callable[[], config.Config | config.GraphSettings] = config.graph_settings):
         if capture_on_call < 1:
             raise ValueError(f"capture_on_call must be >= 1, got {capture_on_call}")
         self.backend = backend
@@ -284,7 +284,7 @@ class GraphCache:
             return list(self._entries)
 
     # ----------------------------------------------------------------- helpers
-    def _precheck(self, A: torch.Tensor, capturable: bool, cfg: config.Config) -> str | None:
+    def _precheck(self, A: torch.Tensor, capturable: bool, cfg: config.GraphSettings) -> str | None:
         """Why this call cannot use the cache at all, or None. Cheap host checks only."""
         if not capturable:
             return REASON_CALLER_OPT_OUT
@@ -353,7 +353,7 @@ class GraphCache:
             while len(self._failed) > MAX_TRACKED_KEYS:
                 self._failed.popitem(last=False)
 
-    def _capture(self, key, fn, A, out, cfg: config.Config) -> tuple:
+    def _capture(self, key, fn, A, out, cfg: config.GraphSettings) -> tuple:
         """Warm up (the result of this call), then capture fn on a static copy of A."""
         try:
             with torch.no_grad():
@@ -408,7 +408,7 @@ class GraphCache:
         nbytes = static_in.nbytes + max(int(pool), sum(t.nbytes for t in static_out))
         return _Entry(key, handle, static_in, static_out, nbytes, _meta(A))
 
-    def _insert(self, entry: _Entry, cfg: config.Config) -> None:
+    def _insert(self, entry: _Entry, cfg: config.GraphSettings) -> None:
         evicted = []
         with self._lock:
             old = self._entries.pop(entry.key, None)

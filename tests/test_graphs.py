@@ -526,3 +526,12 @@ def test_bytes_without_a_measurable_pool_count_input_and_outputs():
     _capture(c, "k", a)
     P, s = mm_plan(a)
     assert c.stats()["bytes"] == a.nbytes + P.nbytes + s.nbytes
+
+
+def test_graph_settings_agree_with_the_full_config(monkeypatch):
+    monkeypatch.setenv("ADAPTQR_GRAPHS", "0")
+    monkeypatch.setenv("ADAPTQR_GRAPH_ENTRIES", "3")
+    monkeypatch.setenv("ADAPTQR_GRAPH_MAX_INPUT", "123")
+    g, full = config.graph_settings(), config.get()
+    assert (g.graphs, g.graph_entries, g.graph_bytes, g.graph_max_input) == (
+        full.graphs, full.graph_entries, full.graph_bytes, full.graph_max_input) == (False, 3, 4 << 30, 123)
