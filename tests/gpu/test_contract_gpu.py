@@ -251,3 +251,27 @@ def test_user_path_shares_batch_on_cuda():
     _check_factor(A, a, tau)
     rec = adaptqr.decisions()[-1]
     assert rec["plan"]["upper"] == "gpu_upper_user" and rec["mode"] == "eager"
+
+
+@pytest.mark.parametrize("case", __import__("adaptqr.testing", fromlist=["bench_cases"]).bench_cases(),
+                         ids=lambda c: f"{c['batch']}x{c['n']}-{c.get('case', 'dense')}")
+def test_no_host_sync_on_any_benchmark_case(case, monkeypatch):
+    """The whole call (probes, routes, kernels, tail) runs without one host synchronization,
+    eagerly and, for the shapes that are captured, as a graph replay."""
+    from adaptqr.testing import check_geqrf, generate
+
+    A = generate(case["batch"], case["n"], case["cond"], case["seed"], case.get("case", "dense"), device="cuda")
+    for _ in range(3):  # compile the kernels, build the plan, capture where the policy captures
+        adaptqr.geqrf(A)
+    torch.cuda.synchronize()
+    results = []
+    for graphs in ("0", "1"):
+        monkeypatch.setenv("ADAPTQR_GRAPHS", graphs)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            results.append(adaptqr.geqrf(A))
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    for a, tau in results:
+        res = check_geqrf(A, a, tau)
+        assert res.passes_bar, res.summary
