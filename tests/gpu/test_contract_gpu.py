@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import adaptqr
+from adaptqr.testing import bench_cases, case_name, check_geqrf, generate
 
 pytestmark = [
     pytest.mark.gpu,
@@ -253,13 +254,10 @@ def test_user_path_shares_batch_on_cuda():
     assert rec["plan"]["upper"] == "gpu_upper_user" and rec["mode"] == "eager"
 
 
-@pytest.mark.parametrize("case", __import__("adaptqr.testing", fromlist=["bench_cases"]).bench_cases(),
-                         ids=lambda c: f"{c['batch']}x{c['n']}-{c.get('case', 'dense')}")
+@pytest.mark.parametrize("case", bench_cases(), ids=case_name)
 def test_no_host_sync_on_any_benchmark_case(case, monkeypatch):
     """The whole call (probes, routes, kernels, tail) runs without one host synchronization,
     eagerly and, for the shapes that are captured, as a graph replay."""
-    from adaptqr.testing import check_geqrf, generate
-
     A = generate(case["batch"], case["n"], case["cond"], case["seed"], case.get("case", "dense"), device="cuda")
     for _ in range(3):  # compile the kernels, build the plan, capture where the policy captures
         adaptqr.geqrf(A)
