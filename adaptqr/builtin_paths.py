@@ -3,9 +3,9 @@
 =============  ========  ====================================================================
 name           priority  when it is chosen
 =============  ========  ====================================================================
-householder    100       CUDA float32, ``m >= n >= 2`` (its module's ``capable`` if it has
-                         one); routed: it reads the per-matrix routes itself. Registered only
-                         if ``adaptqr.paths.householder`` imports.
+householder    100       what its module's ``capable`` accepts (CUDA float32,
+                         ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
+                         Registered only if ``adaptqr.paths.householder`` imports.
 torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
 reference      -10       never automatically: it is the oracle of the tests (blocked
                          Householder in torch ops). Force it with ``path="reference"``.
@@ -26,7 +26,6 @@ Example::
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 
 import torch
@@ -52,40 +51,8 @@ def _supports_reference(spec: InputSpec) -> str | None:
     return None
 
 
-def _supports_householder_default(spec: InputSpec) -> str | None:
-    if spec.device_type != "cuda":
-        return f"householder runs on CUDA only, not {spec.device_type}"
-    if spec.dtype != torch.float32:
-        return f"householder handles float32 only, not {spec.dtype}"
-    if not spec.m >= spec.n >= 2:
-        return f"householder needs m >= n >= 2, got m={spec.m}, n={spec.n}"
-    return None
-
-
-def _adapt_capable(fn, default):
-    """A module's ``capable`` as a ``supports(spec)`` predicate.
-
-    Path modules may define ``capable(spec)`` or ``capable(batch, m, n, dtype, device_type)``
-    (the householder module does the latter); anything else falls back to ``default``.
-    """
-    if fn is None:
-        return default
-    try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-    except (TypeError, ValueError):
-        return default
-    if len(params) == 1:
-        return fn
-    if len(params) == 5:
-        return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
-    return default
-
-
-def _adapt_reads_routes(fn):
-    """A module's ``uses_routes(batch, m, n, dtype, device_type)`` as ``reads_routes(spec)``."""
-    if fn is None:
-        return None
+def _spec_args(fn):
+    """A path module's ``fn(batch, m, n, dtype, device_type)`` as ``fn(spec)``."""
     return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
 
 
@@ -116,11 +83,11 @@ def register_all(registry: Registry) -> None:
     )
 
     ref = _optional("adaptqr.paths.reference")
-    if ref is not None and hasattr(ref, "factor_reference"):
+    if ref is not None:
         register_path(
             ref.factor_reference,
             name="reference",
-            supports=_adapt_capable(getattr(ref, "capable", None), _supports_reference),
+            supports=_supports_reference,
             classes=ALL_CLASSES,
             priority=PRIORITY_REFERENCE,
             capturable=False,
@@ -130,16 +97,16 @@ def register_all(registry: Registry) -> None:
         )
 
     hh = _optional("adaptqr.paths.householder")
-    if hh is not None and hasattr(hh, "factor_householder"):
+    if hh is not None:
         register_path(
             hh.factor_householder,
             name="householder",
-            supports=_adapt_capable(getattr(hh, "capable", None), _supports_householder_default),
+            supports=_spec_args(hh.capable),
             classes=ALL_CLASSES,
             priority=PRIORITY_HOUSEHOLDER,
             capturable=True,
             routed=True,  # reads features["n_active"] and skips the negligible tail itself
-            reads_routes=_adapt_reads_routes(getattr(hh, "uses_routes", None)),
+            reads_routes=_spec_args(hh.uses_routes),
             description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
             registry=registry,
         )

@@ -316,9 +316,18 @@ def _alloc(A: torch.Tensor, B: int, m: int, n: int):
     """``(a, tau)`` in torch.geqrf's exact layout for ``A``'s shape, and their ``(B, m, n)`` /
     ``(B, k)`` views for the paths."""
     batch = A.shape[:-2]
-    # (*, n, m) contiguous, transposed: each matrix column-major, with the same strides
-    # (size-1 dims included) as torch.geqrf's `a`.
-    a = torch.empty(batch + (n, m), dtype=A.dtype, device=A.device).mT
+    # The strides of a contiguous (*, n, m) tensor, last two swapped: each matrix column-major,
+    # with the same strides (size-1 and size-0 dims included) as torch.geqrf's `a`. Allocated
+    # with those strides rather than as `.mT` of a fresh tensor, so `a` is no view: a view
+    # returned from the autograd Function would forbid in-place ops on the result.
+    shape_t = batch + (n, m)
+    strides = [0] * len(shape_t)
+    acc = 1
+    for i in reversed(range(len(shape_t))):
+        strides[i] = acc
+        acc *= max(shape_t[i], 1)
+    strides[-2], strides[-1] = strides[-1], strides[-2]
+    a = torch.empty_strided(batch + (m, n), strides, dtype=A.dtype, device=A.device)
     tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
     k = min(m, n)
     # as_strided, not view: a view keeps arbitrary strides on size-1 dims (B = 1 from a 2-D
@@ -381,7 +390,11 @@ def run(A: torch.Tensor, path: str | None = None):
             mode = "graph"
             # Allocated outside any capture, so the graph only reads it.
             plan.zero_routes(B, A.device)
-            result = g.run(("adaptqr.geqrf", key, tuple(shape), A.get_device()), runner, A)
+            # Settings read while the plan runs are part of the key: a replay must not keep
+            # serving a graph captured under other settings (ADAPTQR_DETECT, the split knob).
+            gkey = ("adaptqr.geqrf", key, tuple(shape), A.get_device(), config.detect_enabled(),
+                    config.split_min_rows())
+            result = g.run(gkey, runner, A)
         else:
             result = runner(A)
     else:
@@ -400,10 +413,18 @@ def run(A: torch.Tensor, path: str | None = None):
     return result[0], result[1]
 
 
+def check_known(forced: str | None) -> None:
+    """Raise ``ValueError`` listing the known paths when ``forced`` names none (empty inputs
+    are not planned, but an unknown forced path is an error all the same)."""
+    if forced is not None and REGISTRY.get(forced) is None:
+        REGISTRY.ensure_builtins()
+        if REGISTRY.get(forced) is None:
+            raise ValueError(f"unknown path {forced!r} (from path= or ADAPTQR_PATH); known paths: {REGISTRY.names()}")
+
+
 def _empty(A: torch.Tensor, forced: str | None):
     """The result for B == 0, m == 0 or n == 0: nothing to factor, nothing dispatched."""
-    if forced is not None and REGISTRY.get(forced) is None:
-        raise ValueError(f"unknown path {forced!r} (from path= or ADAPTQR_PATH); known paths: {REGISTRY.names()}")
+    check_known(forced)
     shape = A.shape
     m, n = shape[-2], shape[-1]
     a, tau, _, _ = _alloc(A, math.prod(shape[:-2]), m, n)

@@ -108,10 +108,7 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
     dtype = str(A.dtype).replace("torch.", "")
     B, m, n = spec.batch, spec.m, spec.n
     if B == 0 or m == 0 or n == 0:
-        if forced is not None and dispatch.REGISTRY.get(forced) is None:
-            dispatch.REGISTRY.ensure_builtins()
-            if dispatch.REGISTRY.get(forced) is None:
-                raise ValueError(f"unknown path {forced!r}; known paths: {dispatch.REGISTRY.names()}")
+        dispatch.check_known(forced)
         return Explanation(shape, dtype, str(A.device), forced, {}, [], False, "empty input: nothing to factor",
                            [ROUTE_DEFAULT] * B, ["dense"] * B, [], {c: 0 for c in ROUTE_CLASSES}, {}, False, False)
 

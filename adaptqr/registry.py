@@ -240,18 +240,29 @@ class Registry:
         self._lock = threading.RLock()
         self.version = 0
         self.builtins_loaded = False
+        self._loading = False
 
     def ensure_builtins(self) -> None:
-        """Register the built-in paths once (lazily, so ``import adaptqr`` does not import triton)."""
+        """Register the built-in paths once (lazily, so ``import adaptqr`` does not import triton).
+
+        ``builtins_loaded`` turns True only once every built-in is registered, so a thread that
+        sees it True (read without the lock on the hot path) never plans against a partial
+        registry; other threads wait on the lock meanwhile. ``_loading`` stops the recursion of
+        the loading thread itself (``register_path`` calls back here).
+        """
         if self.builtins_loaded:
             return
         with self._lock:
-            if self.builtins_loaded:
+            if self.builtins_loaded or self._loading:
                 return
-            self.builtins_loaded = True
-            from adaptqr import builtin_paths
+            self._loading = True
+            try:
+                from adaptqr import builtin_paths
 
-            builtin_paths.register_all(self)
+                builtin_paths.register_all(self)
+            finally:
+                self._loading = False
+            self.builtins_loaded = True
 
     def add(self, path: Path) -> Path:
         with self._lock:

@@ -128,7 +128,7 @@ def write_out(dst: torch.Tensor, src: torch.Tensor, name: str, input_dtype: torc
                 f"{list(dst.shape)}, which does not match the required output shape {list(src.shape)}. "
                 "This behavior is deprecated (as in torch); resize it to zero elements with t.resize_(0) to reuse it.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=3,  # write_out <- geqrf <- the caller
             )
             dst.resize_(src.shape)
     dst.copy_(src)

@@ -62,14 +62,18 @@ def route_codes() -> dict[str, int]:
     return {name: i for i, name in enumerate(ROUTE_CLASSES)}
 
 
-def tail_bound(norm1: torch.Tensor, m: int, n: int) -> torch.Tensor:
-    """``(B,)`` column 2-norm at or below which a trailing column is negligible.
+def tail_bound_scale(m: int, n: int, dtype: torch.dtype = torch.float32) -> float:
+    """``TAIL_BUDGET * eps * n / sqrt(m)``: the tail bound per unit of ``||A||_1``.
 
-    ``TAIL_BUDGET * eps * ||A||_1 * n / sqrt(m)``; eps of the feature dtype (eps32 for
-    float32 input, which is the acceptance check's unit).
+    eps of ``dtype`` (eps32 for float32 input, which is the acceptance check's unit).
     """
-    eps = torch.finfo(norm1.dtype).eps
-    return norm1 * (TAIL_BUDGET * eps * n / math.sqrt(max(m, 1)))
+    return TAIL_BUDGET * torch.finfo(dtype).eps * n / math.sqrt(max(m, 1))
+
+
+def tail_bound(norm1: torch.Tensor, m: int, n: int) -> torch.Tensor:
+    """``(B,)`` column 2-norm at or below which a trailing column is negligible:
+    ``||A||_1 * tail_bound_scale(m, n)``."""
+    return norm1 * tail_bound_scale(m, n, norm1.dtype)
 
 
 def active_columns(features: dict[str, torch.Tensor], m: int, n: int) -> torch.Tensor:

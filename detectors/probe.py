@@ -76,6 +76,22 @@ def _triton_available() -> bool:
     return True
 
 
+def use_triton(H: torch.Tensor, backend: str, what: str) -> bool:
+    """Whether ``what`` (probe, route) runs its Triton kernels on ``H`` for ``backend``.
+
+    ``"auto"``: on CUDA float16/bfloat16/float32 when Triton imports; ``"triton"``: always
+    (CPU tensors under ``TRITON_INTERPRET=1``), a ``TypeError`` for other dtypes; ``"torch"``:
+    never.
+    """
+    if backend not in ("auto", "triton", "torch"):
+        raise ValueError(f"{what} backend must be 'auto', 'triton' or 'torch', got {backend!r}")
+    if backend == "triton" and H.dtype not in _TRITON_DTYPES:
+        raise TypeError(f"the Triton {what} takes float16/bfloat16/float32, got dtype {H.dtype}")
+    return backend == "triton" or (
+        backend == "auto" and H.is_cuda and H.dtype in _TRITON_DTYPES and _triton_available()
+    )
+
+
 def _check(H: torch.Tensor) -> None:
     if H.dim() != 3:
         raise ValueError(f"probe expects a (B, m, n) batch, got shape {tuple(H.shape)}")
@@ -215,14 +231,7 @@ def probe(H: torch.Tensor, *, backend: str = "auto") -> dict[str, torch.Tensor]:
     """
     _check(H)
     B, m, n = H.shape
-    if backend not in ("auto", "triton", "torch"):
-        raise ValueError(f"probe backend must be 'auto', 'triton' or 'torch', got {backend!r}")
-    use_triton = backend == "triton" or (
-        backend == "auto" and H.is_cuda and H.dtype in _TRITON_DTYPES and _triton_available()
-    )
-    if use_triton and H.dtype not in _TRITON_DTYPES:
-        raise TypeError(f"the Triton probe takes float16/bfloat16/float32, got dtype {H.dtype}")
-    if use_triton and B * m * n > 0:
+    if use_triton(H, backend, "probe") and B * m * n > 0:
         raw = _raw_triton(H)
     else:
         raw = _raw_torch(H)

@@ -20,14 +20,10 @@ Example::
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from .classify import TAIL_BUDGET, classify, route_codes
-from .probe import BLOCK_M, BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, _triton_available, probe
-
-_TRITON_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+from .classify import classify, route_codes, tail_bound_scale
+from .probe import BLOCK_M, BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_triton
 # Columns per step of the one-program-per-matrix classifier: n = 4096 takes 16 steps, and a
 # [256] int/float vector is a few registers per thread.
 ROUTE_BLOCK_N = 256
@@ -41,15 +37,8 @@ def route(H: torch.Tensor, *, backend: str = "auto") -> tuple[torch.Tensor, dict
     (``classify(probe(H))``). No host synchronization.
     """
     _check(H)
-    if backend not in ("auto", "triton", "torch"):
-        raise ValueError(f"route backend must be 'auto', 'triton' or 'torch', got {backend!r}")
     B, m, n = H.shape
-    use_triton = backend == "triton" or (
-        backend == "auto" and H.is_cuda and H.dtype in _TRITON_DTYPES and _triton_available()
-    )
-    if use_triton and H.dtype not in _TRITON_DTYPES:
-        raise TypeError(f"the Triton route probe takes float16/bfloat16/float32, got dtype {H.dtype}")
-    if not use_triton or B * m * n == 0:
+    if not use_triton(H, backend, "route probe") or B * m * n == 0:
         f = probe(H, backend="torch" if backend == "torch" else "auto")
         return classify(f), {"n_active": f["n_active"]}
     return _route_triton(H)
@@ -77,9 +66,8 @@ def _route_triton(H: torch.Tensor):
     n_active = torch.empty((B,), dtype=torch.int32, device=dev)
     routes = torch.empty((B,), dtype=torch.int32, device=dev)
     codes = route_codes()
-    scale = TAIL_BUDGET * torch.finfo(torch.float32).eps * n / math.sqrt(max(m, 1))
     route_kernel[(B,)](
-        cols[0], cols[1], last, bad, n_active, routes, n, min(m, n), scale,
+        cols[0], cols[1], last, bad, n_active, routes, n, min(m, n), tail_bound_scale(m, n),
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
         BLOCK_N=ROUTE_BLOCK_N,
     )

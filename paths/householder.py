@@ -3,8 +3,10 @@
 ``factor_householder(H, tau, info)`` factors ``H`` (``(B, m, n)`` float32, column-major
 matrices, ``H.mT`` contiguous, m >= n >= 2) in place with LAPACK's geqrf conventions and
 writes ``tau`` (``(B, n)``). The host only launches kernels: no synchronization, no
-data-dependent shapes, so the whole call can be captured in a CUDA graph. The one
-workspace is ``T`` (``B x cdiv(n, nb) x nb x nb`` float32, at most ``nb/m`` of the input).
+data-dependent shapes, so the whole call can be captured in a CUDA graph. Workspaces: ``T``
+(``B x cdiv(n, nb) x nb x nb`` float32, at most ``nb/m`` of the input); for tall panels of
+small batches also the row-split panel's partial sums, barrier counters and per-program
+``T`` parts, and the row-split trailing update's ``W`` (``B x n x nb``).
 
 Plan per shape (:mod:`adaptqr.paths.schedules`):
 

@@ -133,3 +133,19 @@ def test_float64_and_rectangular():
         res = check_geqrf(A, *_geqrf(A))
         assert res.passes_bar, (shape, res.summary)
         assert res.worst_factor < 1e-6  # float64 factors score ~1e-9 in eps32 units
+
+
+def test_tall_factorization_of_another_matrix_fails():
+    """Q orthogonal to A's columns with R = 0 satisfies R = Q^T A; A = Q R must catch it."""
+    torch.manual_seed(3)
+    m, n = 12, 4
+    A = torch.randn(2, m, n, dtype=torch.float64)
+    # Reflectors of a matrix whose columns are orthogonal to A's, and R = 0.
+    basis, _ = torch.linalg.qr(torch.cat([A, torch.randn(2, m, n, dtype=torch.float64)], dim=2), mode="complete")
+    other = basis[:, :, n:2 * n]
+    H, tau = torch.geqrf(other)
+    H = H.tril(-1)  # R = 0
+    res = check_geqrf(A.float(), H.float(), tau.float())
+    assert not res.passes_gate and res.worst_factor > 1e3
+    ok = check_geqrf(A.float(), *torch.geqrf(A.float()))
+    assert ok.passes_bar

@@ -256,6 +256,24 @@ def test_requires_grad_like_torch():
         ours.a.sum().backward()
 
 
+def test_out_resize_warning_points_at_the_caller():
+    A = _rand((3, 3), f32)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        adaptqr.geqrf(A, out=(torch.empty(2, 2), torch.empty(3)))
+    assert len(w) == 1 and w[0].filename == __file__, [(x.filename, x.lineno) for x in w]
+
+
+def test_in_place_ops_on_results_of_a_requires_grad_input_like_torch():
+    A = _rand((2, 4, 4), f32).requires_grad_()
+    ours, ref = adaptqr.geqrf(A), torch.geqrf(A)
+    ref.a.mul_(2)        # torch allows it: its outputs are no views
+    ours.a.mul_(2)       # ours neither (a view returned from the autograd Function would raise)
+    ours.tau.add_(1)
+    assert ours.a._base is None
+    torch.testing.assert_close(ours.a.detach(), ref.a.detach(), rtol=0, atol=0)
+
+
 def test_requires_grad_no_grad_mode():
     A = _rand((3, 3), f32).requires_grad_()
     with torch.no_grad():

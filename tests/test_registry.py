@@ -142,3 +142,33 @@ def test_matrix_info():
 def test_input_spec_describe():
     s = InputSpec(20, 32, 32, torch.float32, "cuda")
     assert s.describe() == "20x32x32 float32 on cuda" and s.square
+
+
+def test_concurrent_first_calls_see_every_builtin(monkeypatch):
+    """A thread must never plan against a half-loaded registry (it once saw an empty one)."""
+    import threading
+    import time
+
+    import adaptqr.builtin_paths as builtin_paths
+    from adaptqr.registry import Registry
+
+    reg = Registry()
+    real = builtin_paths.register_all
+
+    def slow(r):
+        time.sleep(0.3)  # widen the window in which another thread arrives
+        real(r)
+
+    monkeypatch.setattr(builtin_paths, "register_all", slow)
+    seen = []
+
+    def first_call():
+        reg.ensure_builtins()
+        seen.append(set(reg.names()))
+
+    threads = [threading.Thread(target=first_call) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 3 and all({"torch", "reference"} <= s for s in seen), seen

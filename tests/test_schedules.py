@@ -8,7 +8,8 @@ from adaptqr.paths.householder import split_rows
 H200_SMS = 132
 
 
-def test_split_rows_default_sizes():
+def test_split_rows_default_sizes(monkeypatch):
+    monkeypatch.delenv("ADAPTQR_SPLIT_MIN_ROWS", raising=False)
     assert schedules.split_min_rows() == schedules.SPLIT_MIN_ROWS
     assert split_rows(2, 4096, 32, H200_SMS) == (64, 64)    # 2 x 64 programs, all resident
     assert split_rows(8, 2048, 32, H200_SMS) == (128, 16)

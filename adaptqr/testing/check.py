@@ -14,7 +14,9 @@ batch in chunks of about 128 MiB per float64 temporary (64 matrices at 512 x 512
 every qr_v2 case fits next to the caller's data on a GPU.
 
 Rectangular ``(m, n)`` inputs are checked too (Q is the thin ``m x min(m, n)`` factor and
-the scale uses ``max(m, n)``); for the square qr_v2 inputs this is exactly the spec.
+the scale uses ``max(m, n)``; for tall matrices the factor residual is the larger of
+``||R - Q^T A||_1`` and ``||A - Q R||_1``, since the first alone cannot see the part of A
+outside the thin Q's span). For the square qr_v2 inputs this is exactly the spec.
 
 Example::
 
@@ -162,6 +164,10 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
         r = torch.triu(h[:, :k, :])  # (b, k, n)
         qt = q.mT
         fres = torch.linalg.matrix_norm(r - qt @ a, ord=1)
+        if m > n:
+            # The thin Q of a tall matrix makes R - Q^T A blind to the part of A outside Q's
+            # span (any Q orthogonal to A with R = 0 would pass): also require A = Q R.
+            fres = torch.maximum(fres, torch.linalg.matrix_norm(a - q @ r, ord=1))
         del r
         anorm = torch.linalg.matrix_norm(a, ord=1)
         del a, h

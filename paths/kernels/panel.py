@@ -20,7 +20,7 @@ overflow nor underflow):
   to sum their partial dot products. Only when all ``B * P`` programs fit on the GPU at
   once (the launcher checks ``B * P <= SM count``); never under the interpreter with P > 1.
 
-Both write ``tau[b, k:k+pw]`` and (``WRITE_T``) the compact-WY ``T`` (``NB x NB`` upper
+All three write ``tau[b, k:k+pw]`` and (``WRITE_T``) the compact-WY ``T`` (``NB x NB`` upper
 triangular, ``Q_panel = I - V T V^T``) into ``TW[b, tw_index]``. ``T`` is built by the
 ``larft`` recurrence ``T[:i, i] = -tau_i T[:i, :i] (V^T V)[:i, i]``, which needs no
 ``1/tau`` and so is exact for ``tau = 0`` columns.

@@ -273,3 +273,21 @@ def test_no_host_sync_on_any_benchmark_case(case, monkeypatch):
     for a, tau in results:
         res = check_geqrf(A, a, tau)
         assert res.passes_bar, res.summary
+
+
+def test_graph_key_follows_the_settings_a_plan_reads(monkeypatch):
+    """A graph captured with the probes on must not be replayed once ADAPTQR_DETECT=0."""
+    import adaptqr.graphs as graphs
+
+    graphs.clear()
+    graphs.reset_stats()
+    A = _rand((40, 176, 176), f32, seed=5)
+    for _ in range(3):
+        adaptqr.geqrf(A)
+    assert graphs.stats()["captures"] == 1
+    monkeypatch.setenv("ADAPTQR_DETECT", "0")
+    for _ in range(3):
+        a, tau = adaptqr.geqrf(A)
+    assert graphs.stats()["captures"] == 2
+    _check_factor(A, a, tau)
+    graphs.clear()
