@@ -171,12 +171,17 @@ print("OK")
 """
 
 
-def test_triton_kernels_match_torch_fallback_under_interpreter():
+def _run_interpreted(script: str) -> None:
+    """Run ``script`` in a subprocess under the Triton interpreter; it prints OK when its
+    assertions held."""
     env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", _INTERP_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("OK")
+
+
+def test_triton_kernels_match_torch_fallback_under_interpreter():
+    _run_interpreted(_INTERP_SCRIPT)
 
 
 _ROUTE_SCRIPT = r"""
@@ -225,11 +230,7 @@ print("OK")
 
 
 def test_route_kernel_matches_classify_of_probe_under_interpreter():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", _ROUTE_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.strip().endswith("OK")
+    _run_interpreted(_ROUTE_SCRIPT)
 
 
 def test_route_torch_backend_is_classify_of_probe():
