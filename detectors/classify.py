@@ -48,17 +48,10 @@ import torch
 # sqrt(eps32) ones stay above it up to n ~ 4000 (docs/DETECTORS.md).
 TAIL_BUDGET = 1.0
 
-# Fallback codes, used only while adaptqr.registry is not importable.
-# TODO(detectors): drop once adaptqr.registry.ROUTE_CLASSES has landed everywhere.
-_LOCAL_ROUTE_CLASSES = ("dense", "lowrank", "upper")
-
-
 def route_codes() -> dict[str, int]:
-    """Name -> int code, from ``adaptqr.registry.ROUTE_CLASSES`` when it exists."""
-    try:
-        from adaptqr.registry import ROUTE_CLASSES
-    except ImportError:
-        ROUTE_CLASSES = _LOCAL_ROUTE_CLASSES
+    """Name -> int code of every route class (``adaptqr.registry.ROUTE_CLASSES``)."""
+    from adaptqr.registry import ROUTE_CLASSES
+
     return {name: i for i, name in enumerate(ROUTE_CLASSES)}
 
 
