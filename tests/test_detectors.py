@@ -131,14 +131,7 @@ cases = []
 for B, m, n in [(2, 32, 32), (1, 512, 512), (3, 40, 37), (2, 130, 70), (2, 20, 50), (1, 1, 1), (2, 129, 33)]:
     A = torch.randn(B, m, n)
     cases.append(A)
-A = torch.randn(6, 48, 48)
-A[0] *= 1e30
-A[1] *= 1e-30
-A[2] = torch.triu(A[2])
-A[3] = 0
-A[4, 7, 3] = float("nan")
-A[5, 40, 47] = float("-inf")
-A[5, :, 20:] *= 1e-9
+A = edge_batch(6)
 cases.append(A)
 A = torch.randn(2, 64, 48, dtype=torch.float16)
 cases.append(A)
@@ -171,11 +164,30 @@ print("OK")
 """
 
 
+# Adversarial 48x48 matrices both interpreter scripts check: huge and tiny scales, upper
+# triangular, zero, NaN, Inf with a negligible tail. Rows past 6 are left random.
+_EDGE_BATCH = r"""
+import torch
+
+def edge_batch(B):
+    A = torch.randn(B, 48, 48)
+    A[0] *= 1e30
+    A[1] *= 1e-30
+    A[2] = torch.triu(A[2])
+    A[3] = 0
+    A[4, 7, 3] = float("nan")
+    A[5, 40, 47] = float("-inf")
+    A[5, :, 20:] *= 1e-9
+    return A
+"""
+
+
 def _run_interpreted(script: str) -> None:
-    """Run ``script`` in a subprocess under the Triton interpreter; it prints OK when its
-    assertions held."""
+    """Run ``script`` (after ``_EDGE_BATCH``) in a subprocess under the Triton interpreter;
+    it prints OK when its assertions held."""
     env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", _EDGE_BATCH + script], env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("OK")
 
@@ -193,14 +205,7 @@ from adaptqr.testing import generate
 torch.manual_seed(1)
 cases = [torch.randn(B, m, n) for B, m, n in [(2, 32, 32), (3, 40, 37), (2, 130, 70), (2, 20, 50), (1, 1, 1),
                                               (2, 300, 300)]]
-A = torch.randn(8, 48, 48)
-A[0] *= 1e30
-A[1] *= 1e-30
-A[2] = torch.triu(A[2])
-A[3] = 0
-A[4, 7, 3] = float("nan")
-A[5, 40, 47] = float("-inf")
-A[5, :, 20:] *= 1e-9
+A = edge_batch(8)
 A[6] = (torch.rand(48, 48) + 1) * 1e38  # finite entries, ||A||_1 overflows: nothing is negligible
 A[7, :, 30:] = 0
 A[7] = torch.triu(A[7])           # upper with a zero tail: upper wins
