@@ -2,8 +2,8 @@
 
 :func:`route` is what a routed plan runs before its path on the column-major ``H``
 (``(B, m, n)``, holding the input). It returns the same routes and ``n_active`` as
-``classify(probe(H))`` but computes only the column features routing needs (no row norms)
-and fuses the classifier into one kernel (:mod:`adaptqr.detectors.kernels.route_kernel`), so
+``classify(probe(H))`` but computes only the column features routing needs (no row norms,
+no last-nonzero row: a below-the-diagonal flag) and fuses the classifier into one kernel (:mod:`adaptqr.detectors.kernels.route_kernel`), so
 a 40x176 batch pays two launches instead of some forty. :func:`adaptqr.detectors.probe`
 keeps the full feature set for ``explain`` and future routes.
 
@@ -23,7 +23,13 @@ from __future__ import annotations
 import torch
 
 from .classify import classify, route_codes, tail_bound_scale
-from .probe import BLOCK_M, BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_triton
+from .probe import BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_triton
+
+# Rows per chunk of the column kernel and its warps: a [32, 32] float32 tile over 4 warps is
+# 8 elements a thread for each of its four accumulators (103 registers for sm_90, so four
+# programs share an SM and keep 16 KiB of loads in flight there).
+ROUTE_BLOCK_M = 32
+ROUTE_WARPS = 4
 # Columns per step of the one-program-per-matrix classifier: n = 4096 takes 16 steps, and a
 # [256] int/float vector is a few registers per thread.
 ROUTE_BLOCK_N = 256
@@ -47,27 +53,25 @@ def route(H: torch.Tensor, *, backend: str = "auto") -> tuple[torch.Tensor, dict
 def _route_triton(H: torch.Tensor):
     import triton
 
-    from .kernels.probe_kernel import probe_columns_kernel
-    from .kernels.route_kernel import route_kernel
+    from .kernels.route_kernel import route_columns_kernel, route_kernel
 
     B, m, n = H.shape
     dev = H.device
+    if H.stride(1) != 1:
+        H = H.mT.contiguous().mT  # the column kernel reads columns as contiguous rows
     block_n = BLOCK_N if B * triton.cdiv(n, BLOCK_N) >= MIN_PROGRAMS else BLOCK_N_SMALL
-    T = triton.cdiv(n, block_n)
-    cols = torch.empty((3, B, n), dtype=torch.float32, device=dev)  # n1, n2, max abs
-    last = torch.empty((B, n), dtype=torch.int32, device=dev)
-    bad = torch.empty((B, n), dtype=torch.int8, device=dev)
-    sb, sr, sc = H.stride()
-    # The row-partial pointers (cols[2] passed as a stand-in) are never touched with ROWS=False.
-    probe_columns_kernel[(B, T)](
-        H, m, n, sb, sr, sc, cols[0], cols[1], cols[2], last, bad, cols[2], cols[2], T,
-        BLOCK_N=block_n, BLOCK_M=BLOCK_M, ROWS=False,
+    cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
+    flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
+    route_columns_kernel[(B, triton.cdiv(n, block_n))](
+        H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
+        BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, num_warps=ROUTE_WARPS,
     )
     n_active = torch.empty((B,), dtype=torch.int32, device=dev)
     routes = torch.empty((B,), dtype=torch.int32, device=dev)
     codes = route_codes()
     route_kernel[(B,)](
-        cols[0], cols[1], last, bad, n_active, routes, n, min(m, n), tail_bound_scale(m, n),
+        cols[0], cols[1], flags[0], flags[1], n_active, routes, n, min(m, n),
+        tail_bound_scale(m, n),
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
         BLOCK_N=ROUTE_BLOCK_N,
     )

@@ -141,7 +141,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
                                NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False,
-                               num_warps=_warps(NB * MB))
+                               FUSED=s.fused_panel, num_warps=_warps(NB * MB) * s.panel_warps_x)
         return
 
     nb, group = s.nb, s.group
@@ -153,7 +153,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
@@ -206,13 +206,13 @@ class _SplitWork:
         return self.bufs
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None):
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=True,
-                               num_warps=_warps(nb * MB))
+                               FUSED=s.fused_panel, num_warps=_warps(nb * MB) * s.panel_warps_x)
         return
     rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
     if rp is not None:

@@ -76,6 +76,8 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
+    fused_panel: bool = True  # register panel: one tile reduction a column (panel.py)
+    panel_warps_x: int = 1    # register panel warps, times the register-budget default
 
 
 def next_pow2(x: int) -> int:

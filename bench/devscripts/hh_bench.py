@@ -12,7 +12,8 @@ Smoke-test the script itself on a CPU (tiny shapes, Triton interpreter)::
 Sections (each skipped once ``--budget`` seconds are spent): ``check`` (every benchmark and
 test case at full batch, worst scaled residuals against the half gate), ``time`` (default
 schedule per benchmark case, CUDA-graph replay, L2 flushed, k rotating inputs as qr_v2),
-``parts`` (panel-only / trailing-only time, to see where the time goes), ``variants``
+``parts`` (panel-only / trailing-only time, to see where the time goes), ``panels``
+(register-panel variants on every benchmark case: ``PANEL_VARIANTS``), ``variants``
 (schedules and precisions on the large cases, timing and accuracy), ``split`` (row-split
 panel/trailing knobs on 8x2048 and 2x4096; not in the default sections).
 """
@@ -57,6 +58,10 @@ def factor(A, sched=None):
     tau = torch.empty((B, n), dtype=A.dtype, device=A.device)
     householder.factor_householder(H, tau, None, schedule=sched)
     return H, tau
+
+
+#: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
+PANEL_VARIANTS = {"v1": {"fused_panel": False}, "fused": {}, "fused_w2": {"panel_warps_x": 2}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -171,6 +176,34 @@ def main():
             res["parts"].append(row)
             print("parts", row)
         householder._panel, householder._trailing = real_p, real_t
+        save()
+
+    if "panels" in secs:
+        geo: dict[str, list[float]] = {v: [] for v in PANEL_VARIANTS}
+        for c in bench_cases():
+            ins = make_inputs(c)
+            base_s = schedules.schedule_for(c["n"], c["n"])
+            for name, kw in PANEL_VARIANTS.items():
+                if left(args.budget) < 0:
+                    break
+                sv = dataclasses.replace(base_s, **kw)
+                try:
+                    ms = timed(lambda a: factor(a, sv), ins, 3, graph=True)
+                    wf, wo, ok = check(ins[0], sv)
+                except Exception as e:  # a variant that fails to compile is a result too
+                    print("panel", case_name(c), name, "ERROR", repr(e)[:300])
+                    continue
+                geo[name].append(ms)
+                res["variants"].append({"case": case_name(c), "panel": name, "ms": ms,
+                                        "factor": wf, "orth": wo, "bar": ok})
+                print(f"panel {case_name(c):34s} {name:9s} {ms:8.3f} ms factor {wf:6.3f} "
+                      f"orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
+            del ins
+        for name, v in geo.items():
+            if len(v) == 12:
+                g = math.exp(sum(map(math.log, v)) / 12)
+                res.setdefault("panel_geomean_ms", {})[name] = g
+                print(f"panel geomean {name:9s} {g:.3f} ms")
         save()
 
     if "check_tests" in secs:

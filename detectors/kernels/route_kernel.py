@@ -1,4 +1,12 @@
-"""Triton kernel: per-matrix route and ``n_active`` from the per-column probe features.
+"""Triton kernels of the route probe: column features, then per-matrix route and ``n_active``.
+
+``route_columns_kernel``: grid ``(B, cdiv(n, BLOCK_N))``; program ``(b, t)`` reads its columns
+of matrix ``b`` once and writes what routing needs and nothing else: the 1- and 2-norms over
+the finite entries, whether a nonzero sits strictly below the diagonal, and a non-finite
+flag. Unlike :func:`~adaptqr.detectors.kernels.probe_kernel.probe_columns_kernel` it keeps
+per-thread partial sums across row chunks (one reduction at the end, not five a chunk), and
+squares entries unscaled; a tile whose column max-abs leaves the range where that is exact
+(:data:`SQ_MAX_ABS`, :data:`SQ_MIN_SUM`) is read a second time, scaled by that max.
 
 ``route_kernel``: grid ``(B,)``; program ``b`` walks the ``n`` columns of matrix ``b`` twice in
 blocks of ``BLOCK_N`` (``||A||_1`` first, then the negligible suffix) and writes
@@ -8,17 +16,79 @@ some thirty tiny kernels, several microseconds each on the GPU even inside a CUD
 which is a fifth of a 40x176 factorization.
 
 Inputs ``(B, n)`` contiguous: ``n1`` and ``n2`` (float32 column 1- and 2-norms over the
-finite entries), ``last`` (int32 last nonzero row, -1 if none), ``bad`` (int8, the column
-holds a NaN or Inf). ``bound_scale`` is ``TAIL_BUDGET * eps32 * n / sqrt(m)``.
+finite entries), ``below`` (int8, a nonzero strictly below the diagonal), ``bad`` (int8, the
+column holds a NaN or Inf). ``bound_scale`` is ``TAIL_BUDGET * eps32 * n / sqrt(m)``.
 """
 
 import triton
 import triton.language as tl
 
+#: Unscaled squares are used while a column's max-abs is at most this (m * 1e30 stays finite
+#: for m < 3e8) ...
+SQ_MAX_ABS = tl.constexpr(1.0e15)
+#: ... and its sum of squares is at least m times this: the squares lost to underflow (each
+#: below 1.2e-38) are then under 3e-9 of the sum, a twentieth of float32's unit roundoff.
+SQ_MIN_SUM = tl.constexpr(4.0e-30)
+
+
+@triton.jit
+def _bit_or(a, b):
+    return a | b
+
+
+@triton.jit
+def route_columns_kernel(
+    H_ptr, m, n, stride_b, stride_c,           # H (B, m, n) with unit row stride
+    n1_ptr, n2_ptr, below_ptr, bad_ptr,        # (B, n) contiguous
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+    b = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = cols < n
+    base = H_ptr + b.to(tl.int64) * stride_b + cols.to(tl.int64)[:, None] * stride_c
+    acc1 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    accmax = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    flags = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)  # bit 0: non-finite, bit 1: below
+    for i0 in range(0, m, BLOCK_M):
+        rows = i0 + tl.arange(0, BLOCK_M)
+        mask = cmask[:, None] & (rows < m)[None, :]
+        x = tl.load(base + rows[None, :], mask=mask, other=0.0).to(tl.float32)
+        a = tl.abs(x)
+        finite = a <= 3.4028234663852886e38  # False for NaN and +-Inf
+        a = tl.where(finite, a, 0.0)
+        acc1 += a
+        acc2 += a * a
+        accmax = tl.maximum(accmax, a)
+        low = (x != 0.0) & (rows[None, :] > cols[:, None])
+        flags = flags | tl.where(finite, 0, 1) | tl.where(low, 2, 0)
+    n1 = tl.sum(acc1, axis=1)
+    ss = tl.sum(acc2, axis=1)
+    mx = tl.max(accmax, axis=1)
+    fl = tl.reduce(flags, 1, _bit_or)
+    exact = (mx <= SQ_MAX_ABS) & ((ss >= m * SQ_MIN_SUM) | (mx == 0.0))
+    n2 = tl.sqrt(ss)
+    if tl.min(exact.to(tl.int32), axis=0) == 0:
+        # Huge or tiny columns in this tile: squares of entries divided by the column's max.
+        inv = tl.where(mx > 0.0, 1.0 / mx, 1.0)
+        acc2 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+        for i0 in range(0, m, BLOCK_M):
+            rows = i0 + tl.arange(0, BLOCK_M)
+            mask = cmask[:, None] & (rows < m)[None, :]
+            a = tl.abs(tl.load(base + rows[None, :], mask=mask, other=0.0).to(tl.float32))
+            y = tl.where(a <= 3.4028234663852886e38, a, 0.0) * inv[:, None]
+            acc2 += y * y
+        n2 = tl.where(exact, n2, mx * tl.sqrt(tl.sum(acc2, axis=1)))
+    out = b.to(tl.int64) * n + cols
+    tl.store(n1_ptr + out, n1, mask=cmask)
+    tl.store(n2_ptr + out, n2, mask=cmask)
+    tl.store(below_ptr + out, ((fl & 2) != 0).to(tl.int8), mask=cmask)
+    tl.store(bad_ptr + out, (fl & 1).to(tl.int8), mask=cmask)
+
 
 @triton.jit
 def route_kernel(
-    n1_ptr, n2_ptr, last_ptr, bad_ptr,   # (B, n) contiguous
+    n1_ptr, n2_ptr, below_ptr, bad_ptr,  # (B, n) contiguous
     n_active_ptr, routes_ptr,            # (B,) int32
     n, k, bound_scale,
     CODE_DENSE: tl.constexpr, CODE_LOWRANK: tl.constexpr, CODE_UPPER: tl.constexpr,
@@ -36,8 +106,8 @@ def route_kernel(
         cm = cols < n
         norm1 = tl.maximum(norm1, tl.load(n1_ptr + base + cols, mask=cm, other=0.0))
         any_bad = tl.maximum(any_bad, tl.load(bad_ptr + base + cols, mask=cm, other=0).to(tl.int32))
-        last = tl.load(last_ptr + base + cols, mask=cm, other=-1)
-        below = tl.maximum(below, ((last > cols) & (cols < k)).to(tl.int32))
+        low = tl.load(below_ptr + base + cols, mask=cm, other=0).to(tl.int32)
+        below = tl.maximum(below, tl.where(cols < k, low, 0))
     bound = tl.max(norm1, axis=0) * bound_scale
     # A bound that overflowed (||A||_1 past float32's range) proves nothing negligible:
     # -1 keeps every column (norms are >= 0).

@@ -66,6 +66,27 @@ def _reflector(alpha, ss, s, active):
     return tau, beta, scale, do
 
 
+#: Unscaled sums of squares are used between these bounds: no square overflows (<= 1e30)
+#: and the squares lost to underflow (each < 1.2e-38, at most 2^31 of them, < 3e-29 in all)
+#: are below 3e-9 of the sum (>= 1e-20), a twentieth of float32's unit roundoff.
+SS_MIN = tl.constexpr(1.0e-20)
+SS_MAX = tl.constexpr(1.0e30)
+
+
+@triton.jit
+def _add2(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
+
+
+@triton.jit
+def _unscaled_ok(ss, d):
+    """Whether the unscaled sum of squares ``ss`` and dot products ``d`` can be used as they
+    are (False for NaN/Inf, overflowed dots, and sums outside [SS_MIN, SS_MAX], zero
+    included: a sub-column of denormals must still get its reflector)."""
+    dsum = tl.sum(tl.abs(d), axis=0)
+    return (ss >= SS_MIN) & (ss <= SS_MAX) & (dsum < float("inf"))
+
+
 @triton.jit
 def _build_t(S, taus, NB: tl.constexpr):
     """larft forward/columnwise: T (NB x NB, upper) from S = V^T V and the taus."""
@@ -90,11 +111,16 @@ def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
 @triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
-                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, FUSED: tl.constexpr = True):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
     NB >= pw (pow2, >= 16), MB >= m - k (pow2).
+
+    ``FUSED``: one tile reduction a column (the sub-column's dot products with every panel
+    column and the panel's top row together, unscaled), with the scaled reductions only when
+    the unscaled sum of squares leaves its safe range (:func:`_unscaled_ok`). Off: the scaled
+    sequence (max-abs, scaled sum of squares, then ``P v``), four reductions a column.
     """
     b = tl.program_id(0)
     base = Ht + b.to(tl.int64) * m * n
@@ -112,22 +138,43 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         mask = colvalid[:, None] & rowvalid[None, :]
         P = tl.load(ptrs, mask=mask, other=0.0)
         taus = tl.zeros((NB,), dtype=tl.float32)
+        if FUSED:
+            # The row index in P's own column layout, computed once: comparing `rows` inside
+            # the loop converted two row masks through shared memory every column.
+            rows = tl.max(tl.where(mask, rows[None, :], -1), axis=0)
         for j in range(0, pw):
             c = k + j
             sel = jj == j
             x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
             is_top = rows == c
             below = rows > c
-            alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
             xb = tl.where(below, x, 0.0)
-            amax = tl.max(tl.abs(xb), axis=0)
-            s = tl.where(amax > 0, amax, 1.0)
-            xs = xb / s
-            ss = tl.sum(xs * xs, axis=0)
-            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-            # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
-            v = tl.where(is_top, 1.0, xb * scale)
-            w = tl.sum(P * v[None, :], axis=1)
+            if FUSED:
+                d, top = tl.reduce((P * xb[None, :], tl.where(is_top[None, :], P, 0.0)), 1,
+                                   _add2)
+                alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
+                ss = tl.sum(tl.where(sel, d, 0.0), axis=0)
+                s = 1.0
+                if not _unscaled_ok(ss, d):
+                    amax = tl.max(tl.abs(xb), axis=0)
+                    s = tl.where(amax > 0, amax, 1.0)
+                    xs = xb / s
+                    ss = tl.sum(xs * xs, axis=0)
+                    d = tl.sum(P * xs[None, :], axis=1)
+                tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+                # P v = P e_c + scale * P xb = top + (scale * s) * d.
+                w = top + (scale * s) * d
+                v = tl.where(is_top, 1.0, xb * scale)
+            else:
+                alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
+                amax = tl.max(tl.abs(xb), axis=0)
+                s = tl.where(amax > 0, amax, 1.0)
+                xs = xb / s
+                ss = tl.sum(xs * xs, axis=0)
+                tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+                # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
+                v = tl.where(is_top, 1.0, xb * scale)
+                w = tl.sum(P * v[None, :], axis=1)
             P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
             newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
             P = tl.where(sel[:, None], newcol[None, :], P)

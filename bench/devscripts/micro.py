@@ -1,0 +1,188 @@
+"""Device micro-measurements behind EXPERIMENTS.md entries (not a benchmark: ``adaptqr bench`` is).
+
+Sections (``--sections``, comma-separated; JSON to ``$OUT/micro.json``):
+
+* ``host``: host time a call of ``adaptqr.geqrf`` on the launch-bound shapes, with graphs
+  and without (no synchronization inside the loop), and a cProfile of the graph replay path.
+* ``probe``: the route probe's column kernel against the full probe's column kernel
+  (``ROWS=False``), CUDA-graph replay, L2 flushed.
+* ``chol``: library building blocks of a Cholesky-QR for n = 2048 / 4096 (Gram, Cholesky,
+  triangular solve, unpivoted LU), to bound what issue 9's path could reach.
+
+Run there: ``python3 bench/devscripts/micro.py --sections host,probe,chol``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import time
+
+import torch
+
+RES: dict = {}
+
+
+def gpu_ms(fn, reps=5, graph=False):
+    """Median ms of fn() (L2 flushed before each), optionally as a CUDA-graph replay."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        run = g.replay
+    else:
+        run = fn
+    out = []
+    for _ in range(reps):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        run()
+        e.record()
+        torch.cuda.synchronize()
+        out.append(s.elapsed_time(e))
+    return statistics.median(out)
+
+
+def host(calls=300):
+    import adaptqr
+
+    rows = []
+    for B, n in [(20, 32), (40, 176)]:
+        xs = [torch.randn(B, n, n, device="cuda") for _ in range(8)]
+        for mode in ("graph", "eager"):
+            os.environ["ADAPTQR_GRAPHS"] = "1" if mode == "graph" else "0"
+            for i in range(6):
+                adaptqr.geqrf(xs[i % 8])
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for i in range(calls):
+                adaptqr.geqrf(xs[i % 8])
+            host_us = (time.perf_counter() - t) / calls * 1e6
+            torch.cuda.synchronize()
+            wall_us = (time.perf_counter() - t) / calls * 1e6
+            rows.append({"shape": f"{B}x{n}", "mode": mode, "host_us": host_us, "wall_us": wall_us})
+            print(f"host {B}x{n} {mode:5s} host {host_us:7.1f} us/call  wall {wall_us:7.1f} us/call")
+            if mode == "graph":
+                pr = cProfile.Profile()
+                pr.enable()
+                for i in range(calls):
+                    adaptqr.geqrf(xs[i % 8])
+                pr.disable()
+                torch.cuda.synchronize()
+                buf = io.StringIO()
+                pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(22)
+                print(buf.getvalue()[-4000:])
+    os.environ.pop("ADAPTQR_GRAPHS", None)
+    # What the pieces cost on the host, for scale.
+    a = torch.randn(20, 32, 32, device="cuda")
+    pieces = {
+        "empty_strided": lambda: torch.empty_strided((20, 32, 32), (1024, 1, 32), device="cuda"),
+        "copy_": lambda: a.copy_(a),
+        "clone": lambda: a.clone(),
+        "is_current_stream_capturing": torch.cuda.is_current_stream_capturing,
+    }
+    for name, f in pieces.items():
+        f()
+        t = time.perf_counter()
+        for _ in range(calls):
+            f()
+        us = (time.perf_counter() - t) / calls * 1e6
+        torch.cuda.synchronize()
+        rows.append({"piece": name, "host_us": us})
+        print(f"piece {name:28s} {us:6.2f} us")
+    RES["host"] = rows
+
+
+def probe():
+    import triton
+
+    from adaptqr.detectors import route as route_mod
+    from adaptqr.detectors.kernels.probe_kernel import probe_columns_kernel
+    from adaptqr.detectors.kernels.route_kernel import route_columns_kernel
+    from adaptqr.testing import bench_cases, case_name, make_inputs
+
+    rows = []
+    for c in bench_cases():
+        if c["batch"] * c["n"] * c["n"] < 8 * 2048 * 2048:
+            continue
+        A = make_inputs(c, k=1)[0]
+        H = A.mT.contiguous().mT
+        B, m, n = H.shape
+        f = torch.empty((5, B, n), dtype=torch.float32, device="cuda")
+        li = torch.empty((B, n), dtype=torch.int32, device="cuda")
+        fl = torch.empty((2, B, n), dtype=torch.int8, device="cuda")
+        bn = route_mod.BLOCK_N if B * triton.cdiv(n, route_mod.BLOCK_N) >= route_mod.MIN_PROGRAMS \
+            else route_mod.BLOCK_N_SMALL
+        T = triton.cdiv(n, bn)
+        old = lambda: probe_columns_kernel[(B, T)](H, m, n, *H.stride(), f[0], f[1], f[2], li, fl[0],
+                                                   f[3], f[4], T, BLOCK_N=bn, BLOCK_M=128, ROWS=False)
+        row = {"case": case_name(c), "old_cols_ms": gpu_ms(old, graph=True)}
+        for bm, w in [(32, 4), (64, 8), (64, 4)]:
+            new = lambda: route_columns_kernel[(B, T)](H, m, n, H.stride(0), H.stride(2), f[0], f[1],
+                                                       fl[0], fl[1], BLOCK_N=bn, BLOCK_M=bm, num_warps=w)
+            row[f"new_cols_bm{bm}_w{w}_ms"] = gpu_ms(new, graph=True)
+        row["route_ms"] = gpu_ms(lambda: route_mod.route(H), graph=True)
+        row["floor_ms"] = A.numel() * 4 / 4.2e9
+        rows.append(row)
+        print("probe", row)
+        del A, H
+    RES["probe"] = rows
+
+
+def chol():
+    rows = []
+    for n in (2048, 4096):
+        A = torch.randn(n, n, device="cuda")
+        A64 = A.double()
+        G64 = A64.mT @ A64
+        R64 = torch.linalg.cholesky(G64, upper=True)
+        G = G64.float()
+        R = R64.float()
+        torch.backends.cuda.matmul.allow_tf32 = False
+        t = {
+            "gram_fp32": gpu_ms(lambda: A.mT @ A),
+            "gram_fp64": gpu_ms(lambda: A64.mT @ A64),
+            "to_fp64": gpu_ms(lambda: A.double()),
+            "chol_fp64": gpu_ms(lambda: torch.linalg.cholesky(G64, upper=True)),
+            "chol_fp32": gpu_ms(lambda: torch.linalg.cholesky(G + n * torch.eye(n, device="cuda"), upper=True)),
+            "trsm_fp32": gpu_ms(lambda: torch.linalg.solve_triangular(R, A, upper=True, left=False)),
+            "trsm_fp64": gpu_ms(lambda: torch.linalg.solve_triangular(R64, A64, upper=True, left=False)),
+            "lu_nopiv_fp32": gpu_ms(lambda: torch.linalg.lu_factor(A + n * torch.eye(n, device="cuda"), pivot=False)),
+            "trmm_fp32": gpu_ms(lambda: R @ R),
+            "geqrf_fp32": gpu_ms(lambda: torch.geqrf(A), reps=3),
+        }
+        torch.backends.cuda.matmul.allow_tf32 = True
+        t["gram_tf32"] = gpu_ms(lambda: A.mT @ A)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        rows.append({"n": n, **t})
+        print("chol", n, {k: round(v, 3) for k, v in t.items()})
+    RES["chol"] = rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sections", default="host,probe,chol")
+    args = ap.parse_args()
+    RES["device"] = torch.cuda.get_device_name()
+    for name in args.sections.split(","):
+        t = time.time()
+        try:
+            globals()[name]()
+        except Exception as e:  # one broken section must not cost the others
+            print("section", name, "ERROR", repr(e)[:400])
+        print(f"section {name} {time.time() - t:.1f}s")
+        with open(os.path.join(os.environ.get("OUT", "/tmp"), "micro.json"), "w") as f:
+            json.dump(RES, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
