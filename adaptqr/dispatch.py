@@ -336,7 +336,13 @@ def _alloc(A: torch.Tensor, B: int, m: int, n: int):
 
 
 class _Runner:
-    """``fn(A) -> (H, tau)`` for graphs.run: the eager plan on a ``(*batch, m, n)`` input."""
+    """The eager plan on a ``(*batch, m, n)`` input, as an in-place plan for graphs.run.
+
+    ``runner(A) -> (a, tau)`` runs it eagerly. For a CUDA graph it splits into ``alloc``
+    (torch.geqrf's output layout), ``load`` (``a.copy_(A)``, outside the graph) and ``body``
+    (probe and factor in place): a replay then copies the input once, straight into the
+    output, instead of into a static input and again inside the graph.
+    """
 
     __slots__ = ("plan", "routes")
 
@@ -344,15 +350,32 @@ class _Runner:
         self.plan = plan
         self.routes = None
 
-    def __call__(self, A: torch.Tensor):
+    def alloc(self, A: torch.Tensor) -> tuple:
         shape = A.shape
-        m, n = shape[-2], shape[-1]
-        a, tau_full, H, tau = _alloc(A, self.plan.spec.batch, m, n)
-        a.copy_(A)
+        a, tau_full, _, _ = _alloc(A, self.plan.spec.batch, shape[-2], shape[-1])
+        return a, tau_full
+
+    @staticmethod
+    def load(A: torch.Tensor, outs: tuple) -> None:
+        outs[0].copy_(A)
+
+    def body(self, outs: tuple) -> None:
+        a, tau_full = outs
+        spec = self.plan.spec
+        B, m, n = spec.batch, spec.m, spec.n
+        k = min(m, n)
+        # as_strided, as in _alloc: the paths check for exactly these strides.
+        H = a.as_strided((B, m, n), (m * n, 1, m))
+        tau = tau_full.as_strided((B, k), (k, 1))
         routes, features = probe(self.plan, H)
         self.routes = routes
         factor(self.plan, H, tau, routes, features)
-        return a, tau_full
+
+    def __call__(self, A: torch.Tensor):
+        outs = self.alloc(A)
+        self.load(A, outs)
+        self.body(outs)
+        return outs
 
 
 def run(A: torch.Tensor, path: str | None = None):

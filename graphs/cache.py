@@ -14,18 +14,26 @@ A backend provides::
                                      # pool_bytes: its private pool, 0 if unknown
     begin(handle)                    # order this use after the previous one (any stream)
     replay(handle)                   # rerun the captured work
-    end(handle)                      # mark the end of this use (after the clone-out)
+    end(handle)                      # mark the end of this use (after the hand-out)
     release(handle)                  # free the graph and its private memory pool
 
 Two kinds of plan ``fn``:
 
 * a callable ``fn(A) -> (H, tau)``: captured on a static copy of ``A``; a replay costs a
-  copy of ``A`` into the static input, the graph, and a clone of each output;
+  copy of ``A`` into the static input and the graph;
 * an *in-place plan* (see ``InPlacePlan``): an object with ``alloc(A) -> outs``,
   ``load(A, outs)`` and ``body(outs)`` (and ``__call__`` for eager runs). The cache owns
   the outputs (allocated once by ``alloc``), runs ``load`` (e.g. ``H.copy_(A)``) outside
   the graph and captures only ``body``. No static input and no copy of ``A`` into it: a
   replay moves one pass of data less than with a plain callable.
+
+Outputs: each key is captured ``OUTPUT_SLOTS`` times, every capture with its own static
+outputs (sharing the static input). A replay picks a slot whose outputs nobody outside the
+cache references any more (the storages' use counts are back to what they were right after
+capture, and their data pointers unchanged) and returns fresh aliases of them: no clone. A
+caller who keeps results keeps their slots busy; when every slot is busy the call runs
+eagerly ("every output slot is still held"). Without torch's storage use counts the cache
+keeps one slot and clones the outputs (the behaviour before G2, EXPERIMENTS.md).
 
 Capture policy: a key is captured on its ``capture_on_call``-th call (default 2, see
 ``CAPTURE_ON_CALL``); earlier calls run ``fn`` eagerly. The capturing call returns the
@@ -94,6 +102,17 @@ REASON_TOO_LARGE = "graph larger than ADAPTQR_GRAPH_BYTES"
 REASON_LARGE_INPUT = "input larger than ADAPTQR_GRAPH_MAX_INPUT (its launches overlap the GPU work)"
 REASON_BUSY = "another thread is capturing this key"
 REASON_EVICTED = "evicted by another thread during lookup"
+REASON_SLOTS_BUSY = "every output slot is still held by the caller"
+
+# Captures (each with its own static outputs) per key. A replay returns the static outputs
+# of a free slot instead of cloning them: the clone was two allocations and two copy kernels,
+# ~25 us of the ~110 us host time of a 20x32 replay on the H200 (EXPERIMENTS.md G2). Two
+# slots cover keeping the previous result while computing the next one.
+OUTPUT_SLOTS = 2
+
+# StorageImpl reference counts (torch's CUDA-graph trees use the same call to know when a
+# static output is dead). Absent: one slot and clones.
+_use_count = getattr(torch._C, "_storage_Use_Count", None)
 
 
 class InPlacePlan:
@@ -133,19 +152,53 @@ def is_inplace_plan(fn: Any) -> bool:
 
 
 @dataclass
+class _Slot:
+    """One capture of a key: its graph handle and static outputs."""
+
+    handle: Any
+    static_out: tuple
+    # Per output: (StorageImpl pointer, data pointer, use count right after capture).
+    marks: tuple = ()
+    dead: bool = False  # an output's storage was resized away: never replayed again
+
+    def free(self) -> bool:
+        """Whether no one outside the cache holds these outputs (see module doc)."""
+        if self.dead:
+            return False
+        for t, (cdata, ptr, base) in zip(self.static_out, self.marks):
+            if t.data_ptr() != ptr:
+                self.dead = True
+                return False
+            if _use_count(cdata) != base:
+                return False
+        return True
+
+
+def _marks(outs: tuple) -> tuple:
+    marks = []
+    for t in outs:
+        cdata = t.untyped_storage()._cdata  # the temporary storage object is gone after this
+        marks.append((cdata, t.data_ptr(), _use_count(cdata)))
+    return tuple(marks)
+
+
+@dataclass
 class _Entry:
-    """One captured key: its graph handle and the buffers only it uses."""
+    """One captured key: its slots and the buffers only it uses."""
 
     key: Hashable
-    handle: Any
+    slots: list
     static_in: torch.Tensor | None  # None for an in-place plan
-    static_out: tuple
     nbytes: int
     in_meta: tuple  # (shape, dtype, device) of the input the graph was captured for
     load: Callable | None = None  # an in-place plan's load(A, outs); None: copy into static_in
-    # Held from copy-in to clone-out so two callers of one key never interleave.
+    handout: bool = False  # replays return the slot's outputs (else clones of slot 0's)
+    # Held from copy-in to hand-out so two callers of one key never interleave.
     lock: threading.Lock = field(default_factory=threading.Lock)
     released: bool = False
+
+
+_BUSY = object()  # _replay's answer when every output slot is held
 
 
 def _clone_like(t: torch.Tensor) -> torch.Tensor:
@@ -236,6 +289,11 @@ class GraphCache:
                 reason = self._miss_reason(key)
         if entry is not None:
             result = self._replay(entry, A, out)
+            if result is _BUSY:  # a miss after all: nothing was replayed
+                with self._lock:
+                    self._hits -= 1
+                    self._misses += 1
+                return self._eager(key, fn, A, out, REASON_SLOTS_BUSY)
             if result is not None:
                 return result
             # Evicted by another thread between lookup and replay: it was a miss after all.
@@ -329,22 +387,34 @@ class GraphCache:
         self._note(key, reason)
         return _deliver(fn(A), out)
 
-    def _replay(self, entry: _Entry, A: torch.Tensor, out) -> tuple | None:
+    def _replay(self, entry: _Entry, A: torch.Tensor, out):
+        """The replayed result; None when the entry was released meanwhile; _BUSY when
+        every slot's outputs are still held."""
         with entry.lock:
             if entry.released:
                 return None
             _check_same("input", A, entry.in_meta)
-            self.backend.begin(entry.handle)
+            if entry.handout:
+                slot = next((s for s in entry.slots if s.free()), None)
+                if slot is None:
+                    return _BUSY
+            else:
+                slot = entry.slots[0]
+            # Slot 0's handle orders every use of the entry (the slots share static_in).
+            order = entry.slots[0].handle
+            self.backend.begin(order)
             if entry.load is not None:
-                entry.load(A, entry.static_out)
+                entry.load(A, slot.static_out)
             else:
                 entry.static_in.copy_(A)
-            self.backend.replay(entry.handle)
-            if out is None:
-                result = tuple(_clone_like(t) for t in entry.static_out)
+            self.backend.replay(slot.handle)
+            if out is not None:
+                result = _deliver(slot.static_out, out)
+            elif entry.handout:
+                result = tuple(t.detach() for t in slot.static_out)
             else:
-                result = _deliver(entry.static_out, out)
-            self.backend.end(entry.handle)
+                result = tuple(_clone_like(t) for t in slot.static_out)
+            self.backend.end(order)
             return result
 
     def _mark_failed(self, key: Hashable, why: str) -> None:
@@ -385,28 +455,42 @@ class GraphCache:
         return _deliver(result, out)
 
     def _capture_entry(self, key: Hashable, fn, A: torch.Tensor) -> _Entry:
-        """Allocate the static buffers, capture, and size the entry (may raise)."""
-        if is_inplace_plan(fn):
-            outs = tuple(fn.alloc(A))
-            fn.load(A, outs)
-            body = fn.body
-
-            def thunk():
-                body(outs)
-                return outs
-
-            handle, static_out, pool = self.backend.capture(thunk, A.device)
-            own = sum(t.nbytes for t in outs)  # allocated outside the pool
-            return _Entry(key, handle, None, tuple(static_out), own + int(pool), _meta(A), fn.load)
-        # preserve_format keeps A's strides when A is dense, and falls back to a contiguous
-        # buffer for an expanded (overlapping) A, which copy_ into an overlapping
-        # empty_strided buffer would reject.
-        static_in = torch.empty_like(A, memory_format=torch.preserve_format).copy_(A)
-        handle, static_out, pool = self.backend.capture(lambda: fn(static_in), A.device)
-        static_out = tuple(static_out)
-        # The outputs live in the pool; when the pool cannot be measured, count them.
-        nbytes = static_in.nbytes + max(int(pool), sum(t.nbytes for t in static_out))
-        return _Entry(key, handle, static_in, static_out, nbytes, _meta(A))
+        """Allocate the static buffers, capture every slot, and size the entry (may raise)."""
+        handout = _use_count is not None
+        n_slots = OUTPUT_SLOTS if handout else 1
+        slots: list[_Slot] = []
+        try:
+            if is_inplace_plan(fn):
+                nbytes = 0
+                for _ in range(n_slots):
+                    outs = tuple(fn.alloc(A))
+                    fn.load(A, outs)
+                    handle, static_out, pool = self.backend.capture(
+                        lambda outs=outs: (fn.body(outs), outs)[1], A.device)
+                    slots.append(_Slot(handle, tuple(static_out)))
+                    nbytes += sum(t.nbytes for t in outs) + int(pool)  # outs: outside the pool
+                static_in, load = None, fn.load
+            else:
+                # preserve_format keeps A's strides when A is dense, and falls back to a
+                # contiguous buffer for an expanded (overlapping) A, which copy_ into an
+                # overlapping empty_strided buffer would reject.
+                static_in = torch.empty_like(A, memory_format=torch.preserve_format).copy_(A)
+                nbytes = static_in.nbytes
+                for _ in range(n_slots):
+                    handle, static_out, pool = self.backend.capture(lambda: fn(static_in), A.device)
+                    static_out = tuple(static_out)
+                    slots.append(_Slot(handle, static_out))
+                    # The outputs live in the pool; when it cannot be measured, count them.
+                    nbytes += max(int(pool), sum(t.nbytes for t in static_out))
+                load = None
+        except BaseException:
+            for sl in slots:
+                self.backend.release(sl.handle)
+            raise
+        if handout:
+            for sl in slots:
+                sl.marks = _marks(sl.static_out)
+        return _Entry(key, slots, static_in, nbytes, _meta(A), load, handout)
 
     def _insert(self, entry: _Entry, cfg: config.GraphSettings) -> None:
         evicted = []
@@ -433,9 +517,10 @@ class GraphCache:
                 return
             entry.released = True
             # Release first: the backend orders the static buffers' streams after their
-            # last use before the buffers go back to the allocator below.
-            self.backend.release(entry.handle)
-            entry.handle = None
-            entry.static_out = ()
+            # last use before the buffers go back to the allocator below. Slot 0's handle
+            # carries the ordering of every use, so it goes last.
+            for sl in reversed(entry.slots):
+                self.backend.release(sl.handle)
+            entry.slots = []
             entry.static_in = None
             entry.load = None

@@ -47,27 +47,38 @@ class GraphHandle:
     # plan's outputs) were allocated on; it waits for the last use on release so the
     # caching allocator cannot hand that memory out while a replay still uses it.
     alloc_stream: torch.cuda.Stream
-    # Recorded after each use's clone-out; the next use (maybe on another stream) waits on it.
-    last_use: torch.cuda.Event | None = None
+    # The stream of the last use, as ``torch._C._cuda_getCurrentStream`` says it (a cheap
+    # tuple) and as a Stream object (built only when the stream changes). A use on another
+    # stream first waits for everything queued on that stream so far (which includes the
+    # last use): no event per call on the common one-stream path.
+    last_key: tuple | None = None
+    last_stream: torch.cuda.Stream | None = None
 
 
 class _DeviceGuard:
-    """``torch.cuda.device(dev)`` that costs nothing when dev is already current."""
+    """``torch.cuda.device(index)`` that costs one C call when the device is already current."""
 
     __slots__ = ("index", "ctx")
 
     def __init__(self, device: torch.device):
-        self.index = device.index if device.index is not None else torch.cuda.current_device()
+        self.index = device.index if device.index is not None else torch._C._cuda_getDevice()
         self.ctx = None
 
     def __enter__(self):
-        if self.index != torch.cuda.current_device():
+        if self.index != torch._C._cuda_getDevice():
             self.ctx = torch.cuda.device(self.index)
             self.ctx.__enter__()
 
     def __exit__(self, *exc):
         if self.ctx is not None:
             self.ctx.__exit__(*exc)
+
+
+def _wait_for(stream: torch.cuda.Stream, waiter: torch.cuda.Stream) -> None:
+    """Make ``waiter`` wait for the work queued on ``stream`` so far."""
+    ev = torch.cuda.Event()
+    ev.record(stream)
+    waiter.wait_event(ev)
 
 
 class CudaGraphBackend:
@@ -136,12 +147,16 @@ class CudaGraphBackend:
                 if not isinstance(t, torch.Tensor) or t.device != dev:
                     raise TypeError(f"adaptqr.graphs: plan output {i} is {type(t).__name__} "
                                     f"on {getattr(t, 'device', None)}, expected a tensor on {dev}")
+        if dev.index is None:
+            dev = torch.device(dev.type, torch._C._cuda_getDevice())
         return GraphHandle(g, dev, alloc_stream), outs, _pool_bytes(g, dev)
 
     def begin(self, h: GraphHandle) -> None:
-        if h.last_use is not None:
-            with _DeviceGuard(h.device):
-                torch.cuda.current_stream().wait_event(h.last_use)
+        if h.last_key is None:
+            return
+        with _DeviceGuard(h.device):
+            if torch._C._cuda_getCurrentStream(h.device.index) != h.last_key:
+                _wait_for(h.last_stream, torch.cuda.current_stream())
 
     def replay(self, h: GraphHandle) -> None:
         with _DeviceGuard(h.device):
@@ -149,15 +164,15 @@ class CudaGraphBackend:
 
     def end(self, h: GraphHandle) -> None:
         with _DeviceGuard(h.device):
-            if h.last_use is None:
-                h.last_use = torch.cuda.Event()
-            h.last_use.record(torch.cuda.current_stream())
+            cur = torch._C._cuda_getCurrentStream(h.device.index)
+            if cur != h.last_key:
+                h.last_key, h.last_stream = cur, torch.cuda.current_stream()
 
     def release(self, h: GraphHandle) -> None:
         """Free the graph; its private pool goes back to torch's allocator (no sync)."""
         with _DeviceGuard(h.device):
-            if h.last_use is not None:
-                h.alloc_stream.wait_event(h.last_use)
+            if h.last_stream is not None and h.last_stream != h.alloc_stream:
+                _wait_for(h.last_stream, h.alloc_stream)
             # An executable graph destroyed while in flight is freed when it completes.
             h.graph.reset()
 

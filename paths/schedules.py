@@ -76,8 +76,7 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
-    fused_panel: bool = True  # register panel: one tile reduction a column (panel.py)
-    panel_warps_x: int = 1    # register panel warps, times the register-budget default
+    panel_maxnreg: int = 0    # register panel's register cap per thread (0: compiler's choice)
 
 
 def next_pow2(x: int) -> int:

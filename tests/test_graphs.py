@@ -131,14 +131,19 @@ def test_inputs_above_the_size_bound_run_eagerly_with_the_reason():
     assert c.stats()["captures"] == 1
 
 
+S = cache_mod.OUTPUT_SLOTS
+
+
 def test_capture_on_second_call_then_replay_gives_fresh_correct_results():
     c, be, _ = make()
     A = [rand(3, 6, 6, seed=s) for s in range(5)]
-    outs = [c.run("k", geqrf_plan, a) for a in A]
+    outs = [c.run("k", geqrf_plan, a) for a in A]  # every result kept: slots stay busy
     st = c.stats()
-    assert (st["captures"], st["hits"], st["misses"]) == (1, 3, 2)
-    assert st["eager_reasons"] == {cache_mod.REASON_WARMING: 1, cache_mod.REASON_CAPTURING_CALL: 1}
-    assert be.replays == 3
+    assert st["captures"] == 1 and len(be.captured) == S
+    assert (st["hits"], st["misses"]) == (S, 5 - S)
+    assert st["eager_reasons"] == {cache_mod.REASON_WARMING: 1, cache_mod.REASON_CAPTURING_CALL: 1,
+                                   cache_mod.REASON_SLOTS_BUSY: 3 - S}
+    assert be.replays == S
     # Every call, including the replayed ones, holds its own input's factorization even
     # after later calls replayed the same graph.
     for a, (H, tau) in zip(A, outs):
@@ -147,9 +152,45 @@ def test_capture_on_second_call_then_replay_gives_fresh_correct_results():
         torch.testing.assert_close(tau, tau0)
         assert H.stride() == H0.stride() and H.mT.is_contiguous()
         assert tau.is_contiguous()
-    static = be.captured[0]["outs"]
-    for H, tau in outs:
-        assert H.data_ptr() != static[0].data_ptr() and tau.data_ptr() != static[1].data_ptr()
+    # The replayed results are the slots' static outputs, one slot each.
+    slot_ptrs = {h["outs"][0].data_ptr() for h in be.captured}
+    assert {H.data_ptr() for H, _ in outs[2:2 + S]} == slot_ptrs
+
+
+def test_dropped_results_free_their_slot_and_held_ones_are_never_overwritten():
+    c, be, _ = make()
+    A = [rand(3, 6, 6, seed=s) for s in range(12)]
+    for a in A[:2]:
+        c.run("k", geqrf_plan, a)
+    for a in A[2:8]:  # results dropped at once: every call replays
+        H, tau = c.run("k", geqrf_plan, a)
+        torch.testing.assert_close(H, torch.geqrf(a)[0])
+    del H, tau
+    assert c.stats()["hits"] == 6 and be.replays == 6
+    held = c.run("k", geqrf_plan, A[8])
+    view = held[0][1:]  # a view alone keeps the slot busy too
+    del held
+    for a in A[9:]:  # the other slot serves these; A[8]'s factors stay intact
+        H, tau = c.run("k", geqrf_plan, a)
+        torch.testing.assert_close(H, torch.geqrf(a)[0])
+        del H, tau
+    torch.testing.assert_close(view, torch.geqrf(A[8])[0][1:])
+    assert cache_mod.REASON_SLOTS_BUSY not in c.stats()["eager_reasons"]
+
+
+def test_a_resized_output_retires_its_slot():
+    c, be, _ = make()
+    A = [rand(2, 4, 4, seed=s) for s in range(6)]
+    for a in A[:2]:
+        c.run("k", geqrf_plan, a)
+    H, tau = c.run("k", geqrf_plan, A[2])
+    tau.resize_(64)  # reallocates the slot's storage: the graph would write elsewhere
+    del H, tau
+    for a in A[3:]:
+        H, tau = c.run("k", geqrf_plan, a)
+        torch.testing.assert_close(tau, torch.geqrf(a)[1])
+        del H, tau
+    assert sum(sl.dead for sl in c._entries["k"].slots) == 1
 
 
 def test_input_is_not_modified_and_static_input_is_a_copy():
@@ -215,18 +256,19 @@ def test_lru_eviction_by_entries_frees_the_least_recently_used():
     st = c.stats()
     assert st["entries"] == 2 and st["evictions"] == 1
     assert c.keys() == ["a", "c"]
-    assert len(be.released) == 1 and be.released[0] is be.captured[1]  # b's graph
+    b_graphs = be.captured[S:2 * S]
+    assert len(be.released) == S and all(any(r is g for g in b_graphs) for r in be.released)
     # An evicted key starts over: one eager call, then a new capture.
     c.run("b", mm_plan, a)
     assert c.stats()["captures"] == 3
     c.run("b", mm_plan, a)
-    assert c.stats()["captures"] == 4 and c.keys() == ["c", "b"]
+    assert c.stats()["captures"] == 4 and c.keys() == ["c", "b"] and len(be.captured) == 4 * S
 
 
 def test_lru_eviction_by_bytes():
     pool = 1000
     a = rand(2, 3, 3)
-    per = a.nbytes + pool  # static input + the pool (which holds the 96 bytes of outputs)
+    per = a.nbytes + S * pool  # static input + a pool a slot (each holds its outputs)
     c, be, src = make(FakeBackend(nbytes=pool), graph_bytes=2 * per + 10)
     for k in "abc":
         _capture(c, k, a)
@@ -247,7 +289,8 @@ def test_entry_larger_than_the_byte_bound_is_not_kept():
         torch.testing.assert_close(o[0], mm_plan(a)[0])
     st = c.stats()
     assert st["entries"] == 0 and st["bytes"] == 0 and st["captures"] == 0
-    assert len(be.captured) == 1 and be.released == be.captured  # captured once, freed
+    # captured once (a graph a slot), freed
+    assert len(be.captured) == S and {id(h) for h in be.released} == {id(h) for h in be.captured}
     assert st["eager_reasons"][cache_mod.REASON_TOO_LARGE] == 1
     assert st["eager_reasons"][cache_mod.REASON_UNCAPTURABLE] == 2
     assert "big" in next(iter(st["uncapturable"]))
@@ -404,9 +447,9 @@ def test_threads_with_different_and_shared_keys():
     st = c.stats()
     assert st["entries"] <= 3
     assert st["hits"] + st["misses"] == calls_per_thread * n_threads
-    assert st["captures"] == len(be.captured)  # every successful capture was inserted
+    assert st["captures"] * S == len(be.captured)  # every successful capture was inserted
     assert st["evictions"] == st["captures"] - st["entries"]
-    assert len(be.released) == st["evictions"]
+    assert len(be.released) == st["evictions"] * S
     with c._lock:
         assert st["bytes"] == sum(e.nbytes for e in c._entries.values())
     assert sum(st["eager_reasons"].values()) == st["misses"]
@@ -480,22 +523,22 @@ def test_inplace_plan_captures_only_the_body_and_loads_each_call():
     assert graphs.is_inplace_plan(plan) and not graphs.is_inplace_plan(geqrf_plan)
     c, be, _ = make()
     A = [rand(3, 5, 5, seed=s) for s in range(5)]
-    outs = [c.run("k", plan, a) for a in A]
+    outs = [c.run("k", plan, a) for a in A]  # all kept: the 5th call finds both slots busy
     st = c.stats()
-    assert st["captures"] == 1 and st["hits"] == 3
+    assert st["captures"] == 1 and st["hits"] == S
     entry = c._entries["k"]
     assert entry.static_in is None  # no static copy of A
-    H_s, tau_s = entry.static_out
-    assert st["bytes"] == H_s.nbytes + tau_s.nbytes  # the fake cannot measure a pool
-    # eager (call 1), warm-up (call 2): alloc+load+body each; capture: alloc+load, body in
-    # the capture; each hit: load, body in the (fake) replay.
-    assert plan.counts == {"alloc": 3, "load": 3 + 3, "body": 3 + 3}
+    H_s, tau_s = entry.slots[0].static_out
+    assert st["bytes"] == S * (H_s.nbytes + tau_s.nbytes)  # the fake cannot measure a pool
+    # eager (call 1), warm-up (call 2), the busy call 5: alloc+load+body each; capture, a
+    # slot: alloc+load, body in the capture; each hit: load, body in the (fake) replay.
+    eager = 3
+    assert plan.counts == {"alloc": eager + S, "load": eager + S + S, "body": eager + S + S}
     for a, (H, tau) in zip(A, outs):
         H0, tau0 = torch.geqrf(a)
         torch.testing.assert_close(H, H0)
         torch.testing.assert_close(tau, tau0)
         assert H.stride() == H0.stride()
-        assert H.data_ptr() != H_s.data_ptr() and tau.data_ptr() != tau_s.data_ptr()
     with pytest.raises(ValueError, match=r"input has shape \(3, 6, 6\)"):
         c.run("k", plan, rand(3, 6, 6))
 
@@ -525,7 +568,7 @@ def test_bytes_without_a_measurable_pool_count_input_and_outputs():
     a = rand(2, 3, 3)
     _capture(c, "k", a)
     P, s = mm_plan(a)
-    assert c.stats()["bytes"] == a.nbytes + P.nbytes + s.nbytes
+    assert c.stats()["bytes"] == a.nbytes + S * (P.nbytes + s.nbytes)
 
 
 def test_graph_settings_agree_with_the_full_config(monkeypatch):

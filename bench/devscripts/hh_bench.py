@@ -61,7 +61,8 @@ def factor(A, sched=None):
 
 
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
-PANEL_VARIANTS = {"v1": {"fused_panel": False}, "fused": {}, "fused_w2": {"panel_warps_x": 2}}
+PANEL_VARIANTS = {"base": {}, "maxnreg128": {"panel_maxnreg": 128}, "nb16": {"nb": 16},
+                  "nb16g2": {"nb": 16, "group": 2}}
 
 
 def timed(fn, inputs, reps, graph):

@@ -105,7 +105,8 @@ def host(calls=300):
 def probe():
     import triton
 
-    from adaptqr.detectors import route as route_mod
+    import importlib
+    route_mod = importlib.import_module("adaptqr.detectors.route")
     from adaptqr.detectors.kernels.probe_kernel import probe_columns_kernel
     from adaptqr.detectors.kernels.route_kernel import route_columns_kernel
     from adaptqr.testing import bench_cases, case_name, make_inputs

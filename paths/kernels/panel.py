@@ -40,6 +40,8 @@ Example (see :mod:`adaptqr.paths.householder` for the launcher)::
 
 from __future__ import annotations
 
+import os
+
 import triton
 import triton.language as tl
 
@@ -66,25 +68,21 @@ def _reflector(alpha, ss, s, active):
     return tau, beta, scale, do
 
 
-#: Unscaled sums of squares are used between these bounds: no square overflows (<= 1e30)
-#: and the squares lost to underflow (each < 1.2e-38, at most 2^31 of them, < 3e-29 in all)
-#: are below 3e-9 of the sum (>= 1e-20), a twentieth of float32's unit roundoff.
-SS_MIN = tl.constexpr(1.0e-20)
-SS_MAX = tl.constexpr(1.0e30)
+# The interpreter has no inline assembly; there the register budget does not matter.
+_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 
 
 @triton.jit
-def _add2(a0, a1, b0, b1):
-    return a0 + b0, a1 + b1
-
-
-@triton.jit
-def _unscaled_ok(ss, d):
-    """Whether the unscaled sum of squares ``ss`` and dot products ``d`` can be used as they
-    are (False for NaN/Inf, overflowed dots, and sums outside [SS_MIN, SS_MAX], zero
-    included: a sub-column of denormals must still get its reflector)."""
-    dsum = tl.sum(tl.abs(d), axis=0)
-    return (ss >= SS_MIN) & (ss <= SS_MAX) & (dsum < float("inf"))
+def _opaque_base(base, k, m):
+    """``base + k * m + k``, through an opaque move so the compiler cannot reuse the load's
+    pointer tile: kept live across the column loop it took 2 registers an element (the
+    [32, 512] panel went from 254 registers a thread to 137, EXPERIMENTS.md H6)."""
+    if _INTERPRETED:
+        off = k * m + k
+    else:
+        off = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [k * m + k], dtype=tl.int32,
+                                        is_pure=True, pack=1)
+    return base + off
 
 
 @triton.jit
@@ -109,18 +107,40 @@ def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
 
 
 @triton.jit
+def _column_step(P, taus, j, k, rows, jj, na):
+    """Column ``k + j`` of the register panel ``P`` ([NB, MB], rows ``rows``): generate its
+    reflector, apply it to the columns after it, store ``v`` below the diagonal and ``beta``
+    on it."""
+    c = k + j
+    sel = jj == j
+    x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
+    is_top = rows == c
+    below = rows > c
+    alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
+    xb = tl.where(below, x, 0.0)
+    amax = tl.max(tl.abs(xb), axis=0)
+    s = tl.where(amax > 0, amax, 1.0)
+    xs = xb / s
+    ss = tl.sum(xs * xs, axis=0)
+    tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+    # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
+    v = tl.where(is_top, 1.0, xb * scale)
+    w = tl.sum(P * v[None, :], axis=1)
+    P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
+    newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+    P = tl.where(sel[:, None], newcol[None, :], P)
+    taus = tl.where(sel, tau, taus)
+    return P, taus
+
+
+@triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
-                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, FUSED: tl.constexpr = True):
+                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
     NB >= pw (pow2, >= 16), MB >= m - k (pow2).
-
-    ``FUSED``: one tile reduction a column (the sub-column's dot products with every panel
-    column and the panel's top row together, unscaled), with the scaled reductions only when
-    the unscaled sum of squares leaves its safe range (:func:`_unscaled_ok`). Off: the scaled
-    sequence (max-abs, scaled sum of squares, then ``P v``), four reductions a column.
     """
     b = tl.program_id(0)
     base = Ht + b.to(tl.int64) * m * n
@@ -138,48 +158,12 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         mask = colvalid[:, None] & rowvalid[None, :]
         P = tl.load(ptrs, mask=mask, other=0.0)
         taus = tl.zeros((NB,), dtype=tl.float32)
-        if FUSED:
-            # The row index in P's own column layout, computed once: comparing `rows` inside
-            # the loop converted two row masks through shared memory every column.
-            rows = tl.max(tl.where(mask, rows[None, :], -1), axis=0)
         for j in range(0, pw):
-            c = k + j
-            sel = jj == j
-            x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
-            is_top = rows == c
-            below = rows > c
-            xb = tl.where(below, x, 0.0)
-            if FUSED:
-                d, top = tl.reduce((P * xb[None, :], tl.where(is_top[None, :], P, 0.0)), 1,
-                                   _add2)
-                alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
-                ss = tl.sum(tl.where(sel, d, 0.0), axis=0)
-                s = 1.0
-                if not _unscaled_ok(ss, d):
-                    amax = tl.max(tl.abs(xb), axis=0)
-                    s = tl.where(amax > 0, amax, 1.0)
-                    xs = xb / s
-                    ss = tl.sum(xs * xs, axis=0)
-                    d = tl.sum(P * xs[None, :], axis=1)
-                tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-                # P v = P e_c + scale * P xb = top + (scale * s) * d.
-                w = top + (scale * s) * d
-                v = tl.where(is_top, 1.0, xb * scale)
-            else:
-                alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
-                amax = tl.max(tl.abs(xb), axis=0)
-                s = tl.where(amax > 0, amax, 1.0)
-                xs = xb / s
-                ss = tl.sum(xs * xs, axis=0)
-                tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-                # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
-                v = tl.where(is_top, 1.0, xb * scale)
-                w = tl.sum(P * v[None, :], axis=1)
-            P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
-            newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
-            P = tl.where(sel[:, None], newcol[None, :], P)
-            taus = tl.where(sel, tau, taus)
-        tl.store(ptrs, P, mask=mask)
+            P, taus = _column_step(P, taus, j, k, rows, jj, na)
+        # The [NB, MB] pointer tile of the load would stay live across the loop (two
+        # registers an element, half the register file): the store rebuilds it.
+        tl.store(_opaque_base(base, k, m) + jj[:, None] * m + tl.arange(0, MB)[None, :], P,
+                 mask=(jj < pw)[:, None] & (tl.arange(0, MB) < m - k)[None, :])
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
             keep = colvalid & (cols < na)
@@ -357,7 +341,9 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
             newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
             P_ = tl.where(sel[:, None], newcol[None, :], P_)
             taus = tl.where(sel, tau, taus)
-        tl.store(ptrs, P_, mask=mask)
+        r_ = p * RB + tl.arange(0, RB)
+        tl.store(_opaque_base(base, k, m) + jj[:, None] * m + r_[None, :], P_,
+                 mask=(jj < pw)[:, None] & (r_ < m - k)[None, :])
         if p == 0:
             tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
