@@ -68,24 +68,6 @@ def capable(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str) ->
     return None
 
 
-def _panel_warps(nb: int, mb: int) -> int:
-    """Warps of the register panel kernel for an ``[nb, mb]`` tile.
-
-    Registers per thread for sm_90 (ptxas via triton 3.9, offline; EXPERIMENTS.md H6):
-    [32, 128] 114 at 8 warps but 255 plus a spill at 4; [32, 256] 121 at 8, spilling at 4;
-    [32, 512] 137 at 8; [128, 128] 128 at 16 but 255 at 8; [32, 64] 126 at 4.
-    """
-    if nb * mb <= 2048:
-        return 4
-    if nb * mb <= 8192 or nb <= 32:
-        return 8
-    return 16
-
-
-def _reg_opts(s: schedules.Schedule) -> dict:
-    return {"maxnreg": s.panel_maxnreg} if s.panel_maxnreg else {}
-
-
 def _warps(elements: int) -> int:
     # About 32-64 fp32 tile elements a thread; beyond 16 warps per program no gain.
     if elements <= 4096:
@@ -159,8 +141,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
                                NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False,
-                               num_warps=_panel_warps(NB, MB),
-                               **_reg_opts(s))
+                               num_warps=_warps(NB * MB))
         return
 
     nb, group = s.nb, s.group
@@ -172,7 +153,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
@@ -225,14 +206,13 @@ class _SplitWork:
         return self.bufs
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=True,
-                               num_warps=_panel_warps(nb, MB),
-                               **_reg_opts(s))
+                               num_warps=_warps(nb * MB))
         return
     rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
     if rp is not None:
@@ -241,7 +221,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
         WS, SP, CNT = split.get(pmax)
         panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb, n_tw, p,
                                    NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na, WRITE_T=True,
-                                   num_warps=_panel_warps(nb, rb))
+                                   num_warps=_warps(nb * rb))
     else:
         CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
         panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,

@@ -76,7 +76,6 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
-    panel_maxnreg: int = 0    # register panel's register cap per thread (0: compiler's choice)
 
 
 def next_pow2(x: int) -> int:
@@ -84,11 +83,15 @@ def next_pow2(x: int) -> int:
 
 
 #: Square sizes -> (nb, group, bn, bm). Keys are upper bounds on n; first match wins.
-#: Provisional until measured on the H200 (docs/EXPERIMENTS.md).
 #: Run 2 (H200): group 1 was as fast or faster than 2, 4, 8 everywhere (2x4096: 30.8 ms
 #: against 38.8 at group 4); bn 64 beat 32 and 128; nb 64 (panel no longer in registers)
 #: lost everywhere (640x512: 47 ms against 14.7).
+#: Run H6 (H200, path alone in a graph): nb 16 against 32 at 40x176 0.325 / 0.451 ms, 40x352
+#: 1.083 / 1.222, 640x512 13.98 / 14.03, 60x1024 10.50 / 9.62, 8x2048 15.0 / 13.8 (a panel
+#: column step reduces nb values per column across the warps: half of them at nb 16, while
+#: the trailing update's K halves too, which costs more on the larger sizes).
 BLOCKED_BY_N = (
+    (384, (16, 1, 64, 64)),
     (1 << 62, (32, 1, 64, 64)),
 )
 

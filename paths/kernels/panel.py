@@ -40,8 +40,6 @@ Example (see :mod:`adaptqr.paths.householder` for the launcher)::
 
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
@@ -68,23 +66,6 @@ def _reflector(alpha, ss, s, active):
     return tau, beta, scale, do
 
 
-# The interpreter has no inline assembly; there the register budget does not matter.
-_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
-
-
-@triton.jit
-def _opaque_base(base, k, m):
-    """``base + k * m + k``, through an opaque move so the compiler cannot reuse the load's
-    pointer tile: kept live across the column loop it took 2 registers an element (the
-    [32, 512] panel went from 254 registers a thread to 137, EXPERIMENTS.md H6)."""
-    if _INTERPRETED:
-        off = k * m + k
-    else:
-        off = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [k * m + k], dtype=tl.int32,
-                                        is_pure=True, pack=1)
-    return base + off
-
-
 @triton.jit
 def _build_t(S, taus, NB: tl.constexpr):
     """larft forward/columnwise: T (NB x NB, upper) from S = V^T V and the taus."""
@@ -104,33 +85,6 @@ def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
     ii = tl.arange(0, NB)
     tbase = TW + (b.to(tl.int64) * n_tw + tw_index) * NB * NB
     tl.store(tbase + ii[:, None] * NB + ii[None, :], T)
-
-
-@triton.jit
-def _column_step(P, taus, j, k, rows, jj, na):
-    """Column ``k + j`` of the register panel ``P`` ([NB, MB], rows ``rows``): generate its
-    reflector, apply it to the columns after it, store ``v`` below the diagonal and ``beta``
-    on it."""
-    c = k + j
-    sel = jj == j
-    x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
-    is_top = rows == c
-    below = rows > c
-    alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
-    xb = tl.where(below, x, 0.0)
-    amax = tl.max(tl.abs(xb), axis=0)
-    s = tl.where(amax > 0, amax, 1.0)
-    xs = xb / s
-    ss = tl.sum(xs * xs, axis=0)
-    tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-    # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
-    v = tl.where(is_top, 1.0, xb * scale)
-    w = tl.sum(P * v[None, :], axis=1)
-    P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
-    newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
-    P = tl.where(sel[:, None], newcol[None, :], P)
-    taus = tl.where(sel, tau, taus)
-    return P, taus
 
 
 @triton.jit
@@ -159,11 +113,26 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         P = tl.load(ptrs, mask=mask, other=0.0)
         taus = tl.zeros((NB,), dtype=tl.float32)
         for j in range(0, pw):
-            P, taus = _column_step(P, taus, j, k, rows, jj, na)
-        # The [NB, MB] pointer tile of the load would stay live across the loop (two
-        # registers an element, half the register file): the store rebuilds it.
-        tl.store(_opaque_base(base, k, m) + jj[:, None] * m + tl.arange(0, MB)[None, :], P,
-                 mask=(jj < pw)[:, None] & (tl.arange(0, MB) < m - k)[None, :])
+            c = k + j
+            sel = jj == j
+            x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
+            is_top = rows == c
+            below = rows > c
+            alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
+            xb = tl.where(below, x, 0.0)
+            amax = tl.max(tl.abs(xb), axis=0)
+            s = tl.where(amax > 0, amax, 1.0)
+            xs = xb / s
+            ss = tl.sum(xs * xs, axis=0)
+            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+            # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
+            v = tl.where(is_top, 1.0, xb * scale)
+            w = tl.sum(P * v[None, :], axis=1)
+            P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
+            newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+            P = tl.where(sel[:, None], newcol[None, :], P)
+            taus = tl.where(sel, tau, taus)
+        tl.store(ptrs, P, mask=mask)
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
             keep = colvalid & (cols < na)
@@ -341,9 +310,7 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
             newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
             P_ = tl.where(sel[:, None], newcol[None, :], P_)
             taus = tl.where(sel, tau, taus)
-        r_ = p * RB + tl.arange(0, RB)
-        tl.store(_opaque_base(base, k, m) + jj[:, None] * m + r_[None, :], P_,
-                 mask=(jj < pw)[:, None] & (r_ < m - k)[None, :])
+        tl.store(ptrs, P_, mask=mask)
         if p == 0:
             tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
