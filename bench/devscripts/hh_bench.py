@@ -213,7 +213,8 @@ def main():
         run_check(test_cases())
 
     if "split" in secs:
-        # Row-split panel and trailing knobs on the small-batch large cases (EXPERIMENTS.md, Open).
+        # Row-split panel and trailing knobs on the small-batch large cases (EXPERIMENTS.md S2).
+        split_defaults = schedules.SPLIT_MIN_ROWS, schedules.TRAILING_SPLIT_PROGRAMS
         for c in [c for c in big if c["batch"] <= 8]:
             ins = make_inputs(c, k=1)
             for smr in (64, 128, 256):
@@ -228,7 +229,7 @@ def main():
                                             "factor": wf, "orth": wo})
                     print(f"split {case_name(c):26s} min_rows {smr:4d} trailing_programs {tsp:5d} "
                           f"{ms:8.3f} ms factor {wf:6.3f} orth {wo:6.3f}")
-        schedules.SPLIT_MIN_ROWS, schedules.TRAILING_SPLIT_PROGRAMS = 64, 512
+        schedules.SPLIT_MIN_ROWS, schedules.TRAILING_SPLIT_PROGRAMS = split_defaults
         save()
 
     if "variants" in secs:
