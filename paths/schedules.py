@@ -57,9 +57,10 @@ def split_min_rows() -> int:
 TRAILING_MIN_PROGRAMS = 264
 #: Below this many (matrix, column tile) programs a one-panel update is split over rows
 #: too (W summed with atomics): 2x4096 trailing took 25 ms with one program per column
-#: tile sweeping all 4096 rows (EXPERIMENTS.md, run 2). 1024 against 512 / 256 (S2):
-#: 2x4096 24.87 / 25.19 / 26.48 ms, 8x2048 12.57 / 12.64 / 12.97.
-TRAILING_SPLIT_PROGRAMS = 1024
+#: tile sweeping all 4096 rows (EXPERIMENTS.md, run 2). 1024 was 1 % faster on 2x4096 and
+#: 8x2048 (S2) but sends 60x1024's first panels (960 tiles) to the split update: 9.86 ->
+#: 10.31 ms through the public call (V2); a threshold of 512 keeps them whole.
+TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
 #: Software-pipelining depth of the trailing kernel's row loops.

@@ -323,16 +323,9 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
             tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
             _grid_barrier(cntb, 2 * n + k, P)
             if p == 0:
-                # QC partials a load: one at a time, each add waited for its load (P = 64
-                # for 2x4096: ~64 L2 round trips a panel, EXPERIMENTS.md S2).
-                QC: tl.constexpr = 8 if PMAX >= 8 else PMAX
-                qq = tl.arange(0, QC)
-                offs = jj[:, None] * NB + jj[None, :]
                 S = tl.zeros((NB, NB), dtype=tl.float32)
-                for q0 in range(0, P, QC):
-                    part = tl.load(spb + (q0 + qq)[:, None, None] * (NB * NB) + offs[None, :, :],
-                                   mask=(q0 + qq < P)[:, None, None], other=0.0, volatile=True)
-                    S += tl.sum(part, axis=0)
+                for q in range(0, P):
+                    S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
                 _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         if p == 0:
