@@ -30,8 +30,8 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
-    The git commit that ``adaptqr bench`` records when the checkout it runs from has no git
-    metadata (a working tree copied to a GPU machine); ignored where ``git`` answers.
+    The git commit that ``adaptqr bench`` records for a working tree copied to a GPU machine;
+    when set it wins over what ``git`` says there (a copied ``.git`` may be stale).
 ``ADAPTQR_BASELINE_CACHE``
     Folder of the cached torch.geqrf baseline timings used by ``adaptqr bench``
     (default ``bench/baseline_cache`` under the current directory).

@@ -388,3 +388,15 @@ def test_cuda_bench_record(tmp_path):
     assert rec["device"]["type"] == "cuda" and rec["summary"]["adaptqr"]["complete"]
     name = torch.cuda.get_device_name()
     assert set(baseline.load(str(tmp_path), name, torch.__version__)) == {cases.case_key(c) for c in TINY}
+
+
+def test_commit_hint_wins_over_a_checkout(monkeypatch):
+    # A working tree copied to a GPU machine may carry a stale .git: the hint is the truth.
+    from adaptqr.bench.env import git_info
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.delenv("ADAPTQR_COMMIT", raising=False)
+    real = git_info(repo)["commit"]
+    monkeypatch.setenv("ADAPTQR_COMMIT", "0123abc")
+    assert git_info(repo) == {"commit": "0123abc", "dirty": None, "source": "ADAPTQR_COMMIT"}
+    assert real != "0123abc"

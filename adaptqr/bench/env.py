@@ -55,9 +55,17 @@ def _git(args: list[str], cwd: str) -> str | None:
 def git_info(cwd: str | None = None) -> dict[str, object]:
     """``{"commit": sha or "unknown", "dirty": bool or None}`` of the adaptqr checkout.
 
-    Looks in the checkout the package was imported from, then in the current directory
+    ``ADAPTQR_COMMIT`` wins when set: whoever copied a working tree to a GPU machine says
+    which commit it is, and a stale ``.git`` travelling with the copy would say otherwise
+    (the first runs of 2026-11-29's second session recorded the session's first commit).
+    Else looks in the checkout the package was imported from, then in the current directory
     (a non-editable install runs from site-packages, next to no git repository).
     """
+    from adaptqr import config
+
+    hint = config.commit_hint()
+    if hint:
+        return {"commit": hint, "dirty": None, "source": "ADAPTQR_COMMIT"}
     if cwd is None:
         import adaptqr
 
@@ -70,7 +78,4 @@ def git_info(cwd: str | None = None) -> dict[str, object]:
         if commit is not None:
             status = _git(["status", "--porcelain", "--untracked-files=no"], where)
             return {"commit": commit, "dirty": None if status is None else bool(status)}
-    from adaptqr import config
-
-    hint = config.commit_hint()
-    return {"commit": hint, "dirty": None, "source": "ADAPTQR_COMMIT"} if hint else {"commit": "unknown", "dirty": None}
+    return {"commit": "unknown", "dirty": None}

@@ -6,6 +6,8 @@ Sections (``--sections``, comma-separated; JSON to ``$OUT/micro.json``):
   and without (no synchronization inside the loop), and a cProfile of the graph replay path.
 * ``probe``: the route probe's column kernel against the full probe's column kernel
   (``ROWS=False``), CUDA-graph replay, L2 flushed.
+* ``tbuild``: one register-panel launch (640x512, first panel) and one row-split panel launch
+  (2x4096, first panel) with and without the compact-WY ``T`` (what building T costs).
 * ``chol``: library building blocks of a Cholesky-QR for n = 2048 / 4096 (Gram, Cholesky,
   triangular solve, unpivoted LU), to bound what issue 9's path could reach.
 
@@ -137,6 +139,44 @@ def probe():
         print("probe", row)
         del A, H
     RES["probe"] = rows
+
+
+def tbuild():
+    import triton
+
+    from adaptqr.paths import householder as hh
+    from adaptqr.paths.kernels.panel import panel_reg_kernel, panel_split_kernel
+
+    rows = []
+    A = torch.randn(640, 512, 512, device="cuda")
+    Ht = A.mT.contiguous()  # (B, n, m): the kernels' column-major view
+    tau = torch.empty(640, 512, device="cuda")
+    TW = torch.empty(640, 16, 32, 32, device="cuda")
+    for wt in (True, False):
+        f = lambda: panel_reg_kernel[(640,)](Ht, tau, TW, tau, 0, 512, 512, 32, 0, 16, NB=32, MB=512,
+                                             HAS_NA=False, WRITE_T=wt, num_warps=8)
+        rows.append({"kernel": "reg 640x512 k=0", "write_t": wt, "ms": gpu_ms(f, graph=True)})
+    B, n = 2, 4096
+    A = torch.randn(B, n, n, device="cuda")
+    Ht = A.mT.contiguous()
+    tau = torch.empty(B, n, device="cuda")
+    TW = torch.empty(B, n // 32, 32, 32, device="cuda")
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    rb, p = hh.split_rows(B, n, 32, sm)
+    pmax = triton.next_power_of_2(p)
+    WS = torch.empty(B, 3, pmax, 128, device="cuda")
+    SP = torch.empty(B, pmax, 32, 32, device="cuda")
+    for wt in (True, False):
+        CNT = torch.zeros(B, 3 * n, dtype=torch.int32, device="cuda")
+
+        def f(wt=wt, CNT=CNT):
+            CNT.zero_()
+            panel_split_kernel[(B, p)](Ht, tau, TW, tau, WS, SP, CNT, 0, n, n, 32, 0, n // 32, p, NB=32,
+                                       RB=rb, PMAX=pmax, HAS_NA=False, WRITE_T=wt, num_warps=hh._warps(32 * rb))
+        rows.append({"kernel": f"split 2x4096 k=0 P={p}", "write_t": wt, "ms": gpu_ms(f, graph=True)})
+    for r in rows:
+        print("tbuild", r)
+    RES["tbuild"] = rows
 
 
 def chol():
