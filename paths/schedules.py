@@ -78,7 +78,6 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
-    t_loop: bool = False  # panel T by the column recurrence (H4) instead of recursively (H8)
 
 
 def next_pow2(x: int) -> int:

@@ -68,30 +68,7 @@ def _reflector(alpha, ss, s, active):
 
 @triton.jit
 def _build_t(S, taus, NB: tl.constexpr):
-    """T (NB x NB, upper) of the compact WY form from S = V^T V and the taus.
-
-    Recursive larft: with T1, T2 the T factors of the first and second half of a block of
-    columns, T = [[T1, -T1 S12 T2], [0, T2]]. All blocks of one size at once, as masked
-    NB x NB products: starting from diag(tau), level b (1, 2, 4, ...) fills the off-diagonal
-    b x b blocks of every 2b x 2b diagonal block: log2(NB) levels of two small dots, instead
-    of the column recurrence's NB steps of cross-warp reductions (37 % of a 640x512 panel
-    launch, EXPERIMENTS.md H8). A tau = 0 column keeps a zero row and column, as in the
-    recurrence (that reflector is the identity).
-    """
-    ii = tl.arange(0, NB)
-    T = tl.where(ii[:, None] == ii[None, :], taus[:, None], 0.0)
-    for lvl in tl.static_range(0, 8):
-        if (1 << lvl) < NB:  # block size b = 1 << lvl, pairs of blocks 2b = 2 << lvl
-            off = ((ii[:, None] // (2 << lvl)) == (ii[None, :] // (2 << lvl))) \
-                & ((ii[:, None] % (2 << lvl)) < (1 << lvl)) & ((ii[None, :] % (2 << lvl)) >= (1 << lvl))
-            X = tl.dot(T, tl.where(off, S, 0.0), input_precision="ieee")
-            T = T - tl.where(off, tl.dot(X, T, input_precision="ieee"), 0.0)
-    return T
-
-
-@triton.jit
-def _build_t_loop(S, taus, NB: tl.constexpr):
-    """larft forward/columnwise, one column a step (H4's T build; compared in H8)."""
+    """larft forward/columnwise: T (NB x NB, upper) from S = V^T V and the taus."""
     ii = tl.arange(0, NB)
     T = tl.zeros((NB, NB), dtype=tl.float32)
     for i in range(0, NB):
@@ -100,15 +77,6 @@ def _build_t_loop(S, taus, NB: tl.constexpr):
         t_col = -tau_i * tl.sum(T * s_col[None, :], axis=1)
         t_col = tl.where(ii < i, t_col, tl.where(ii == i, tau_i, 0.0))
         T = tl.where(ii[None, :] == i, t_col[:, None], T)
-    return T
-
-
-@triton.jit
-def _t_factor(S, taus, NB: tl.constexpr, T_LOOP: tl.constexpr):
-    if T_LOOP:
-        T = _build_t_loop(S, taus, NB)
-    else:
-        T = _build_t(S, taus, NB)
     return T
 
 
@@ -122,7 +90,7 @@ def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
 @triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
-                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, T_LOOP: tl.constexpr = False):
+                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
@@ -172,7 +140,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                          tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
             V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
             S = tl.dot(V, tl.trans(V), input_precision="ieee")
-            _store_t(TW, b, tw_index, n_tw, _t_factor(S, taus, NB, T_LOOP), NB)
+            _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
 
@@ -180,7 +148,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 @triton.jit
 def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                          NB: tl.constexpr, CH: tl.constexpr,
-                         HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, T_LOOP: tl.constexpr = False):
+                         HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
     """Factor columns [k, k+pw) of matrix program_id(0), streaming row chunks of CH.
 
     Same arguments as :func:`panel_reg_kernel`; any ``m``.
@@ -247,7 +215,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                              tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
                 V = tl.where(msk, V, 0.0)
                 S += tl.dot(V, tl.trans(V), input_precision="ieee")
-            _store_t(TW, b, tw_index, n_tw, _t_factor(S, taus, NB, T_LOOP), NB)
+            _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
 
@@ -267,7 +235,7 @@ def _grid_barrier(CNT, idx, P):
 @triton.jit
 def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw, P,
                        NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, T_LOOP: tl.constexpr = False):
+                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
     """Factor columns [k, k+pw) of matrix program_id(0) with P programs (program_id(1)),
     each holding RB rows of the panel in registers; one grid barrier per column.
 
@@ -358,7 +326,7 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
                 S = tl.zeros((NB, NB), dtype=tl.float32)
                 for q in range(0, P):
                     S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
-                _store_t(TW, b, tw_index, n_tw, _t_factor(S, taus, NB, T_LOOP), NB)
+                _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         if p == 0:
             tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
