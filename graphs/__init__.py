@@ -3,8 +3,9 @@
 The dispatcher calls ``run(key, fn, A)`` for CUDA inputs: ``fn(A) -> (H, tau)`` is the
 eager plan and ``key`` a hashable plan key (shape, dtype, device, plan). The first call of
 a key runs ``fn`` eagerly; the second warms up, captures ``fn`` on a static copy of ``A``
-and returns the warm-up result; later calls copy ``A`` into the static input, replay the
-graph and return clones of the static outputs with their strides (or copy into ``out=``).
+and returns the warm-up result; later calls copy ``A`` into the static input (or run an
+in-place plan's ``load``), replay the graph of a free output slot and return its static
+outputs, which no later call overwrites while they are held (or copy into ``out=``).
 See docs/GRAPHS.md.
 
 Example (eager on a CPU tensor; the reason is counted)::

@@ -239,11 +239,12 @@ class GraphCache:
     """Capture-and-replay cache keyed by plan key, bounded by entries and bytes (LRU).
 
     ``run(key, fn, A)`` returns what ``fn(A)`` returns (a tuple of tensors), either by
-    running ``fn`` or by replaying a graph captured from it and cloning the static outputs
-    (same strides), so no later call overwrites an earlier result.
+    running ``fn`` or by replaying a graph captured from it and handing out the static
+    outputs of a slot nobody holds (same strides), so no later call overwrites a result
+    the caller still holds.
 
     Locking: ``self._lock`` guards the dictionaries and counters. An entry's own lock is
-    held from copy-in to clone-out. Order: an entry lock may be held while taking
+    held from copy-in to hand-out. Order: an entry lock may be held while taking
     ``self._lock``, never the reverse (eviction pops under ``self._lock``, then releases
     the graph under the entry lock). ``self._capture_lock`` serialises captures (rare,
     and two concurrent captures would fight over the allocator's private pools).
