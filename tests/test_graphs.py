@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 import time
+from unittest import mock
 
 import pytest
 import torch
@@ -578,3 +580,20 @@ def test_graph_settings_agree_with_the_full_config(monkeypatch):
     g, full = config.graph_settings(), config.get()
     assert (g.graphs, g.graph_entries, g.graph_bytes, g.graph_max_input) == (
         full.graphs, full.graph_entries, full.graph_bytes, full.graph_max_input) == (False, 3, 4 << 30, 123)
+
+
+def test_raw_environment_reads_follow_os_environ(monkeypatch):
+    # config reads os.environ's own dict (faster); every way of changing os.environ shows.
+    monkeypatch.setenv("ADAPTQR_GRAPH_ENTRIES", "7")
+    assert config.graph_settings().graph_entries == 7
+    os.environ["ADAPTQR_GRAPH_ENTRIES"] = "9"
+    assert config.graph_settings().graph_entries == 9
+    del os.environ["ADAPTQR_GRAPH_ENTRIES"]
+    assert config.graph_settings().graph_entries == 16
+    with mock.patch.dict(os.environ, {"ADAPTQR_PATH": "reference"}):
+        assert config.forced_path() == "reference"
+    assert config.forced_path() == os.environ.get("ADAPTQR_PATH")  # restored
+    # Where os.environ has no such dict (another platform), the plain lookup is used.
+    monkeypatch.setattr(config, "_ENV_DATA", None)
+    monkeypatch.setenv("ADAPTQR_GRAPHS", "0")
+    assert config.graph_settings().graphs is False
