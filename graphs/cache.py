@@ -466,8 +466,12 @@ class GraphCache:
                 for _ in range(n_slots):
                     outs = tuple(fn.alloc(A))
                     fn.load(A, outs)
-                    handle, static_out, pool = self.backend.capture(
-                        lambda outs=outs: (fn.body(outs), outs)[1], A.device)
+
+                    def thunk(outs=outs):
+                        fn.body(outs)
+                        return outs
+
+                    handle, static_out, pool = self.backend.capture(thunk, A.device)
                     slots.append(_Slot(handle, tuple(static_out)))
                     nbytes += sum(t.nbytes for t in outs) + int(pool)  # outs: outside the pool
                 static_in, load = None, fn.load

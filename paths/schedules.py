@@ -59,7 +59,7 @@ TRAILING_MIN_PROGRAMS = 264
 #: too (W summed with atomics): 2x4096 trailing took 25 ms with one program per column
 #: tile sweeping all 4096 rows (EXPERIMENTS.md, run 2). 1024 was 1 % faster on 2x4096 and
 #: 8x2048 (S2) but sends 60x1024's first panels (960 tiles) to the split update: 9.86 ->
-#: 10.31 ms through the public call (V2); a threshold of 512 keeps them whole.
+#: 10.31 ms through the public call (run 1158); a threshold of 512 keeps them whole.
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
@@ -88,10 +88,11 @@ def next_pow2(x: int) -> int:
 #: Run 2 (H200): group 1 was as fast or faster than 2, 4, 8 everywhere (2x4096: 30.8 ms
 #: against 38.8 at group 4); bn 64 beat 32 and 128; nb 64 (panel no longer in registers)
 #: lost everywhere (640x512: 47 ms against 14.7).
-#: Run H6 (H200, path alone in a graph): nb 16 against 32 at 40x176 0.325 / 0.451 ms, 40x352
-#: 1.083 / 1.222, 640x512 13.98 / 14.03, 60x1024 10.50 / 9.62, 8x2048 15.0 / 13.8 (a panel
-#: column step reduces nb values per column across the warps: half of them at nb 16, while
-#: the trailing update's K halves too, which costs more on the larger sizes).
+#: nb 16 against 32 on the H200, path alone in a graph (EXPERIMENTS.md H7): 40x176 0.292 /
+#: 0.399 ms, 40x352 0.992 / 1.164, 640x512 13.85 / 13.77; with H6's kernels 60x1024 10.50 /
+#: 9.62, 8x2048 15.0 / 13.8 (a panel column step reduces nb values a thread across the
+#: warps, half as many at nb 16, while the trailing update's K halves too, which costs more
+#: on the larger sizes).
 BLOCKED_BY_N = (
     (384, (16, 1, 64, 64)),
     (1 << 62, (32, 1, 64, 64)),

@@ -219,6 +219,20 @@ for ratio in (0.99, 1.01):        # a flat tail just under / just over the bound
     A[:, :, 30:] = 1.0
     A[:, :, 30:] *= ratio * bound * A.abs().sum(1).amax() / math.sqrt(m)
     cases.append(A)
+A = torch.randn(2, 48, 48)        # subnormal tails: the scaled second pass of the route probe
+A[0, :, 30:] = torch.randn(48, 18) * 1e-40
+A[1, :, 40:] = 1e-39
+cases.append(A)
+sub = route(A.mT.contiguous().mT, backend="triton")[1]["n_active"].tolist()
+assert sub == [30, 40], sub
+from adaptqr.detectors.kernels.route_kernel import route_columns_kernel
+H = A.mT.contiguous().mT
+cn, fl = torch.empty(2, 2, 48), torch.empty(2, 2, 48, dtype=torch.int8)
+route_columns_kernel[(2, 3)](H, 48, 48, H.stride(0), H.stride(2), cn[0], cn[1], fl[0], fl[1],
+                             BLOCK_N=16, BLOCK_M=32)
+want = probe(H, backend="torch")["col_norm2"]
+assert torch.allclose(cn[1], want, rtol=1e-5, atol=0), (cn[1][:, 28:], want[:, 28:])
+assert torch.allclose(cn[0], A.abs().sum(1), rtol=1e-5, atol=0)
 seen = set()
 for A in cases:
     H = A.mT.contiguous().mT

@@ -69,14 +69,15 @@ def route_columns_kernel(
     exact = (mx <= SQ_MAX_ABS) & ((ss >= m * SQ_MIN_SUM) | (mx == 0.0))
     n2 = tl.sqrt(ss)
     if tl.min(exact.to(tl.int32), axis=0) == 0:
-        # Huge or tiny columns in this tile: squares of entries divided by the column's max.
-        inv = tl.where(mx > 0.0, 1.0 / mx, 1.0)
+        # Huge or tiny columns in this tile: squares of entries divided by the column's max
+        # (a division: the reciprocal of a subnormal max overflows).
+        safe = tl.where(mx > 0.0, mx, 1.0)
         acc2 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
         for i0 in range(0, m, BLOCK_M):
             rows = i0 + tl.arange(0, BLOCK_M)
             mask = cmask[:, None] & (rows < m)[None, :]
             a = tl.abs(tl.load(base + rows[None, :], mask=mask, other=0.0).to(tl.float32))
-            y = tl.where(a <= 3.4028234663852886e38, a, 0.0) * inv[:, None]
+            y = tl.where(a <= 3.4028234663852886e38, a, 0.0) / safe[:, None]
             acc2 += y * y
         n2 = tl.where(exact, n2, mx * tl.sqrt(tl.sum(acc2, axis=1)))
     out = b.to(tl.int64) * n + cols
