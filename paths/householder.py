@@ -45,7 +45,8 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
-from adaptqr.paths.kernels.panel import panel_chunked_kernel, panel_reg_kernel, panel_split_kernel
+from adaptqr.paths.kernels.panel import (panel_chunked_kernel, panel_reg_kernel, panel_split_kernel,
+                                         panel_t_kernel)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.schedules import next_pow2
 
@@ -153,7 +154,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s.t_kernel)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
@@ -206,27 +207,32 @@ class _SplitWork:
         return self.bufs
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None):
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None, t_kernel=False):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
+    wt = not t_kernel
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
-                               NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=True,
+                               NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=wt,
                                num_warps=_warps(nb * MB))
-        return
-    rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
-    if rp is not None:
-        rb, p = rp
-        pmax = next_pow2(p)
-        WS, SP, CNT = split.get(pmax)
-        panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb, n_tw, p,
-                                   NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na, WRITE_T=True,
-                                   num_warps=_warps(nb * rb))
     else:
-        CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
-        panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
-                                   NB=nb, CH=CH, HAS_NA=has_na, WRITE_T=True,
-                                   num_warps=_warps(nb * CH))
+        rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
+        if rp is not None:
+            rb, p = rp
+            pmax = next_pow2(p)
+            WS, SP, CNT = split.get(pmax)
+            panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb, n_tw,
+                                       p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na, WRITE_T=wt,
+                                       num_warps=_warps(nb * rb))
+        else:
+            CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
+            panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
+                                       NB=nb, CH=CH, HAS_NA=has_na, WRITE_T=wt,
+                                       num_warps=_warps(nb * CH))
+    if t_kernel:
+        panel_t_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
+                             NB=nb, CH=schedules.T_KERNEL_ROWS, HAS_NA=has_na,
+                             num_warps=schedules.T_KERNEL_WARPS)
 
 
 def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf):

@@ -63,6 +63,11 @@ TRAILING_MIN_PROGRAMS = 264
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
+#: The separate T kernel (``Schedule.t_kernel``): one warp a matrix, [NB, 32] row chunks of
+#: the stored panel for ``V^T V``. For sm_90 (ptxas, offline): 222 registers at NB = 32
+#: (64-row chunks: 255 and a spill), so nine such warps share an SM.
+T_KERNEL_WARPS = 1
+T_KERNEL_ROWS = 32
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -78,6 +83,9 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
+    # Build each panel's T in a kernel of its own (one warp a matrix) instead of inside
+    # the panel kernel. Not measured yet (EXPERIMENTS.md H9): off.
+    t_kernel: bool = False
 
 
 def next_pow2(x: int) -> int:

@@ -99,6 +99,20 @@ SCRIPT = textwrap.dedent(r'''
                           "h": float(((H1 - H2).abs().max() / H1.abs().max())),
                           "tau": float((t1 - t2).abs().max()), "t": float((T1 - T2).abs().max()),
                           "finite": bool(torch.isfinite(H2).all())}))
+    # The separate T kernel (schedule t_kernel): same factorization as T built in the panel
+    # kernels (register and streamed panels; n_active with a zero-tau tail).
+    import dataclasses
+    ST = dataclasses.replace(S, t_kernel=True)
+    for tiles in ((16 * 128, 16 * 16), (16 * 32, 16 * 16)):
+        old = (schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE)
+        schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE = tiles
+        A = torch.randn(3, 70, 60)
+        info = Info({"n_active": torch.tensor([60, 37, 0], dtype=torch.int32)})
+        (H1, t1), (H2, t2) = run(A, S, info), run(A, ST, info)
+        schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE = old
+        r = check_geqrf(A[:1], H2[:1], t2[:1])
+        print(json.dumps({"name": f"t kernel {tiles[0]}", "h": float((H1 - H2).abs().max()),
+                          "tau": float((t1 - t2).abs().max()), "bar": bool(r.passes_bar)}))
     # Scaling: 1e30 / 1e-30 factor as well as the unscaled matrix (small and blocked).
     for sched, n in ((None, 24), (S, 48)):
         A0 = torch.randn(2, n, n)
@@ -175,6 +189,12 @@ def test_matches_lapack_on_well_conditioned_inputs(results):
         assert d["sign_ok"], d
         # R relative to max|A|, V and tau absolute (they are scale-free): float32 rounding.
         assert d["r_err"] < 1e-4 and d["v_err"] < 1e-3 and d["tau_err"] < 1e-4, d
+
+
+@pytest.mark.parametrize("tiles", ["2048", "512"])
+def test_separate_t_kernel_gives_the_same_factorization(results, tiles):
+    d = results[f"t kernel {tiles}"]
+    assert d["h"] < 1e-5 and d["tau"] < 1e-6 and d["bar"], d
 
 
 def test_scaled_inputs(results):

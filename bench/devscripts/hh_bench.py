@@ -61,7 +61,7 @@ def factor(A, sched=None):
 
 
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
-PANEL_VARIANTS = {"base": {}, "nb32": {"nb": 32}, "nb16": {"nb": 16}}
+PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}}
 
 
 def timed(fn, inputs, reps, graph):

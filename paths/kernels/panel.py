@@ -21,7 +21,9 @@ overflow nor underflow):
   once (the launcher checks ``B * P <= SM count``); never under the interpreter with P > 1.
 
 All three write ``tau[b, k:k+pw]`` and (``WRITE_T``) the compact-WY ``T`` (``NB x NB`` upper
-triangular, ``Q_panel = I - V T V^T``) into ``TW[b, tw_index]``. ``T`` is built by the
+triangular, ``Q_panel = I - V T V^T``) into ``TW[b, tw_index]``; with ``WRITE_T`` off,
+:func:`panel_t_kernel` builds ``T`` afterwards from the stored panel, in one warp per
+matrix (experiment H9, schedule ``t_kernel``). ``T`` is built by the
 ``larft`` recurrence ``T[:i, i] = -tau_i T[:i, :i] (V^T V)[:i, i]``, which needs no
 ``1/tau`` and so is exact for ``tau = 0`` columns.
 
@@ -143,6 +145,40 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
+
+
+@triton.jit
+def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
+                   NB: tl.constexpr, CH: tl.constexpr, HAS_NA: tl.constexpr):
+    """``T`` of the panel at columns [k, k+pw) of matrix program_id(0), from the reflectors
+    and taus the panel kernel stored (launched with one warp: the ``NB`` steps of the T
+    recurrence then reduce inside a warp, where in the panel kernel every step crossed its
+    8 warps: 37 % of a 640x512 panel launch went to S and T, EXPERIMENTS.md H8).
+
+    Same arguments as :func:`panel_reg_kernel`; ``V^T V`` is summed over row chunks of CH.
+    """
+    b = tl.program_id(0)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    if k < na:
+        jj = tl.arange(0, NB)
+        rr = tl.arange(0, CH)
+        cols = k + jj
+        keep = (jj < pw) & (cols < na)
+        S = tl.zeros((NB, NB), dtype=tl.float32)
+        for r0 in range(k, m, CH):
+            r = r0 + rr
+            msk = keep[:, None] & (r < m)[None, :]
+            V = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
+            V = tl.where(r[None, :] > cols[:, None], V,
+                         tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
+            V = tl.where(msk, V, 0.0)
+            S += tl.dot(V, tl.trans(V), input_precision="ieee")
+        taus = tl.load(TAU + b.to(tl.int64) * n + cols, mask=jj < pw, other=0.0)
+        _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
 
 
 @triton.jit
