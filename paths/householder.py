@@ -154,7 +154,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s.t_kernel)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
@@ -207,14 +207,14 @@ class _SplitWork:
         return self.bufs
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None, t_kernel=False):
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
-    wt = not t_kernel
+    wt = not s.t_kernel
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=wt,
-                               num_warps=_warps(nb * MB))
+                               num_warps=s.panel_warps or _warps(nb * MB))
     else:
         rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
         if rp is not None:
@@ -229,7 +229,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split=None, t_kern
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                        NB=nb, CH=CH, HAS_NA=has_na, WRITE_T=wt,
                                        num_warps=_warps(nb * CH))
-    if t_kernel:
+    if s.t_kernel:
         panel_t_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                              NB=nb, CH=schedules.T_KERNEL_ROWS, HAS_NA=has_na,
                              num_warps=schedules.T_KERNEL_WARPS)

@@ -86,6 +86,9 @@ class Schedule:
     # Build each panel's T in a kernel of its own (one warp a matrix) instead of inside
     # the panel kernel. Not measured yet (EXPERIMENTS.md H9): off.
     t_kernel: bool = False
+    # Warps of the register panel kernel; 0: the register-budget rule (householder._warps).
+    # H6 found more warps slower; fewer (4 for [32, 256] and [32, 512]) is unmeasured.
+    panel_warps: int = 0
 
 
 def next_pow2(x: int) -> int:

@@ -13,7 +13,8 @@ Sections (each skipped once ``--budget`` seconds are spent): ``check`` (every be
 test case at full batch, worst scaled residuals against the half gate), ``time`` (default
 schedule per benchmark case, CUDA-graph replay, L2 flushed, k rotating inputs as qr_v2),
 ``parts`` (panel-only / trailing-only time, to see where the time goes), ``panels``
-(register-panel variants on every benchmark case: ``PANEL_VARIANTS``), ``variants``
+(register-panel variants on every benchmark case: ``PANEL_VARIANTS``), ``small`` (the
+one-launch kernel against blocked nb 16 for n = 80..128), ``variants``
 (schedules and precisions on the large cases, timing and accuracy), ``split`` (row-split
 panel/trailing knobs on 8x2048 and 2x4096; not in the default sections).
 """
@@ -61,7 +62,8 @@ def factor(A, sched=None):
 
 
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
-PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}}
+PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}, "warps4": {"panel_warps": 4},
+                  "t_kernel_warps4": {"t_kernel": True, "panel_warps": 4}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -202,12 +204,31 @@ def main():
                 print(f"panel {case_name(c):34s} {name:9s} {ms:8.3f} ms factor {wf:6.3f} "
                       f"orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
             del ins
+            save()  # a run cut short by its timeout keeps what it measured
         for name, v in geo.items():
             if len(v) == 12 and len(bench_cases()) == 12:
                 g = math.exp(sum(map(math.log, v)) / 12)
                 res.setdefault("panel_geomean_ms", {})[name] = g
                 print(f"panel geomean {name:9s} {g:.3f} ms")
         save()
+
+    if "small" in secs:
+        # One-launch kernel against the blocked nb 16 schedule for n = 65..128 (candidate 4:
+        # the [128, 128] register tile spills 11.9 KB a thread).
+        blocked = schedules.Schedule(small=False, nb=16, group=1, bn=64, bm=64)
+        for B, n in ((24, 128), (32, 96), (40, 128), (64, 80)):
+            if left(args.budget) < 0:
+                break
+            c = {"batch": B, "n": n, "cond": 1, "seed": 4242 + n, "case": "dense"}
+            ins = make_inputs(c)
+            for name, sv in (("small", None), ("blocked_nb16", blocked)):
+                ms = timed(lambda a: factor(a, sv), ins, 3, graph=True)
+                wf, wo, ok = check(ins[0], sv)
+                res["variants"].append({"case": case_name(c), "schedule": name, "ms": ms,
+                                        "factor": wf, "orth": wo, "bar": ok})
+                print(f"small {case_name(c):26s} {name:13s} {ms:8.3f} ms factor {wf:6.3f} "
+                      f"orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
+            save()
 
     if "check_tests" in secs:
         run_check(test_cases())
