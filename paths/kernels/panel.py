@@ -148,6 +148,22 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
 
 @triton.jit
+def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr):
+    """``V^T V`` (NB x NB) of the reflectors stored in columns ``cols`` of one matrix (unit
+    diagonal implied, rows ``[k, m)`` read in chunks of CH; columns not in ``keep`` are 0)."""
+    rr = tl.arange(0, CH)
+    S = tl.zeros((NB, NB), dtype=tl.float32)
+    for r0 in range(k, m, CH):
+        r = r0 + rr
+        msk = keep[:, None] & (r < m)[None, :]
+        V = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
+        V = tl.where(r[None, :] > cols[:, None], V, tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
+        V = tl.where(msk, V, 0.0)
+        S += tl.dot(V, tl.trans(V), input_precision="ieee")
+    return S
+
+
+@triton.jit
 def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                    NB: tl.constexpr, CH: tl.constexpr, HAS_NA: tl.constexpr):
     """``T`` of the panel at columns [k, k+pw) of matrix program_id(0), from the reflectors
@@ -165,18 +181,9 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         na = n
     if k < na:
         jj = tl.arange(0, NB)
-        rr = tl.arange(0, CH)
         cols = k + jj
         keep = (jj < pw) & (cols < na)
-        S = tl.zeros((NB, NB), dtype=tl.float32)
-        for r0 in range(k, m, CH):
-            r = r0 + rr
-            msk = keep[:, None] & (r < m)[None, :]
-            V = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
-            V = tl.where(r[None, :] > cols[:, None], V,
-                         tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
-            V = tl.where(msk, V, 0.0)
-            S += tl.dot(V, tl.trans(V), input_precision="ieee")
+        S = _stored_vtv(base, cols, keep, k, m, NB, CH)
         taus = tl.load(TAU + b.to(tl.int64) * n + cols, mask=jj < pw, other=0.0)
         _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
 
@@ -241,16 +248,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             tl.debug_barrier()
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
-            keep = colvalid & (cols < na)
-            S = tl.zeros((NB, NB), dtype=tl.float32)
-            for r0 in range(k, m, CH):
-                r = r0 + rr
-                msk = keep[:, None] & (r < m)[None, :]
-                V = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
-                V = tl.where(r[None, :] > cols[:, None], V,
-                             tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
-                V = tl.where(msk, V, 0.0)
-                S += tl.dot(V, tl.trans(V), input_precision="ieee")
+            S = _stored_vtv(base, cols, colvalid & (cols < na), k, m, NB, CH)
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
