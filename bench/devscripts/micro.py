@@ -156,6 +156,14 @@ def tbuild():
         f = lambda: panel_reg_kernel[(640,)](Ht, tau, TW, tau, 0, 512, 512, 32, 0, 16, NB=32, MB=512,
                                              HAS_NA=False, WRITE_T=wt, num_warps=8)
         rows.append({"kernel": "reg 640x512 k=0", "write_t": wt, "ms": gpu_ms(f, graph=True)})
+    # The separate T kernel (schedule t_kernel, H9) on the same panel, alone.
+    from adaptqr.paths import schedules
+    from adaptqr.paths.kernels.panel import panel_t_kernel
+
+    f = lambda: panel_t_kernel[(640,)](Ht, tau, TW, tau, 0, 512, 512, 32, 0, 16, NB=32,
+                                       CH=schedules.T_KERNEL_ROWS, HAS_NA=False,
+                                       num_warps=schedules.T_KERNEL_WARPS)
+    rows.append({"kernel": "t_kernel 640x512 k=0", "write_t": True, "ms": gpu_ms(f, graph=True)})
     B, n = 2, 4096
     A = torch.randn(B, n, n, device="cuda")
     Ht = A.mT.contiguous()
