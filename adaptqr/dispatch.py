@@ -329,10 +329,15 @@ def _alloc(A: torch.Tensor, B: int, m: int, n: int):
     strides[-2], strides[-1] = strides[-1], strides[-2]
     a = torch.empty_strided(batch + (m, n), strides, dtype=A.dtype, device=A.device)
     tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
+    return (a, tau) + _path_views(a, tau, B, m, n)
+
+
+def _path_views(a: torch.Tensor, tau: torch.Tensor, B: int, m: int, n: int):
+    """The ``(B, m, n)`` / ``(B, k)`` views of geqrf's outputs that the paths take."""
     k = min(m, n)
     # as_strided, not view: a view keeps arbitrary strides on size-1 dims (B = 1 from a 2-D
     # input), and the paths check for exactly (m*n, 1, m) and (k, 1).
-    return a, tau, a.as_strided((B, m, n), (m * n, 1, m)), tau.as_strided((B, k), (k, 1))
+    return a.as_strided((B, m, n), (m * n, 1, m)), tau.as_strided((B, k), (k, 1))
 
 
 class _Runner:
@@ -360,13 +365,8 @@ class _Runner:
         outs[0].copy_(A)
 
     def body(self, outs: tuple) -> None:
-        a, tau_full = outs
         spec = self.plan.spec
-        B, m, n = spec.batch, spec.m, spec.n
-        k = min(m, n)
-        # as_strided, as in _alloc: the paths check for exactly these strides.
-        H = a.as_strided((B, m, n), (m * n, 1, m))
-        tau = tau_full.as_strided((B, k), (k, 1))
+        H, tau = _path_views(outs[0], outs[1], spec.batch, spec.m, spec.n)
         routes, features = probe(self.plan, H)
         self.routes = routes
         factor(self.plan, H, tau, routes, features)
