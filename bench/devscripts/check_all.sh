@@ -2,12 +2,7 @@
 # One short device call: worst residuals per qr_v2 test case for the default dispatch and for
 # the reference path, the benchmark cases at other seeds, and the detector GPU tests.
 # Back under $OUT: log.txt, check_default.txt, check_reference.txt, check_other_seeds.txt.
-set -u
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-exec > >(tee -a "$OUT/log.txt") 2>&1
-python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || echo "pip install -e failed (the checkout maps its own subpackages)"
+source "$(dirname "$0")/_preamble.sh"
 timeout 60 python3 -m adaptqr check --cases tests > "$OUT/check_default.txt" 2>/dev/null; echo "default: exit $?"; tail -n 26 "$OUT/check_default.txt"
 timeout 70 python3 -m adaptqr check --cases tests --path reference > "$OUT/check_reference.txt" 2>/dev/null; echo "reference: exit $?"; tail -n 26 "$OUT/check_reference.txt"
 timeout 30 python3 -m pytest -q -m gpu tests/gpu/test_detectors_gpu.py -p no:cacheprovider 2>&1 | tail -n 3

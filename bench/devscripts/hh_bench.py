@@ -104,6 +104,18 @@ def check(A, sched=None):
     return r.worst_factor, r.worst_orth, r.passes_bar
 
 
+def measure(tag, ins, sched):
+    """``(ms, factor, orth, passes)`` of schedule ``sched`` on ``ins`` (time over all of them,
+    accuracy on the first); None, with the error printed, when the variant fails to compile
+    or run (a result too)."""
+    try:
+        ms = timed(lambda a: factor(a, sched), ins, 3, graph=True)
+        return (ms,) + tuple(check(ins[0], sched))
+    except Exception as e:
+        print(tag, "ERROR", repr(e)[:300])
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--budget", type=float, default=300.0)
@@ -191,13 +203,11 @@ def main():
             for name, kw in PANEL_VARIANTS.items():
                 if left(args.budget) < 0:
                     break
-                sv = dataclasses.replace(base_s, **kw)
-                try:
-                    ms = timed(lambda a: factor(a, sv), ins, 3, graph=True)
-                    wf, wo, ok = check(ins[0], sv)
-                except Exception as e:  # a variant that fails to compile is a result too
-                    print("panel", case_name(c), name, "ERROR", repr(e)[:300])
+                got = measure(f"panel {case_name(c)} {name}", ins,
+                              dataclasses.replace(base_s, **kw))
+                if got is None:
                     continue
+                ms, wf, wo, ok = got
                 geo[name].append(ms)
                 res["variants"].append({"case": case_name(c), "panel": name, "ms": ms,
                                         "factor": wf, "orth": wo, "bar": ok})
@@ -222,8 +232,10 @@ def main():
             c = {"batch": B, "n": n, "cond": 1, "seed": 4242 + n, "case": "dense"}
             ins = make_inputs(c)
             for name, sv in (("small", None), ("blocked_nb16", blocked)):
-                ms = timed(lambda a: factor(a, sv), ins, 3, graph=True)
-                wf, wo, ok = check(ins[0], sv)
+                got = measure(f"small {case_name(c)} {name}", ins, sv)
+                if got is None:
+                    continue
+                ms, wf, wo, ok = got
                 res["variants"].append({"case": case_name(c), "schedule": name, "ms": ms,
                                         "factor": wf, "orth": wo, "bar": ok})
                 print(f"small {case_name(c):26s} {name:13s} {ms:8.3f} ms factor {wf:6.3f} "
@@ -263,13 +275,10 @@ def main():
                 if left(args.budget) < 0:
                     break
                 s = dataclasses.replace(base_s, nb=nb, group=group, prec=prec, bn=bn)
-                ins = make_inputs(c, k=1)
-                try:
-                    ms = timed(lambda a: factor(a, s), ins, 3, graph=True)
-                    wf, wo, ok = check(ins[0], s)
-                except Exception as e:  # a variant that fails to compile is a result too
-                    print("variant", case_name(c), s, "ERROR", repr(e)[:300])
+                got = measure(f"variant {case_name(c)} {s}", make_inputs(c, k=1), s)
+                if got is None:
                     continue
+                ms, wf, wo, ok = got
                 res["variants"].append({"case": case_name(c), "nb": nb, "group": group, "bn": bn,
                                         "prec": prec, "ms": ms, "factor": wf, "orth": wo})
                 print(f"variant {case_name(c):30s} nb {nb:3d} group {group} bn {bn:3d} {prec:6s} "

@@ -5,13 +5,8 @@
 # and the separate T kernel alone (micro.py tbuild); the one-launch kernel against
 # blocked nb 16 for n = 80..128; the Householder GPU tests (the T kernel's among them).
 # Usage there:  ADAPTQR_COMMIT=<sha> bash bench/devscripts/next_panels.sh   (files under $OUT)
-set -u
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
+source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/a" "$OUT/b"
-exec > >(tee -a "$OUT/log.txt") 2>&1
-T0=$(date +%s)
-python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || echo "pip install -e failed"
 OUT="$OUT/a" timeout 330 python3 bench/devscripts/hh_bench.py --sections panels --budget 310
 echo "== T costs  (t=$(( $(date +%s) - T0 ))s)"
 timeout 40 python3 bench/devscripts/micro.py --sections tbuild

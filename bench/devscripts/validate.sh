@@ -7,13 +7,8 @@
 # Usage there:  ADAPTQR_COMMIT=<sha> bash bench/devscripts/validate.sh
 # Back under $OUT (at most 8 files): log.txt, main/*.json, small/*.json, gpu_tests.txt,
 # check_tests.txt, check_other_seeds.txt.
-set -u
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
+source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/main" "$OUT/small"
-exec > >(tee -a "$OUT/log.txt") 2>&1
-T0=$(date +%s)
-python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || echo "pip install -e failed (the checkout maps its own subpackages)"
 python3 -c "import adaptqr.paths.householder, adaptqr.detectors, adaptqr.graphs, torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv
 echo "== 1. bench (12 cases): default and noprobe"
