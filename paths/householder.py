@@ -210,12 +210,17 @@ class _SplitWork:
 def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
-    wt = not s.t_kernel
+    sep_t = bool(s.t_kernel)
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
+        # Off the GPU (the interpreter) no SM count: the latency-bound plan.
+        sm = split.sm if split is not None else B + 1
+        warps, auto_t = schedules.register_panel_plan(B, sm, nb * MB)
+        sep_t = auto_t if s.t_kernel is None else s.t_kernel
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
-                               NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=wt,
-                               num_warps=s.panel_warps or _warps(nb * MB))
+                               NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=not sep_t,
+                               num_warps=s.panel_warps or warps)
     else:
+        wt = not sep_t
         rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
         if rp is not None:
             rb, p = rp
@@ -229,7 +234,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                        NB=nb, CH=CH, HAS_NA=has_na, WRITE_T=wt,
                                        num_warps=_warps(nb * CH))
-    if s.t_kernel:
+    if sep_t:
         panel_t_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                              NB=nb, CH=schedules.T_KERNEL_ROWS, HAS_NA=has_na,
                              num_warps=schedules.T_KERNEL_WARPS)

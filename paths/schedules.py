@@ -32,8 +32,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Whole QR in one launch when next_pow2(n) * next_pow2(m) is at most this (square: n <= 128).
-SMALL_MAX_TILE = 16384
+#: Whole QR in one launch when next_pow2(n) * next_pow2(m) is at most this (square: n <= 64).
+#: At 16K (n <= 128) the one-launch kernel spilled: blocked nb 16 took about half its time
+#: for n = 80..128 on the H200 (24x128 0.327 -> 0.175 ms, 32x96 0.247 -> 0.123, 40x128
+#: 0.330 -> 0.179, 64x80 0.207 -> 0.098; EXPERIMENTS.md H10).
+SMALL_MAX_TILE = 4096
 #: Panel tile held in registers up to this many elements (32 x 512); taller panels stream.
 REG_PANEL_MAX_TILE = 16384
 #: Trailing column tile kept in registers over a whole group up to this many elements.
@@ -68,6 +71,15 @@ TRAILING_SPLIT_MIN_ROWS = 256
 #: (64-row chunks: 255 and a spill), so nine such warps share an SM.
 T_KERNEL_WARPS = 1
 T_KERNEL_ROWS = 32
+#: A register panel of a batch with at least this many matrices per SM is throughput-bound
+#: (several programs wait for each SM): there T goes to the separate one-warp kernel and
+#: the panel kernel runs 4 warps. 640x512 (4.8 a SM) 13.77 -> 11.09 ms (T kernel alone
+#: 12.28, 4 warps alone 13.30); below one a SM the extra launch and the longer column step
+#: cost: 40x176 0.293 -> 0.337, 60x1024 9.56 -> 10.27 (path alone, EXPERIMENTS.md H9).
+THROUGHPUT_MATRICES_PER_SM = 1
+#: Register panel tiles up to this many elements run 4 warps whatever the batch: 40x352's
+#: [16, 512] panels 0.996 -> 0.920 ms at 4 warps (H9's `warps4`).
+PANEL_FEW_WARPS_TILE = 8192
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -84,10 +96,10 @@ class Schedule:
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
     # Build each panel's T in a kernel of its own (one warp a matrix) instead of inside
-    # the panel kernel. Not measured yet (EXPERIMENTS.md H9): off.
-    t_kernel: bool = False
-    # Warps of the register panel kernel; 0: the register-budget rule (householder._warps).
-    # H6 found more warps slower; fewer (4 for [32, 256] and [32, 512]) is unmeasured.
+    # the panel kernel: True / False for every panel; None: register panels of
+    # throughput-bound batches only (register_panel_plan).
+    t_kernel: bool | None = None
+    # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
 
 
@@ -108,6 +120,15 @@ BLOCKED_BY_N = (
     (384, (16, 1, 64, 64)),
     (1 << 62, (32, 1, 64, 64)),
 )
+
+
+def register_panel_plan(batch: int, sm_count: int, elements: int) -> tuple[int, bool]:
+    """``(num_warps, separate_t)`` for a register panel tile of ``elements`` (``nb * MB``)
+    on a batch of ``batch`` matrices over ``sm_count`` SMs (the measurements are at the
+    constants above). Example: ``register_panel_plan(640, 132, 16384) == (4, True)``."""
+    throughput = batch >= THROUGHPUT_MATRICES_PER_SM * sm_count
+    few = elements <= PANEL_FEW_WARPS_TILE or throughput
+    return (4 if few else 8 if elements <= 16384 else 16), throughput
 
 
 def schedule_for(m: int, n: int) -> Schedule:

@@ -27,3 +27,23 @@ def test_split_min_rows_override(monkeypatch):
             schedules.split_min_rows()
     monkeypatch.setenv("ADAPTQR_SPLIT_MIN_ROWS", "")
     assert schedules.split_min_rows() == schedules.SPLIT_MIN_ROWS
+
+
+def test_one_launch_kernel_only_up_to_n_64():
+    # The one-launch kernel spills past 64 x 64 (EXPERIMENTS.md H10): n = 65..128 go blocked.
+    assert schedules.schedule_for(64, 64).small
+    assert schedules.schedule_for(256, 16).small
+    for n in (65, 80, 96, 128):
+        s = schedules.schedule_for(n, n)
+        assert not s.small and s.nb == 16, (n, s)
+
+
+def test_register_panel_plan_by_batch_and_tile():
+    # Throughput-bound batches (at least one matrix an SM): separate T kernel, 4 warps.
+    assert schedules.register_panel_plan(640, H200_SMS, 32 * 512) == (4, True)
+    assert schedules.register_panel_plan(H200_SMS, H200_SMS, 32 * 512) == (4, True)
+    # Latency-bound: T inside the panel kernel; 8 warps only past PANEL_FEW_WARPS_TILE.
+    assert schedules.register_panel_plan(60, H200_SMS, 32 * 512) == (8, False)
+    assert schedules.register_panel_plan(131, H200_SMS, 32 * 512) == (8, False)
+    assert schedules.register_panel_plan(40, H200_SMS, 16 * 512) == (4, False)
+    assert schedules.register_panel_plan(40, H200_SMS, 16 * 256) == (4, False)
