@@ -45,6 +45,7 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
+from adaptqr.paths.kernels.cholqr_panel import panel_cholqr_kernel
 from adaptqr.paths.kernels.panel import (panel_chunked_kernel, panel_reg_kernel, panel_split_kernel,
                                          panel_t_kernel)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
@@ -194,6 +195,7 @@ class _SplitWork:
         self.H, self.nb = H, nb
         self.sm = _sm_count(H.device)
         self.bufs = None
+        self.chol = None
 
     def get(self, pmax: int):
         B, m, n = self.H.shape
@@ -205,6 +207,19 @@ class _SplitWork:
                          torch.empty((B, cap, self.nb, self.nb), dtype=torch.float32, device=dev),
                          torch.zeros((B, 3 * n), dtype=torch.int32, device=dev))
         return self.bufs
+
+    def get_cholqr(self, pmax: int):
+        """The CholeskyQR2 panel's Gram partials and sums (float64) and its barrier counters
+        (four a panel), after :meth:`get` (whose capacity they share)."""
+        if self.chol is None:
+            B, m, n = self.H.shape
+            cap = self.bufs[0].shape[2]
+            dev, nn = self.H.device, self.nb * self.nb
+            self.chol = (torch.empty((B, cap, nn), dtype=torch.float64, device=dev),
+                         torch.empty((B, nn), dtype=torch.float64, device=dev),
+                         torch.zeros((B, 4 * triton.cdiv(n, self.nb)), dtype=torch.int32,
+                                     device=dev))
+        return self.chol
 
 
 def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
@@ -226,9 +241,16 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
             rb, p = rp
             pmax = next_pow2(p)
             WS, SP, CNT = split.get(pmax)
-            panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb, n_tw,
-                                       p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na, WRITE_T=wt,
-                                       num_warps=_warps(nb * rb))
+            if s.cholqr and nb <= rb <= schedules.CHOLQR_MAX_RB and wt:
+                GW, GR, CNT4 = split.get_cholqr(pmax)
+                panel_cholqr_kernel[(B, p)](Ht, tau, TW, na, GW, GR, CNT4, WS, SP, CNT, k, m, n,
+                                            pw, k // nb, n_tw, p, NB=nb, RB=rb, PMAX=pmax,
+                                            LOG2NB=nb.bit_length() - 1, HAS_NA=has_na,
+                                            num_warps=s.cholqr_warps or _warps(4 * nb * rb))
+            else:
+                panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
+                                           n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
+                                           WRITE_T=wt, num_warps=_warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,

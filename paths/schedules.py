@@ -80,6 +80,9 @@ THROUGHPUT_MATRICES_PER_SM = 1
 #: Register panel tiles up to this many elements run 4 warps whatever the batch: 40x352's
 #: [16, 512] panels 0.996 -> 0.920 ms at 4 warps (H9's `warps4`).
 PANEL_FEW_WARPS_TILE = 8192
+#: Row-split panels of at most this many rows a program go through the CholeskyQR2 panel:
+#: its float64 tiles ([NB, RB] twice) must stay in registers.
+CHOLQR_MAX_RB = 128
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -101,6 +104,11 @@ class Schedule:
     t_kernel: bool | None = None
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
+    # Row-split panels by CholeskyQR2 rebuilt into Householder form (kernels/cholqr_panel.py)
+    # where the program's rows fit (CHOLQR_MAX_RB); False: the Householder column loop.
+    cholqr: bool = True
+    # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
+    cholqr_warps: int = 0
 
 
 def next_pow2(x: int) -> int:

@@ -16,7 +16,8 @@ schedule per benchmark case, CUDA-graph replay, L2 flushed, k rotating inputs as
 (register-panel variants on every benchmark case: ``PANEL_VARIANTS``), ``small`` (the
 one-launch kernel against blocked nb 16 for n = 80..128), ``variants``
 (schedules and precisions on the large cases, timing and accuracy), ``split`` (row-split
-panel/trailing knobs on 8x2048 and 2x4096; not in the default sections).
+panel/trailing knobs on 8x2048 and 2x4096; not in the default sections), ``cholqr``
+(row-split panels: CholeskyQR2 against Householder, ``CHOLQR_VARIANTS``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def factor(A, sched=None):
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
 PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}, "warps4": {"panel_warps": 4},
                   "t_kernel_warps4": {"t_kernel": True, "panel_warps": 4}}
+#: Row-split panel variants (``--sections cholqr``, cases with split panels, EXPERIMENTS.md C2).
+CHOLQR_VARIANTS = {"cholqr": {}, "householder": {"cholqr": False},
+                   "cholqr_w4": {"cholqr_warps": 4}, "cholqr_w16": {"cholqr_warps": 16}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -241,6 +245,37 @@ def main():
                 print(f"small {case_name(c):26s} {name:13s} {ms:8.3f} ms factor {wf:6.3f} "
                       f"orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
             save()
+
+    if "cholqr" in secs:
+        # Row-split panels: CholeskyQR2 rebuilt into Householder form against the Householder
+        # column loop (EXPERIMENTS.md C2), whole path and panels alone, on the cases whose
+        # panels are split, then accuracy on every n >= 1024 test case.
+        split_cases = [c for c in bench_cases() if c["batch"] <= 8 and c["n"] >= 2048]
+        split_cases.append({"batch": 3, "n": 1100, "cond": 1, "seed": 77, "case": "dense"})
+        real_t = householder._trailing
+        for c in split_cases:
+            ins = make_inputs(c)
+            base_s = schedules.schedule_for(c["n"], c["n"])
+            for name, kw in CHOLQR_VARIANTS.items():
+                if left(args.budget) < 0:
+                    break
+                sv = dataclasses.replace(base_s, **kw)
+                got = measure(f"cholqr {case_name(c)} {name}", ins, sv)
+                if got is None:
+                    continue
+                ms, wf, wo, ok = got
+                householder._trailing = lambda *a, **k: None
+                try:
+                    pms = timed(lambda a: factor(a, sv), ins[:2], 3, graph=True)
+                finally:
+                    householder._trailing = real_t
+                res["variants"].append({"case": case_name(c), "split_panel": name, "ms": ms,
+                                        "panel_only_ms": pms, "factor": wf, "orth": wo, "bar": ok})
+                print(f"cholqr {case_name(c):26s} {name:12s} {ms:8.3f} ms (panels {pms:7.3f}) "
+                      f"factor {wf:6.3f} orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
+            del ins
+            save()
+        run_check([c for c in test_cases() if c["n"] >= 1024])
 
     if "check_tests" in secs:
         run_check(test_cases())

@@ -287,6 +287,28 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
     else:
         na = n
     jj = tl.arange(0, NB)
+    rows = k + p * RB + tl.arange(0, RB)
+    cols = k + jj
+    colvalid = jj < pw
+    rowvalid = rows < m
+    if k < na:
+        ptrs = base + cols[:, None] * m + rows[None, :]
+        mask = colvalid[:, None] & rowvalid[None, :]
+        P_ = tl.load(ptrs, mask=mask, other=0.0)
+        split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
+                      n_tw, P, NB, RB, PMAX, WRITE_T)
+    else:
+        if p == 0:
+            tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
+
+
+@triton.jit
+def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index, n_tw, P,
+                  NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr):
+    """The column loop of :func:`panel_split_kernel` on this program's rows ``P_`` (``[NB,
+    RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T.
+    Also the fallback of :mod:`adaptqr.paths.kernels.cholqr_panel`."""
+    jj = tl.arange(0, NB)
     pp = tl.arange(0, PMAX)
     rows = k + p * RB + tl.arange(0, RB)
     cols = k + jj
@@ -295,72 +317,65 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
     WSTR: tl.constexpr = 4 * NB
     wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
     cntb = CNT + b.to(tl.int64) * 3 * n
-    if k < na:
-        ptrs = base + cols[:, None] * m + rows[None, :]
-        mask = colvalid[:, None] & rowvalid[None, :]
-        P_ = tl.load(ptrs, mask=mask, other=0.0)
-        taus = tl.zeros((NB,), dtype=tl.float32)
-        pmask = (pp < P)[:, None] & (jj < NB)[None, :]
-        for j in range(0, pw):
-            c = k + j
-            sel = jj == j
-            x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
-            is_top = rows == c
-            below = rows > c
-            xb = tl.where(below, x, 0.0)
-            d_p = tl.sum(P_ * xb[None, :], axis=1)
-            top_p = tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1)
-            amax_p = tl.max(tl.abs(xb), axis=0)
-            slot = wsb + (j % 2) * PMAX * WSTR + p * WSTR
-            tl.store(slot + jj, d_p)
-            tl.store(slot + NB + jj, top_p)
-            tl.store(slot + 2 * NB + jj, tl.where(jj == 0, amax_p, 0.0))
-            _grid_barrier(cntb, c, P)
-            allp = wsb + (j % 2) * PMAX * WSTR + pp[:, None] * WSTR + jj[None, :]
-            d = tl.sum(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0)
-            top = tl.sum(tl.load(allp + NB, mask=pmask, other=0.0, volatile=True), axis=0)
-            amax = tl.max(tl.max(tl.load(allp + 2 * NB, mask=pmask, other=0.0, volatile=True),
-                                 axis=0), axis=0)
-            # Unscaled dot products are exact enough when the sub-column's max-abs is in
-            # [1e-15, 1e15] and nothing overflowed; otherwise one more round, scaled.
-            dsum = tl.sum(tl.abs(d), axis=0)
-            safe = (amax <= 1.0e15) & ((amax >= 1.0e-15) | (amax == 0.0)) & (dsum < float("inf"))
-            s = tl.where(amax > 0, amax, 1.0)
-            if safe:
-                d = d / s
-            else:
-                # Its own slot: slower programs may still be reading this column's slot.
-                fslot = wsb + 2 * PMAX * WSTR
-                tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
-                _grid_barrier(cntb, n + c, P)
-                d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
-                                   other=0.0, volatile=True), axis=0)
-            alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
-            ss = tl.sum(tl.where(sel, d, 0.0), axis=0) / s
-            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-            w = top + (scale * s) * d
-            v = tl.where(is_top, 1.0, xb * scale)
-            P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
-            newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
-            P_ = tl.where(sel[:, None], newcol[None, :], P_)
-            taus = tl.where(sel, tau, taus)
-        tl.store(ptrs, P_, mask=mask)
+    taus = tl.zeros((NB,), dtype=tl.float32)
+    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
+    for j in range(0, pw):
+        c = k + j
+        sel = jj == j
+        x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
+        is_top = rows == c
+        below = rows > c
+        xb = tl.where(below, x, 0.0)
+        d_p = tl.sum(P_ * xb[None, :], axis=1)
+        top_p = tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1)
+        amax_p = tl.max(tl.abs(xb), axis=0)
+        slot = wsb + (j % 2) * PMAX * WSTR + p * WSTR
+        tl.store(slot + jj, d_p)
+        tl.store(slot + NB + jj, top_p)
+        tl.store(slot + 2 * NB + jj, tl.where(jj == 0, amax_p, 0.0))
+        _grid_barrier(cntb, c, P)
+        allp = wsb + (j % 2) * PMAX * WSTR + pp[:, None] * WSTR + jj[None, :]
+        d = tl.sum(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0)
+        top = tl.sum(tl.load(allp + NB, mask=pmask, other=0.0, volatile=True), axis=0)
+        amax = tl.max(tl.max(tl.load(allp + 2 * NB, mask=pmask, other=0.0, volatile=True),
+                             axis=0), axis=0)
+        # Unscaled dot products are exact enough when the sub-column's max-abs is in
+        # [1e-15, 1e15] and nothing overflowed; otherwise one more round, scaled.
+        dsum = tl.sum(tl.abs(d), axis=0)
+        safe = (amax <= 1.0e15) & ((amax >= 1.0e-15) | (amax == 0.0)) & (dsum < float("inf"))
+        s = tl.where(amax > 0, amax, 1.0)
+        if safe:
+            d = d / s
+        else:
+            # Its own slot: slower programs may still be reading this column's slot.
+            fslot = wsb + 2 * PMAX * WSTR
+            tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
+            _grid_barrier(cntb, n + c, P)
+            d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
+                               other=0.0, volatile=True), axis=0)
+        alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
+        ss = tl.sum(tl.where(sel, d, 0.0), axis=0) / s
+        tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+        w = top + (scale * s) * d
+        v = tl.where(is_top, 1.0, xb * scale)
+        P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
+        newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+        P_ = tl.where(sel[:, None], newcol[None, :], P_)
+        taus = tl.where(sel, tau, taus)
+    tl.store(ptrs, P_, mask=mask)
+    if p == 0:
+        tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
+    if WRITE_T:
+        keep = colvalid & (cols < na)
+        V = tl.where(rows[None, :] > cols[:, None], P_,
+                     tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
+        V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
+        S_p = tl.dot(V, tl.trans(V), input_precision="ieee")
+        spb = SP + b.to(tl.int64) * PMAX * NB * NB
+        tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
+        _grid_barrier(cntb, 2 * n + k, P)
         if p == 0:
-            tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
-        if WRITE_T:
-            keep = colvalid & (cols < na)
-            V = tl.where(rows[None, :] > cols[:, None], P_,
-                         tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
-            V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
-            S_p = tl.dot(V, tl.trans(V), input_precision="ieee")
-            spb = SP + b.to(tl.int64) * PMAX * NB * NB
-            tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
-            _grid_barrier(cntb, 2 * n + k, P)
-            if p == 0:
-                S = tl.zeros((NB, NB), dtype=tl.float32)
-                for q in range(0, P):
-                    S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
-                _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
-    else:
-        if p == 0:
-            tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
+            S = tl.zeros((NB, NB), dtype=tl.float32)
+            for q in range(0, P):
+                S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
+            _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
