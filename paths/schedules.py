@@ -105,10 +105,14 @@ class Schedule:
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
     # Row-split panels by CholeskyQR2 rebuilt into Householder form (kernels/cholqr_panel.py)
-    # where the program's rows fit (CHOLQR_MAX_RB); False: the Householder column loop.
-    cholqr: bool = True
+    # where the program's rows fit (CHOLQR_MAX_RB). Off: slower than the Householder column
+    # loop on the H200 (8x2048 panels 11.3 against 7.4 ms, EXPERIMENTS.md C2).
+    cholqr: bool = False
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
+    # Look-ahead of one panel, the rest of each update on a side stream: None: when the first
+    # panel is row-split (latency-bound panels: small batches of large matrices).
+    lookahead: bool | None = None
 
 
 def next_pow2(x: int) -> int:

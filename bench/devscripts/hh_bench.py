@@ -65,9 +65,9 @@ def factor(A, sched=None):
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
 PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}, "warps4": {"panel_warps": 4},
                   "t_kernel_warps4": {"t_kernel": True, "panel_warps": 4}}
-#: Row-split panel variants (``--sections cholqr``, cases with split panels, EXPERIMENTS.md C2).
-CHOLQR_VARIANTS = {"cholqr": {}, "householder": {"cholqr": False},
-                   "cholqr_w4": {"cholqr_warps": 4}, "cholqr_w16": {"cholqr_warps": 16}}
+#: Variants for the cases with row-split panels (``--sections cholqr``; EXPERIMENTS.md C2, L1).
+CHOLQR_VARIANTS = {"base": {}, "no_lookahead": {"lookahead": False},
+                   "cholqr_w4": {"cholqr": True, "cholqr_warps": 4, "lookahead": False}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -247,12 +247,10 @@ def main():
             save()
 
     if "cholqr" in secs:
-        # Row-split panels: CholeskyQR2 rebuilt into Householder form against the Householder
-        # column loop (EXPERIMENTS.md C2), whole path and panels alone, on the cases whose
-        # panels are split, then accuracy on every n >= 1024 test case.
-        split_cases = [c for c in bench_cases() if c["batch"] <= 8 and c["n"] >= 2048]
+        # Cases whose panels are row-split: look-ahead on / off (L1), CholeskyQR2 panels at 4
+        # warps (C2), whole path with accuracy; then every n >= 1024 test case (default).
+        split_cases = [c for c in bench_cases() if c["batch"] <= 60 and c["n"] >= 1024]
         split_cases.append({"batch": 3, "n": 1100, "cond": 1, "seed": 77, "case": "dense"})
-        real_t = householder._trailing
         for c in split_cases:
             ins = make_inputs(c)
             base_s = schedules.schedule_for(c["n"], c["n"])
@@ -264,14 +262,9 @@ def main():
                 if got is None:
                     continue
                 ms, wf, wo, ok = got
-                householder._trailing = lambda *a, **k: None
-                try:
-                    pms = timed(lambda a: factor(a, sv), ins[:2], 3, graph=True)
-                finally:
-                    householder._trailing = real_t
                 res["variants"].append({"case": case_name(c), "split_panel": name, "ms": ms,
-                                        "panel_only_ms": pms, "factor": wf, "orth": wo, "bar": ok})
-                print(f"cholqr {case_name(c):26s} {name:12s} {ms:8.3f} ms (panels {pms:7.3f}) "
+                                        "factor": wf, "orth": wo, "bar": ok})
+                print(f"cholqr {case_name(c):26s} {name:12s} {ms:8.3f} ms "
                       f"factor {wf:6.3f} orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
             del ins
             save()

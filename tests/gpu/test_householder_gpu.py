@@ -138,7 +138,7 @@ def test_cholqr_panel_matches_householder_panel(B, n):
     A = torch.randn(B, n, n, device="cuda")
     s = schedules.schedule_for(n, n)
     H1, t1 = _factor(A, schedule=dataclasses.replace(s, cholqr=False))
-    H2, t2 = _factor(A, schedule=s)
+    H2, t2 = _factor(A, schedule=dataclasses.replace(s, cholqr=True))
     r = check_geqrf(A, H2, t2)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
     d1, d2 = H1.diagonal(dim1=-2, dim2=-1), H2.diagonal(dim1=-2, dim2=-1)
@@ -148,6 +148,8 @@ def test_cholqr_panel_matches_householder_panel(B, n):
 
 
 def test_cholqr_panel_falls_back_per_matrix():
+    import dataclasses
+
     # Issue 9: a singular, a cond-1e8 and a zero-tail matrix among dense ones, one batch.
     n = 2048
     A = torch.randn(5, n, n, device="cuda")
@@ -157,7 +159,39 @@ def test_cholqr_panel_falls_back_per_matrix():
     sv = torch.logspace(0, -8, n, device="cuda", dtype=torch.float64)
     A[2] = ((U * sv) @ V.mT).float()
     A[3, :, 1500:] = 0
-    H, tau = _factor(A)
+    from adaptqr.paths import schedules
+
+    H, tau = _factor(A, schedule=dataclasses.replace(schedules.schedule_for(n, n), cholqr=True))
     r = check_geqrf(A, H, tau)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
     assert float(tau[3, 1500:].abs().max()) == 0.0   # geqrf's tau = 0 for zero columns
+
+
+@pytest.mark.parametrize("B,n", [(2, 2048), (60, 1024), (3, 1100)])
+def test_lookahead_matches(B, n):
+    # One panel of look-ahead, the rest of each update on a side stream (EXPERIMENTS.md L1):
+    # the same factorization as panel-then-update (up to the atomics' summation order).
+    import dataclasses
+
+    from adaptqr.paths import schedules
+
+    A = torch.randn(B, n, n, device="cuda")
+    s = schedules.schedule_for(n, n)
+    H1, t1 = _factor(A, schedule=dataclasses.replace(s, lookahead=False))
+    H2, t2 = _factor(A, schedule=dataclasses.replace(s, lookahead=True))
+    r = check_geqrf(A, H2, t2)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    assert float((H1 - H2).norm() / H1.norm()) < 1e-3 and float((t1 - t2).abs().max()) < 1e-3
+    # Inside a CUDA graph (the side stream forks from and joins the capturing stream).
+    Hg = torch.empty_strided(A.shape, (n * n, 1, n), dtype=A.dtype, device=A.device)
+    tg = torch.empty((B, n), dtype=A.dtype, device=A.device)
+    Hg.copy_(A)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        factor_householder(Hg, tg, _Info(), schedule=dataclasses.replace(s, lookahead=True))
+    Hg.copy_(A)
+    g.replay()
+    torch.cuda.synchronize()
+    r = check_geqrf(A, Hg, tg)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
