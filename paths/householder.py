@@ -151,9 +151,12 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
-    lookahead = s.lookahead
+    from adaptqr import config
+
+    lookahead = s.lookahead if s.lookahead is not None else config.lookahead()
     if lookahead is None:
-        lookahead = split is not None and split_rows(B, m, nb, split.sm) is not None
+        lookahead = schedules.LOOKAHEAD_DEFAULT and split is not None \
+            and split_rows(B, m, nb, split.sm) is not None
     if lookahead and group == 1 and split is not None:
         _factor_lookahead(Ht, tau, TW, na_arg, has_na, B, m, n, n_tw, nb, split, s, wbuf)
         return
@@ -179,7 +182,9 @@ def _factor_lookahead(Ht, tau, TW, na, has_na, B, m, n, n_tw, nb, split, s, wbuf
     programs that are not resident yet get an SM when they finish."""
     main = torch.cuda.current_stream(Ht.device)
     side = _side_stream(Ht.device)
-    wside: list[torch.Tensor] = []  # the side stream's own W
+    # The side stream's own W, allocated here: during graph capture only this stream
+    # allocates from the graph's pool (an allocation on the side stream invalidated it).
+    wside = [torch.empty((B, n, nb), dtype=torch.float32, device=Ht.device)]
     _panel(Ht, tau, TW, na, has_na, B, 0, m, n, min(nb, n), n_tw, nb, split, s)
     for k in range(nb, n, nb):
         j = k - nb
