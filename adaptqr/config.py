@@ -27,9 +27,6 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     Experiment knob of the householder path: overrides ``schedules.SPLIT_MIN_ROWS`` (fewest
     panel rows a program of the row-split panel takes, i.e. how many programs share one tall
     panel of a small batch), so ``adaptqr bench --env`` can compare settings in one run.
-``ADAPTQR_LOOKAHEAD``
-    ``0`` / ``1``: the householder path's one-panel look-ahead off / on for every blocked
-    shape (experiments); unset: the schedule's rule.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -168,14 +165,6 @@ def split_min_rows() -> int | None:
     if value < 16 or value & (value - 1):
         raise ValueError(f"ADAPTQR_SPLIT_MIN_ROWS must be a power of two >= 16, got {raw!r}")
     return value
-
-
-def lookahead() -> bool | None:
-    """``ADAPTQR_LOOKAHEAD`` as a forced setting, or None when unset (the schedule decides)."""
-    raw = _env("ADAPTQR_LOOKAHEAD")
-    if raw is None or raw == "":
-        return None
-    return _flag("ADAPTQR_LOOKAHEAD", True)
 
 
 def get() -> Config:

@@ -151,15 +151,6 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
-    from adaptqr import config
-
-    lookahead = s.lookahead if s.lookahead is not None else config.lookahead()
-    if lookahead is None:
-        lookahead = schedules.LOOKAHEAD_DEFAULT and split is not None \
-            and split_rows(B, m, nb, split.sm) is not None
-    if lookahead and group == 1 and split is not None:
-        _factor_lookahead(Ht, tau, TW, na_arg, has_na, B, m, n, n_tw, nb, split, s, wbuf)
-        return
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
@@ -170,43 +161,6 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         if gend < n:
             npan = triton.cdiv(gend - g0, nb)
             _trailing(Ht, TW, na_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf)
-
-
-def _factor_lookahead(Ht, tau, TW, na, has_na, B, m, n, n_tw, nb, split, s, wbuf):
-    """Panel by panel (group 1) with a look-ahead of one panel: after panel j, the next
-    panel's columns are updated first (this stream), then panel j+nb runs while the rest of
-    panel j's update runs on a side stream. A row-split panel keeps a few programs per
-    matrix waiting at grid barriers, so the trailing update fills the GPU around it.
-
-    Safe with the grid barrier: the side stream's kernels never wait on anything, so panel
-    programs that are not resident yet get an SM when they finish."""
-    main = torch.cuda.current_stream(Ht.device)
-    side = _side_stream(Ht.device)
-    # The side stream's own W, allocated here: during graph capture only this stream
-    # allocates from the graph's pool (an allocation on the side stream invalidated it).
-    wside = [torch.empty((B, n, nb), dtype=torch.float32, device=Ht.device)]
-    _panel(Ht, tau, TW, na, has_na, B, 0, m, n, min(nb, n), n_tw, nb, split, s)
-    for k in range(nb, n, nb):
-        j = k - nb
-        pw = min(nb, n - k)
-        main.wait_stream(side)  # panel j - nb's update of columns [k, k + pw) is done
-        _trailing(Ht, TW, na, has_na, B, j, 1, m, n, k, k + pw, n_tw, s, wbuf)
-        if k + pw < n:
-            side.wait_stream(main)
-            with torch.cuda.stream(side):
-                _trailing(Ht, TW, na, has_na, B, j, 1, m, n, k + pw, n, n_tw, s, wside)
-        _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s)
-    main.wait_stream(side)
-
-
-_SIDE: dict[int, torch.cuda.Stream] = {}
-
-
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx not in _SIDE:
-        _SIDE[idx] = torch.cuda.Stream(device=idx)
-    return _SIDE[idx]
 
 
 _SM_COUNT: dict[int, int] = {}

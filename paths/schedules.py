@@ -83,11 +83,6 @@ PANEL_FEW_WARPS_TILE = 8192
 #: Row-split panels of at most this many rows a program go through the CholeskyQR2 panel:
 #: its float64 tiles ([NB, RB] twice) must stay in registers.
 CHOLQR_MAX_RB = 128
-#: Look-ahead (householder._factor_lookahead) for shapes whose first panel is row-split.
-#: Off: through the public call (eager for these shapes) 2x4096 25.34 / 8x2048 13.06 /
-#: 60x1024 9.91 ms with it (run 1304) against 26.32 / 13.36 / 9.86 without (run 1201),
-#: within run-to-run noise of the prediction's -25 % (EXPERIMENTS.md L1).
-LOOKAHEAD_DEFAULT = False
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -115,9 +110,6 @@ class Schedule:
     cholqr: bool = False
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
-    # Look-ahead of one panel, the rest of each update on a side stream: None:
-    # ADAPTQR_LOOKAHEAD, else LOOKAHEAD_DEFAULT for shapes whose first panel is row-split.
-    lookahead: bool | None = None
 
 
 def next_pow2(x: int) -> int:

@@ -65,9 +65,9 @@ def factor(A, sched=None):
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
 PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}, "warps4": {"panel_warps": 4},
                   "t_kernel_warps4": {"t_kernel": True, "panel_warps": 4}}
-#: Variants for the cases with row-split panels (``--sections cholqr``; EXPERIMENTS.md C2, L1).
-CHOLQR_VARIANTS = {"base": {}, "lookahead": {"lookahead": True},
-                   "cholqr_w4": {"cholqr": True, "cholqr_warps": 4, "lookahead": False}}
+#: Variants for the cases with row-split panels (``--sections cholqr``; EXPERIMENTS.md C2).
+CHOLQR_VARIANTS = {"base": {}, "cholqr": {"cholqr": True},
+                   "cholqr_w4": {"cholqr": True, "cholqr_warps": 4}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -247,7 +247,7 @@ def main():
             save()
 
     if "cholqr" in secs:
-        # Cases whose panels are row-split: look-ahead off / on (L1), CholeskyQR2 panels at 4
+        # Cases whose panels are row-split: Householder against CholeskyQR2 panels at 8 and 4
         # warps (C2), whole path in a graph, with accuracy.
         split_cases = [c for c in bench_cases() if c["batch"] <= 60 and c["n"] >= 1024]
         split_cases.append({"batch": 3, "n": 1100, "cond": 1, "seed": 77, "case": "dense"})

@@ -126,7 +126,7 @@ def test_capable():
     assert "m >= n" in capable(4, 32, 64, torch.float32, "cuda")
 
 
-@pytest.mark.parametrize("B,n", [(2, 2048), (8, 2048), (3, 1100), (1, 4096)])
+@pytest.mark.parametrize("B,n", [(2, 2048), (3, 1100)])  # RB 64: the 2x4096 panel shape
 def test_cholqr_panel_matches_householder_panel(B, n):
     # Row-split panels by CholeskyQR2 + reconstruction (EXPERIMENTS.md C2) against the
     # Householder column loop: both pass the bar, same signs (geqrf's convention), and the
@@ -166,32 +166,3 @@ def test_cholqr_panel_falls_back_per_matrix():
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
     assert float(tau[3, 1500:].abs().max()) == 0.0   # geqrf's tau = 0 for zero columns
 
-
-@pytest.mark.parametrize("B,n", [(2, 2048), (60, 1024), (3, 1100)])
-def test_lookahead_matches(B, n):
-    # One panel of look-ahead, the rest of each update on a side stream (EXPERIMENTS.md L1):
-    # the same factorization as panel-then-update (up to the atomics' summation order).
-    import dataclasses
-
-    from adaptqr.paths import schedules
-
-    A = torch.randn(B, n, n, device="cuda")
-    s = schedules.schedule_for(n, n)
-    H1, t1 = _factor(A, schedule=dataclasses.replace(s, lookahead=False))
-    H2, t2 = _factor(A, schedule=dataclasses.replace(s, lookahead=True))
-    r = check_geqrf(A, H2, t2)
-    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-    assert float((H1 - H2).norm() / H1.norm()) < 1e-3 and float((t1 - t2).abs().max()) < 1e-3
-    # Inside a CUDA graph (the side stream forks from and joins the capturing stream).
-    Hg = torch.empty_strided(A.shape, (n * n, 1, n), dtype=A.dtype, device=A.device)
-    tg = torch.empty((B, n), dtype=A.dtype, device=A.device)
-    Hg.copy_(A)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        factor_householder(Hg, tg, _Info(), schedule=dataclasses.replace(s, lookahead=True))
-    Hg.copy_(A)
-    g.replay()
-    torch.cuda.synchronize()
-    r = check_geqrf(A, Hg, tg)
-    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
