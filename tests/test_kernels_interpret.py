@@ -7,13 +7,11 @@ line per case; the assertions are made here.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from _interpret import run_script  # tests/_interpret.py (pytest puts tests/ on sys.path)
 
 SCRIPT = textwrap.dedent(r'''
     import os, json, sys
@@ -159,15 +157,7 @@ SCRIPT = textwrap.dedent(r'''
 
 @pytest.fixture(scope="module")
 def results():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    p = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                       env=env, timeout=600)
-    assert p.returncode == 0, p.stderr[-4000:]
-    out = {}
-    for line in p.stdout.splitlines():
-        d = json.loads(line)
-        out[d["name"]] = d
-    return out
+    return run_script(SCRIPT)
 
 
 # Half the public gates (spec/qr_v2.md): the project's bar on every matrix.

@@ -120,6 +120,20 @@ def measure(tag, ins, sched):
         return None
 
 
+def measure_row(res, tag, case, ins, sched, **keys):
+    """:func:`measure`, then one row in ``res["variants"]`` (``case`` plus ``keys``) and one
+    printed line; the ms, or None when the variant failed."""
+    got = measure(f"{tag} {case} {keys}", ins, sched)
+    if got is None:
+        return None
+    ms, wf, wo, ok = got
+    res["variants"].append({"case": case, **keys, "ms": ms, "factor": wf, "orth": wo, "bar": ok})
+    label = " ".join(str(v) for v in keys.values())
+    print(f"{tag} {case:34s} {label:14s} {ms:8.3f} ms factor {wf:6.3f} orth {wo:6.3f} "
+          f"{'ok' if ok else 'FAIL'}")
+    return ms
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--budget", type=float, default=300.0)
@@ -207,16 +221,10 @@ def main():
             for name, kw in PANEL_VARIANTS.items():
                 if left(args.budget) < 0:
                     break
-                got = measure(f"panel {case_name(c)} {name}", ins,
-                              dataclasses.replace(base_s, **kw))
-                if got is None:
-                    continue
-                ms, wf, wo, ok = got
-                geo[name].append(ms)
-                res["variants"].append({"case": case_name(c), "panel": name, "ms": ms,
-                                        "factor": wf, "orth": wo, "bar": ok})
-                print(f"panel {case_name(c):34s} {name:9s} {ms:8.3f} ms factor {wf:6.3f} "
-                      f"orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
+                ms = measure_row(res, "panel", case_name(c), ins,
+                                 dataclasses.replace(base_s, **kw), panel=name)
+                if ms is not None:
+                    geo[name].append(ms)
             del ins
             save()  # a run cut short by its timeout keeps what it measured
         for name, v in geo.items():
@@ -235,15 +243,9 @@ def main():
                 break
             c = {"batch": B, "n": n, "cond": 1, "seed": 4242 + n, "case": "dense"}
             ins = make_inputs(c)
-            for name, sv in (("small", None), ("blocked_nb16", blocked)):
-                got = measure(f"small {case_name(c)} {name}", ins, sv)
-                if got is None:
-                    continue
-                ms, wf, wo, ok = got
-                res["variants"].append({"case": case_name(c), "schedule": name, "ms": ms,
-                                        "factor": wf, "orth": wo, "bar": ok})
-                print(f"small {case_name(c):26s} {name:13s} {ms:8.3f} ms factor {wf:6.3f} "
-                      f"orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
+            for name, sv in (("small", schedules.Schedule(True, 0, 1, 0, 0)),
+                             ("blocked_nb16", blocked)):
+                measure_row(res, "small", case_name(c), ins, sv, schedule=name)
             save()
 
     if "cholqr" in secs:
@@ -257,15 +259,8 @@ def main():
             for name, kw in CHOLQR_VARIANTS.items():
                 if left(args.budget) < 0:
                     break
-                sv = dataclasses.replace(base_s, **kw)
-                got = measure(f"cholqr {case_name(c)} {name}", ins, sv)
-                if got is None:
-                    continue
-                ms, wf, wo, ok = got
-                res["variants"].append({"case": case_name(c), "split_panel": name, "ms": ms,
-                                        "factor": wf, "orth": wo, "bar": ok})
-                print(f"cholqr {case_name(c):26s} {name:12s} {ms:8.3f} ms "
-                      f"factor {wf:6.3f} orth {wo:6.3f} {'ok' if ok else 'FAIL'}")
+                measure_row(res, "cholqr", case_name(c), ins,
+                            dataclasses.replace(base_s, **kw), split_panel=name)
             del ins
             save()
 

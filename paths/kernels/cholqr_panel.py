@@ -34,7 +34,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.panel import _grid_barrier, split_columns
+from adaptqr.paths.kernels.panel import _grid_barrier, program_matrix, split_columns
 
 #: A Cholesky pivot at or below this fraction of its column's squared norm (the column's
 #: distance to the span of the previous ones below 1e-5 of its norm) is treated as a
@@ -160,13 +160,8 @@ def panel_cholqr_kernel(Ht, TAU, TW, NA, GW, GR, CNT4, WS, SP, CNT, k, m, n, pw,
     (this kernel's barriers, four a panel); WS, SP, CNT: the split panel's workspaces
     (the Householder fallback). The caller guarantees all B*P programs are resident.
     """
-    b = tl.program_id(0)
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     p = tl.program_id(1)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
     ii = tl.arange(0, NB)
     rl = tl.arange(0, RB)
     rows = k + p * RB + rl

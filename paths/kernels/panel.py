@@ -47,6 +47,19 @@ import triton.language as tl
 
 
 @triton.jit
+def program_matrix(Ht, NA, m, n, HAS_NA: tl.constexpr):
+    """``(b, base, na)`` of the matrix of program_id(0): its index, the start of its ``Ht``
+    rows and its ``n_active`` (n without ``NA``)."""
+    b = tl.program_id(0)
+    base = Ht + b.to(tl.int64) * m * n
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
+    return b, base, na
+
+
+@triton.jit
 def _reflector(alpha, ss, s, active):
     """dlarfg scalars from ``alpha``, the scaled sum of squares ``ss`` of the sub-column
     divided by ``s`` (its max-abs, or 1). Returns ``(tau, beta, scale, do)``; ``do`` says a
@@ -98,12 +111,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
     NB >= pw (pow2, >= 16), MB >= m - k (pow2).
     """
-    b = tl.program_id(0)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
     rows = k + tl.arange(0, MB)
     cols = k + jj
@@ -173,12 +181,7 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
     Same arguments as :func:`panel_reg_kernel`; ``V^T V`` is summed over row chunks of CH.
     """
-    b = tl.program_id(0)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     if k < na:
         jj = tl.arange(0, NB)
         cols = k + jj
@@ -196,12 +199,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
     Same arguments as :func:`panel_reg_kernel`; any ``m``.
     """
-    b = tl.program_id(0)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
     rr = tl.arange(0, CH)
     cols = k + jj
@@ -279,13 +277,8 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
     Every program reduces the same partials in the same order, so all of them compute the
     same reflector bit for bit. The caller guarantees all B*P programs are resident.
     """
-    b = tl.program_id(0)
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     p = tl.program_id(1)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
     jj = tl.arange(0, NB)
     rows = k + p * RB + tl.arange(0, RB)
     cols = k + jj

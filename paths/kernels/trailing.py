@@ -34,6 +34,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from adaptqr.paths.kernels.panel import program_matrix
+
 
 @triton.jit
 def _load_v(base, k, r, m, rlim, na, NB: tl.constexpr, pw):
@@ -60,13 +62,8 @@ def trailing_kernel(Ht, TW, NA, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end)."""
-    b = tl.program_id(0)
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
     cc = c_start + t * BN + tl.arange(0, BN)
     ccmask = cc < c_end
     rr = tl.arange(0, BM)
@@ -117,14 +114,9 @@ def trailing_w_kernel(Ht, W, NA, k, m, n, c_start, c_end, rows_per_split,
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``."""
-    b = tl.program_id(0)
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
     sp = tl.program_id(2)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
     if k < na:
         cc = c_start + t * BN + tl.arange(0, BN)
         ccmask = cc < c_end
@@ -149,14 +141,9 @@ def trailing_u_kernel(Ht, TW, W, NA, k, m, n, c_start, c_end, n_tw, rows_per_pro
                       HAS_NA: tl.constexpr, PREC: tl.constexpr):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
-    b = tl.program_id(0)
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
     sp = tl.program_id(2)
-    base = Ht + b.to(tl.int64) * m * n
-    if HAS_NA:
-        na = tl.load(NA + b)
-    else:
-        na = n
     if k < na:
         cc = c_start + t * BN + tl.arange(0, BN)
         ccmask = cc < c_end
