@@ -27,6 +27,10 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     Experiment knob of the householder path: overrides ``schedules.SPLIT_MIN_ROWS`` (fewest
     panel rows a program of the row-split panel takes, i.e. how many programs share one tall
     panel of a small batch), so ``adaptqr bench --env`` can compare settings in one run.
+``ADAPTQR_TAIL_PREC``
+    Experiment knob of the householder path: the product precision (``tf32x3``, ``tf32`` or
+    ``ieee``) of trailing column tiles wholly past a matrix's ``n_active`` (overrides
+    ``schedules.TAIL_PREC``), so ``adaptqr bench --env`` can compare them in one run.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -165,6 +169,20 @@ def split_min_rows() -> int | None:
     if value < 16 or value & (value - 1):
         raise ValueError(f"ADAPTQR_SPLIT_MIN_ROWS must be a power of two >= 16, got {raw!r}")
     return value
+
+
+#: Values ADAPTQR_TAIL_PREC takes (the trailing kernels' ``input_precision`` values).
+TAIL_PRECS = ("tf32x3", "tf32", "ieee")
+
+
+def tail_prec() -> str | None:
+    """``ADAPTQR_TAIL_PREC``, or None when unset; read once per factorization."""
+    raw = _env("ADAPTQR_TAIL_PREC")
+    if not raw:
+        return None
+    if raw not in TAIL_PRECS:
+        raise ValueError(f"ADAPTQR_TAIL_PREC must be one of {', '.join(TAIL_PRECS)}, got {raw!r}")
+    return raw
 
 
 def get() -> Config:

@@ -92,6 +92,21 @@ def active_columns(features: dict[str, torch.Tensor], m: int, n: int) -> torch.T
     return n_active.to(torch.int32)
 
 
+def nonzero_columns(features: dict[str, torch.Tensor], n: int) -> torch.Tensor:
+    """``(B,)`` int32 ``n_nonzero``: one past the last column that is not exactly zero (NaN
+    and Inf count as nonzero); ``n`` for a matrix holding NaN/Inf. Columns from it on are
+    exactly zero, so every reflector leaves them exactly zero: a path may skip their update
+    (for a non-finite matrix torch turns them into NaN: no skipping there)."""
+    norm2 = features["col_norm2"]
+    pos = torch.arange(1, n + 1, device=norm2.device, dtype=torch.int32)
+    if n:
+        last = torch.where(norm2 != 0, pos, torch.zeros_like(pos)).amax(dim=-1)
+    else:
+        last = torch.zeros(norm2.shape[:1], dtype=torch.int32, device=norm2.device)
+    last = torch.where(features["nonfinite"], torch.full_like(last, n), last)
+    return last.to(torch.int32)
+
+
 def classify(features: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(B,)`` int32 route codes from :func:`adaptqr.detectors.probe`'s features.
 

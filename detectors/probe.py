@@ -30,6 +30,8 @@ name                   shape       meaning
 ``nonfinite``          (B,)        bool, the matrix holds a NaN or Inf
 ``n_active``           (B,)        int32, leading columns to factor (see
                                    :func:`adaptqr.detectors.classify.active_columns`)
+``n_nonzero``          (B,)        int32, columns from this one on are exactly zero
+                                   (:func:`adaptqr.detectors.classify.nonzero_columns`)
 ``tail_bound``         (B,)        the column 2-norm at or below which a trailing
                                    column is negligible
 =====================  ==========  ===================================================
@@ -53,7 +55,7 @@ from __future__ import annotations
 
 import torch
 
-from .classify import active_columns, tail_bound
+from .classify import active_columns, nonzero_columns, tail_bound
 
 # Column tile of one program. 32 columns x 128-row chunks = 16 KiB of float32 a load, and
 # 640x512 gives 10240 programs; below ~4 programs per SM of an H200 (132 SMs) we halve the
@@ -219,6 +221,7 @@ def _finish(raw: dict[str, torch.Tensor], m: int, n: int) -> dict[str, torch.Ten
 
     f["tail_bound"] = tail_bound(f["norm1"], m, n)
     f["n_active"] = active_columns(f, m, n)
+    f["n_nonzero"] = nonzero_columns(f, n)
     return f
 
 

@@ -1,4 +1,4 @@
-"""The dispatcher's probe: per-matrix routes and ``n_active`` in two launches.
+"""The dispatcher's probe: per-matrix routes, ``n_active`` and ``n_nonzero`` in two launches.
 
 :func:`route` is what a routed plan runs before its path on the column-major ``H``
 (``(B, m, n)``, holding the input). It returns the same routes and ``n_active`` as
@@ -36,7 +36,8 @@ ROUTE_BLOCK_N = 256
 
 
 def route(H: torch.Tensor, *, backend: str = "auto") -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``(routes, {"n_active": ...})`` for ``H`` ``(B, m, n)``: ``(B,)`` int32 each, on H's device.
+    """``(routes, {"n_active": ..., "n_nonzero": ...})`` for ``H`` ``(B, m, n)``: ``(B,)`` int32
+    each, on H's device.
 
     ``backend``: ``"auto"`` (Triton on CUDA float16/bfloat16/float32, else torch ops),
     ``"triton"`` (forced; runs on CPU tensors under ``TRITON_INTERPRET=1``) or ``"torch"``
@@ -46,7 +47,7 @@ def route(H: torch.Tensor, *, backend: str = "auto") -> tuple[torch.Tensor, dict
     B, m, n = H.shape
     if not use_triton(H, backend, "route probe") or B * m * n == 0:
         f = probe(H, backend="torch" if backend == "torch" else "auto")
-        return classify(f), {"n_active": f["n_active"]}
+        return classify(f), {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"]}
     return _route_triton(H)
 
 
@@ -66,13 +67,13 @@ def _route_triton(H: torch.Tensor):
         H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
         BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, num_warps=ROUTE_WARPS,
     )
-    n_active = torch.empty((B,), dtype=torch.int32, device=dev)
-    routes = torch.empty((B,), dtype=torch.int32, device=dev)
+    out = torch.empty((3, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero
+    n_active, routes, n_nonzero = out[0], out[1], out[2]
     codes = route_codes()
     route_kernel[(B,)](
-        cols[0], cols[1], flags[0], flags[1], n_active, routes, n, min(m, n),
+        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, n, min(m, n),
         tail_bound_scale(m, n),
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
         BLOCK_N=ROUTE_BLOCK_N,
     )
-    return routes, {"n_active": n_active}
+    return routes, {"n_active": n_active, "n_nonzero": n_nonzero}

@@ -39,6 +39,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -79,15 +80,16 @@ def _warps(elements: int) -> int:
     return 16
 
 
-def _n_active(info: Any, B: int, device: torch.device) -> torch.Tensor | None:
+def _feature(info: Any, name: str, B: int, device: torch.device) -> torch.Tensor | None:
+    """``info.features[name]`` as a contiguous ``(B,)`` int32 tensor, or None."""
     feats = getattr(info, "features", None) if info is not None else None
     if not feats:
         return None
-    na = feats.get("n_active")
+    na = feats.get(name)
     if na is None:
         return None
     if na.shape != (B,) or na.device != device:
-        raise ValueError(f"householder: n_active must be a ({B},) tensor on {device}, "
+        raise ValueError(f"householder: {name} must be a ({B},) tensor on {device}, "
                          f"got shape {tuple(na.shape)} on {na.device}")
     if na.dtype != torch.int32 or not na.is_contiguous():
         na = na.to(torch.int32).contiguous()
@@ -133,10 +135,17 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     if B == 0:
         return
     Ht = H.mT
-    na = _n_active(info, B, H.device)
+    na = _feature(info, "n_active", B, H.device)
     has_na = na is not None
     na_arg = na if has_na else tau  # any pointer; unused when HAS_NA is False
+    # Without n_nonzero no column is known to be zero: n (no tile skipped).
+    nz = _feature(info, "n_nonzero", B, H.device) if has_na else None
+    nz_arg = nz if nz is not None else torch.full_like(na, n) if has_na else tau
     s = schedule or schedules.schedule_for(m, n)
+    if s.tail_prec is None and not s.small:
+        from adaptqr import config
+
+        s = dataclasses.replace(s, tail_prec=config.tail_prec() or schedules.TAIL_PREC)
 
     if s.small:
         NB = next_pow2(max(n, 16))
@@ -157,10 +166,10 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
             pw = min(nb, n - k)
             _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
             if k + pw < gend:
-                _trailing(Ht, TW, na_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
+                _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
             npan = triton.cdiv(gend - g0, nb)
-            _trailing(Ht, TW, na_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf)
+            _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -262,7 +271,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
                              num_warps=schedules.T_KERNEL_WARPS)
 
 
-def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf):
+def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf):
     bn = s.bn
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
@@ -279,11 +288,13 @@ def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wb
         W = wbuf[0]
         W.zero_()
         grid = (B, tiles, nsplit)
-        trailing_w_kernel[grid](Ht, W, na, k0, m, n, c_start, c_end, per,
+        trailing_w_kernel[grid](Ht, W, na, nz, k0, m, n, c_start, c_end, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
+                                PREC_TAIL=s.tail_prec,
                                 num_warps=4, num_stages=schedules.TRAILING_STAGES)
-        trailing_u_kernel[grid](Ht, TW, W, na, k0, m, n, c_start, c_end, n_tw, per,
+        trailing_u_kernel[grid](Ht, TW, W, na, nz, k0, m, n, c_start, c_end, n_tw, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
+                                PREC_TAIL=s.tail_prec,
                                 num_warps=4, num_stages=schedules.TRAILING_STAGES)
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
@@ -292,7 +303,8 @@ def _trailing(Ht, TW, na, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wb
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
     grid = (B, triton.cdiv(c_end - c_start, bn))
-    trailing_kernel[grid](Ht, TW, na, k0, npan, m, n, c_start, c_end, n_tw,
+    trailing_kernel[grid](Ht, TW, na, nz, k0, npan, m, n, c_start, c_end, n_tw,
                           NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
-                          PREC=s.prec, num_warps=_warps(bn * bm) if resident else 4,
+                          PREC=s.prec, PREC_TAIL=s.tail_prec,
+                          num_warps=_warps(bn * bm) if resident else 4,
                           num_stages=schedules.TRAILING_STAGES)

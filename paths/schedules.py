@@ -88,6 +88,13 @@ TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
 #: tf32x3 keeps FP32 accuracy on tensor cores.
 DEFAULT_PREC = "tf32x3"
+#: Products for column tiles wholly in a matrix's negligible tail (past n_active): those
+#: columns' norms are at most TAIL_BUDGET * eps32 * ||A||_1 * n / sqrt(m) (docs/DETECTORS.md),
+#: so one-pass TF32 (truncated operands, relative error ~2^-10 a product, a few products a
+#: panel) adds about 1e-2 * TAIL_BUDGET to the scaled factor residual over the whole
+#: factorization (docs/NUMERICS.md): one MMA pass instead of three there. Prepared, not
+#: measured (EXPERIMENTS.md T1): the default stays DEFAULT_PREC until the H200 says.
+TAIL_PREC = DEFAULT_PREC
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
+    # Products of column tiles wholly past n_active; None: ADAPTQR_TAIL_PREC, else TAIL_PREC.
+    tail_prec: str | None = None
     # Build each panel's T in a kernel of its own (one warp a matrix) instead of inside
     # the panel kernel: True / False for every panel; None: register panels of
     # throughput-bound batches only (register_panel_plan).

@@ -241,6 +241,7 @@ for A in cases:
     rr = classify(ref_f)
     assert torch.equal(rt, rr), (tuple(A.shape), rt, rr)
     assert torch.equal(ft["n_active"], ref_f["n_active"]), (tuple(A.shape), ft["n_active"], ref_f["n_active"])
+    assert torch.equal(ft["n_nonzero"], ref_f["n_nonzero"]), (tuple(A.shape), ft["n_nonzero"], ref_f["n_nonzero"])
     seen.update(rt.tolist())
 assert seen == {0, 1, 2}, seen
 assert route(cases[6].mT.contiguous().mT, backend="triton")[1]["n_active"][6] == 48
@@ -262,7 +263,24 @@ def test_route_torch_backend_is_classify_of_probe():
     routes, f = route(H)
     ref = probe(H)
     assert torch.equal(routes, classify(ref)) and torch.equal(f["n_active"], ref["n_active"])
+    assert torch.equal(f["n_nonzero"], ref["n_nonzero"])
     assert routes.tolist() == [1, 2, 0, 0]
+
+
+def test_n_nonzero_is_the_exactly_zero_suffix():
+    # Exact zeros only: a column at 1e-40 (negligible, so past n_active) still counts;
+    # a zero column inside the matrix does not end the suffix; NaN keeps every column.
+    A = torch.randn(5, 10, 10)
+    A[0, :, 7:] = 0
+    A[1, :, 7:] = 0
+    A[1, 3, 8] = 1e-40
+    A[2, :, 2] = 0
+    A[3] = 0
+    A[4, :, 6:] = 0
+    A[4, 0, 0] = float("nan")
+    f = probe(A.mT.contiguous().mT)
+    assert f["n_nonzero"].tolist() == [7, 9, 10, 0, 10]
+    assert f["n_active"].tolist()[:2] == [7, 7]
 
 
 def test_overflowing_norm_bound_keeps_every_column():

@@ -133,6 +133,19 @@ SCRIPT = textwrap.dedent(r'''
     H, tau = run(A, S)
     print(json.dumps({"name": "nan", "nan0": bool(torch.isnan(H[0]).any()),
                       "finite1": bool(torch.isfinite(H[1]).all())}))
+    # n_nonzero: trailing tiles of exactly-zero columns are skipped, bit for bit the same
+    # result; a one-pass TF32 tail (schedule tail_prec) on a negligible tail passes the bar.
+    from adaptqr.detectors import route
+    for sched, (B, n, z) in ((S, (3, 96, 64)), (S1, (2, 160, 96))):
+        A = torch.randn(B, n, n); A[:, :, z:] = 0; A[0, :, z + 20:] = 1e-9 * torch.randn(n, n - z - 20)
+        feats = route(A.mT.contiguous().mT, backend="torch")[1]
+        (H1, t1) = run(A, sched, Info({"n_active": feats["n_active"]}))
+        (H2, t2) = run(A, sched, Info(feats))
+        (H3, t3) = run(A, dataclasses.replace(sched, tail_prec="tf32"), Info(feats))
+        r = check_geqrf(A, H3, t3)
+        print(json.dumps({"name": f"zero tail skip n={n}", "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
+                          "nz": feats["n_nonzero"].tolist(), "na": feats["n_active"].tolist(),
+                          "bar": bool(r.passes_bar)}))
     # n_active: columns >= n_active[b] get tau 0 and hold Q1^T A_tail; 0 leaves A as is.
     for sched, n in ((None, 32), (S, 64), (S1, 80)):
         A = torch.randn(3, n, n)
@@ -212,6 +225,16 @@ def test_nan_propagates(results):
 def test_split_panel_matches_register_panel(results, sc):
     d = results[f"split panel {sc}"]
     assert d["finite"] and d["h"] < 1e-5 and d["tau"] < 1e-5 and d["t"] < 1e-4, d
+
+
+@pytest.mark.parametrize("n", [96, 160])
+def test_zero_tail_tiles_are_skipped_exactly(results, n):
+    d = results[f"zero tail skip n={n}"]
+    z = {96: 64, 160: 96}[n]
+    # Matrix 0 has a tiny (not zero) block past z + 20, the others exact zeros past z.
+    assert d["nz"][0] == n and all(v == z for v in d["nz"][1:]), d
+    assert all(v == z for v in d["na"]), d
+    assert d["same"] and d["bar"], d
 
 
 @pytest.mark.parametrize("n", [32, 64, 80])

@@ -47,3 +47,15 @@ def test_register_panel_plan_by_batch_and_tile():
     assert schedules.register_panel_plan(131, H200_SMS, 32 * 512) == (8, False)
     assert schedules.register_panel_plan(40, H200_SMS, 16 * 512) == (4, False)
     assert schedules.register_panel_plan(40, H200_SMS, 16 * 256) == (4, False)
+
+
+def test_tail_prec_knob(monkeypatch):
+    from adaptqr import config
+
+    monkeypatch.delenv("ADAPTQR_TAIL_PREC", raising=False)
+    assert config.tail_prec() is None and schedules.schedule_for(512, 512).tail_prec is None
+    monkeypatch.setenv("ADAPTQR_TAIL_PREC", "tf32")
+    assert config.tail_prec() == "tf32"
+    monkeypatch.setenv("ADAPTQR_TAIL_PREC", "fp8")
+    with pytest.raises(ValueError, match="ADAPTQR_TAIL_PREC"):
+        config.tail_prec()

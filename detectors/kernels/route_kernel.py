@@ -10,7 +10,8 @@ squares entries unscaled; a tile whose column max-abs leaves the range where tha
 
 ``route_kernel``: grid ``(B,)``; program ``b`` walks the ``n`` columns of matrix ``b`` twice in
 blocks of ``BLOCK_N`` (``||A||_1`` first, then the negligible suffix) and writes
-``n_active[b]`` and ``routes[b]``. It is :func:`adaptqr.detectors.classify.active_columns`
+``n_active[b]``, ``routes[b]`` and ``n_nonzero[b]`` (one past the last column that is not
+exactly zero). It is :func:`adaptqr.detectors.classify.active_columns`
 and :func:`adaptqr.detectors.classify.classify` fused into one launch: in torch ops they are
 some thirty tiny kernels, several microseconds each on the GPU even inside a CUDA graph,
 which is a fifth of a 40x176 factorization.
@@ -90,7 +91,7 @@ def route_columns_kernel(
 @triton.jit
 def route_kernel(
     n1_ptr, n2_ptr, below_ptr, bad_ptr,  # (B, n) contiguous
-    n_active_ptr, routes_ptr,            # (B,) int32
+    n_active_ptr, routes_ptr, n_nonzero_ptr,  # (B,) int32
     n, k, bound_scale,
     CODE_DENSE: tl.constexpr, CODE_LOWRANK: tl.constexpr, CODE_UPPER: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -115,12 +116,14 @@ def route_kernel(
     bound = tl.where(bound == float("inf"), -1.0, bound)
 
     last_kept = tl.zeros((BLOCK_N,), dtype=tl.int32)
+    last_nz = tl.zeros((BLOCK_N,), dtype=tl.int32)
     for j0 in range(0, n, BLOCK_N):
         cols = j0 + offs
         cm = cols < n
         n2 = tl.load(n2_ptr + base + cols, mask=cm, other=0.0)
         keep = cm & (n2 > bound)
         last_kept = tl.maximum(last_kept, tl.where(keep, cols + 1, 0))
+        last_nz = tl.maximum(last_nz, tl.where(cm & (n2 != 0.0), cols + 1, 0))
 
     bad_max = tl.max(any_bad, axis=0)
     nonfinite = bad_max > 0
@@ -133,3 +136,5 @@ def route_kernel(
     route = tl.where(upper & finite, CODE_UPPER, route)
     tl.store(n_active_ptr + b, n_act)
     tl.store(routes_ptr + b, route)
+    # Exactly-zero column suffix (classify.nonzero_columns): none for a non-finite matrix.
+    tl.store(n_nonzero_ptr + b, tl.where(nonfinite, n, tl.max(last_nz, axis=0)))

@@ -25,6 +25,12 @@ rows too: :func:`trailing_w_kernel` accumulates ``W`` with atomics over row slic
 :func:`trailing_u_kernel` applies ``A^T -= (W T) V^T`` over (column tile, row slice).
 
 Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
+Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
+suffix (``n_nonzero``) is skipped (every reflector leaves a zero column zero, so the result
+is the same); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
+those columns' norms are below the tail bound of docs/DETECTORS.md, so a product error of
+``u`` relative to them adds about ``u * TAIL_BUDGET`` to the scaled residual
+(docs/NUMERICS.md).
 
 Example: see :func:`adaptqr.paths.householder.factor_householder`.
 """
@@ -58,107 +64,165 @@ def _load_t(TW, b, p, n_tw, NB: tl.constexpr):
 
 
 @triton.jit
-def trailing_kernel(Ht, TW, NA, k0, npan, m, n, c_start, c_end, n_tw,
-                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                    RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr):
-    """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end)."""
-    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
-    t = tl.program_id(1)
-    cc = c_start + t * BN + tl.arange(0, BN)
-    ccmask = cc < c_end
-    rr = tl.arange(0, BM)
-    if k0 < na:
-        if RESIDENT:
-            r = k0 + rr
-            amask = ccmask[:, None] & (r < m)[None, :]
-            aptr = base + cc[:, None] * m + r[None, :]
-            At = tl.load(aptr, mask=amask, other=0.0)
-            for i in range(0, npan):
-                k = k0 + i * NB
-                if k < na:
-                    Vt = _load_v(base, k, r, m, m, na, NB, n - k)
-                    T = _load_t(TW, b, k // NB, n_tw, NB)
-                    W = tl.dot(At, tl.trans(Vt), input_precision=PREC)
-                    Y = tl.dot(W, T, input_precision=PREC)
-                    At -= tl.dot(Y, Vt, input_precision=PREC)
-            tl.store(aptr, At, mask=amask)
-        else:
-            for i in range(0, npan):
-                k = k0 + i * NB
-                if k < na:
-                    W = tl.zeros((BN, NB), dtype=tl.float32)
-                    for r0 in range(k, m, BM):
-                        r = r0 + rr
-                        amask = ccmask[:, None] & (r < m)[None, :]
-                        At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
-                        Vt = _load_v(base, k, r, m, m, na, NB, n - k)
-                        W += tl.dot(At, tl.trans(Vt), input_precision=PREC)
-                    T = _load_t(TW, b, k // NB, n_tw, NB)
-                    Y = tl.dot(W, T, input_precision=PREC)
-                    for r0 in range(k, m, BM):
-                        r = r0 + rr
-                        amask = ccmask[:, None] & (r < m)[None, :]
-                        aptr = base + cc[:, None] * m + r[None, :]
-                        At = tl.load(aptr, mask=amask, other=0.0)
-                        Vt = _load_v(base, k, r, m, m, na, NB, n - k)
-                        At -= tl.dot(Y, Vt, input_precision=PREC)
-                        tl.store(aptr, At, mask=amask)
-                    # The next panel re-reads columns this program just wrote.
-                    tl.debug_barrier()
+def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
+    """``(run, tail)`` for the column tile starting at ``c0`` of matrix ``b``: ``run`` False
+    when every column of the tile is exactly zero (past ``n_nonzero``: each reflector leaves
+    it zero, so skipping is exact), ``tail`` when it lies wholly in the negligible tail
+    (past ``n_active``: its products may take the tail precision)."""
+    if HAS_NA:
+        nz = tl.load(NZ + b)
+    else:
+        nz = n
+    return c0 < nz, c0 >= na
 
 
 @triton.jit
-def trailing_w_kernel(Ht, W, NA, k, m, n, c_start, c_end, rows_per_split,
+def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
+                  NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                  RESIDENT: tl.constexpr, PREC: tl.constexpr):
+    """The body of :func:`trailing_kernel` for its column tile ``cc``, products in PREC."""
+    rr = tl.arange(0, BM)
+    if RESIDENT:
+        r = k0 + rr
+        amask = ccmask[:, None] & (r < m)[None, :]
+        aptr = base + cc[:, None] * m + r[None, :]
+        At = tl.load(aptr, mask=amask, other=0.0)
+        for i in range(0, npan):
+            k = k0 + i * NB
+            if k < na:
+                Vt = _load_v(base, k, r, m, m, na, NB, n - k)
+                T = _load_t(TW, b, k // NB, n_tw, NB)
+                W = tl.dot(At, tl.trans(Vt), input_precision=PREC)
+                Y = tl.dot(W, T, input_precision=PREC)
+                At -= tl.dot(Y, Vt, input_precision=PREC)
+        tl.store(aptr, At, mask=amask)
+    else:
+        for i in range(0, npan):
+            k = k0 + i * NB
+            if k < na:
+                W = tl.zeros((BN, NB), dtype=tl.float32)
+                for r0 in range(k, m, BM):
+                    r = r0 + rr
+                    amask = ccmask[:, None] & (r < m)[None, :]
+                    At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
+                    Vt = _load_v(base, k, r, m, m, na, NB, n - k)
+                    W += tl.dot(At, tl.trans(Vt), input_precision=PREC)
+                T = _load_t(TW, b, k // NB, n_tw, NB)
+                Y = tl.dot(W, T, input_precision=PREC)
+                for r0 in range(k, m, BM):
+                    r = r0 + rr
+                    amask = ccmask[:, None] & (r < m)[None, :]
+                    aptr = base + cc[:, None] * m + r[None, :]
+                    At = tl.load(aptr, mask=amask, other=0.0)
+                    Vt = _load_v(base, k, r, m, m, na, NB, n - k)
+                    At -= tl.dot(Y, Vt, input_precision=PREC)
+                    tl.store(aptr, At, mask=amask)
+                # The next panel re-reads columns this program just wrote.
+                tl.debug_barrier()
+
+
+@triton.jit
+def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                    RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
+                    PREC_TAIL: tl.constexpr):
+    """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
+
+    NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
+    columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
+    """
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
+    t = tl.program_id(1)
+    c0 = c_start + t * BN
+    cc = c0 + tl.arange(0, BN)
+    ccmask = cc < c_end
+    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    if (k0 < na) & run:
+        if (PREC_TAIL != PREC) & tail:
+            _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
+                          RESIDENT, PREC_TAIL)
+        else:
+            _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
+                          RESIDENT, PREC)
+
+
+@triton.jit
+def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
+            NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``W[b, cc] += A[r_lo:r_hi, cc]^T V[r_lo:r_hi]`` (atomics), products in PREC."""
+    rr = tl.arange(0, BM)
+    jj = tl.arange(0, NB)
+    acc = tl.zeros((BN, NB), dtype=tl.float32)
+    for r0 in range(r_lo, r_hi, BM):
+        r = r0 + rr
+        amask = ccmask[:, None] & (r < r_hi)[None, :]
+        At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
+        Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
+        acc += tl.dot(At, tl.trans(Vt), input_precision=PREC)
+    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
+    tl.atomic_add(wp, acc, mask=ccmask[:, None])
+
+
+@triton.jit
+def trailing_w_kernel(Ht, W, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
-    zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``."""
+    zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL:
+    as :func:`trailing_kernel`."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
     sp = tl.program_id(2)
-    if k < na:
-        cc = c_start + t * BN + tl.arange(0, BN)
+    c0 = c_start + t * BN
+    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    if (k < na) & run:
+        cc = c0 + tl.arange(0, BN)
         ccmask = cc < c_end
-        rr = tl.arange(0, BM)
-        jj = tl.arange(0, NB)
         r_lo = k + sp * rows_per_split
         r_hi = tl.minimum(m, r_lo + rows_per_split)
-        acc = tl.zeros((BN, NB), dtype=tl.float32)
-        for r0 in range(r_lo, r_hi, BM):
-            r = r0 + rr
-            amask = ccmask[:, None] & (r < r_hi)[None, :]
-            At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
-            Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
-            acc += tl.dot(At, tl.trans(Vt), input_precision=PREC)
-        wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
-        tl.atomic_add(wp, acc, mask=ccmask[:, None])
+        if (PREC_TAIL != PREC) & tail:
+            _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
+        else:
+            _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC)
 
 
 @triton.jit
-def trailing_u_kernel(Ht, TW, W, NA, k, m, n, c_start, c_end, n_tw, rows_per_prog,
+def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
+            NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``A[r_lo:r_hi, cc]^T -= (W T) V[r_lo:r_hi]^T``, products in PREC."""
+    rr = tl.arange(0, BM)
+    jj = tl.arange(0, NB)
+    Wt = tl.load(W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :],
+                 mask=ccmask[:, None], other=0.0)
+    Y = tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
+    for r0 in range(r_lo, r_hi, BM):
+        r = r0 + rr
+        amask = ccmask[:, None] & (r < r_hi)[None, :]
+        aptr = base + cc[:, None] * m + r[None, :]
+        At = tl.load(aptr, mask=amask, other=0.0)
+        Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
+        At -= tl.dot(Y, Vt, input_precision=PREC)
+        tl.store(aptr, At, mask=amask)
+
+
+@triton.jit
+def trailing_u_kernel(Ht, TW, W, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
     sp = tl.program_id(2)
-    if k < na:
-        cc = c_start + t * BN + tl.arange(0, BN)
+    c0 = c_start + t * BN
+    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    if (k < na) & run:
+        cc = c0 + tl.arange(0, BN)
         ccmask = cc < c_end
-        rr = tl.arange(0, BM)
-        jj = tl.arange(0, NB)
-        Wt = tl.load(W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :],
-                     mask=ccmask[:, None], other=0.0)
-        Y = tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
         r_lo = k + sp * rows_per_prog
         r_hi = tl.minimum(m, r_lo + rows_per_prog)
-        for r0 in range(r_lo, r_hi, BM):
-            r = r0 + rr
-            amask = ccmask[:, None] & (r < r_hi)[None, :]
-            aptr = base + cc[:, None] * m + r[None, :]
-            At = tl.load(aptr, mask=amask, other=0.0)
-            Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
-            At -= tl.dot(Y, Vt, input_precision=PREC)
-            tl.store(aptr, At, mask=amask)
+        if (PREC_TAIL != PREC) & tail:
+            _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
+        else:
+            _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC)
