@@ -47,8 +47,8 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels.cholqr_panel import panel_cholqr_kernel
-from adaptqr.paths.kernels.panel import (panel_chunked_kernel, panel_reg_kernel, panel_split_kernel,
-                                         panel_t_kernel)
+from adaptqr.paths.kernels.panel import (SPLIT_WSTR_NB, panel_chunked_kernel, panel_reg_kernel,
+                                         panel_split_kernel, panel_t_kernel)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.schedules import next_pow2
 
@@ -212,7 +212,8 @@ class _SplitWork:
             first = split_rows(B, m, self.nb, self.sm)
             cap = next_pow2(first[1]) if first else pmax
             dev = self.H.device
-            self.bufs = (torch.empty((B, 3, cap, 4 * self.nb), dtype=torch.float32, device=dev),
+            self.bufs = (torch.empty((B, 3, cap, SPLIT_WSTR_NB.value * self.nb),
+                                     dtype=torch.float32, device=dev),
                          torch.empty((B, cap, self.nb, self.nb), dtype=torch.float32, device=dev),
                          torch.zeros((B, 3 * n), dtype=torch.int32, device=dev))
         return self.bufs
@@ -259,7 +260,8 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
             else:
                 panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                            n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
-                                           WRITE_T=wt, num_warps=_warps(nb * rb))
+                                           WRITE_T=wt, PAIRS=s.split_pairs,
+                                           num_warps=_warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,

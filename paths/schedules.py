@@ -117,6 +117,9 @@ class Schedule:
     # where the program's rows fit (CHOLQR_MAX_RB). Off: slower than the Householder column
     # loop on the H200 (8x2048 panels 11.3 against 7.4 ms, EXPERIMENTS.md C2).
     cholqr: bool = False
+    # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs).
+    # Prepared, not measured (EXPERIMENTS.md S3): off.
+    split_pairs: bool = False
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
 

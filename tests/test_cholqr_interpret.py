@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent(r'''
     def panel(A, kind, pw=16, na=None):
         Ht = A.mT.contiguous().clone()
         tau = torch.zeros(B, n); TW = torch.zeros(B, 3, nb, nb)
-        WS = torch.zeros(B, 3, 1, 4 * nb); SP = torch.zeros(B, 1, nb, nb)
+        WS = torch.zeros(B, 3, 1, 6 * nb); SP = torch.zeros(B, 1, nb, nb)
         CNT = torch.zeros(B, 3 * n, dtype=torch.int32)
         NA = na if na is not None else tau
         if kind == "split":

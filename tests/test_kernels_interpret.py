@@ -87,7 +87,7 @@ SCRIPT = textwrap.dedent(r'''
                 panel_reg_kernel[(B,)](Ht, tau, TW, tau, 16, m, n, 16, 1, 3, NB=nb, MB=32,
                                        HAS_NA=False, WRITE_T=True)
             else:
-                WS = torch.zeros(B, 3, 1, 4 * nb); SP = torch.zeros(B, 1, nb, nb)
+                WS = torch.zeros(B, 3, 1, 6 * nb); SP = torch.zeros(B, 1, nb, nb)
                 CNT = torch.zeros(B, 3 * n, dtype=torch.int32)
                 panel_split_kernel[(B, 1)](Ht, tau, TW, tau, WS, SP, CNT, 16, m, n, 16, 1, 3, 1,
                                            NB=nb, RB=32, PMAX=1, HAS_NA=False, WRITE_T=True)
@@ -96,6 +96,36 @@ SCRIPT = textwrap.dedent(r'''
         print(json.dumps({"name": f"split panel {sc:g}",
                           "h": float(((H1 - H2).abs().max() / H1.abs().max())),
                           "tau": float((t1 - t2).abs().max()), "t": float((T1 - T2).abs().max()),
+                          "finite": bool(torch.isfinite(H2).all())}))
+    # Two columns a barrier (PAIRS, schedule split_pairs) against one: same panel to rounding;
+    # the arrival counters show which columns had a round of their own.
+    for name, sc, pw in (("dense", 1.0, 16), ("scaled", 1e30, 16), ("odd", 1.0, 9),
+                         ("collinear", 1.0, 16), ("zero", 1.0, 16)):
+        B, m, n, nb = 2, 48, 40, 16
+        A = torch.randn(B, m, n) * sc
+        if name == "collinear":   # column 21 nearly column 20: the pair formula would cancel
+            A[:, :, 21] = A[:, :, 20] + 1e-4 * torch.randn(B, m)
+        if name == "zero":
+            A[:, 17:, 19] = 0
+        outs = []
+        for pairs in (False, True):
+            Ht = A.mT.contiguous().clone()
+            tau = torch.zeros(B, n); TW = torch.zeros(B, 3, nb, nb)
+            WS = torch.zeros(B, 3, 1, 6 * nb); SP = torch.zeros(B, 1, nb, nb)
+            CNT = torch.zeros(B, 3 * n, dtype=torch.int32)
+            panel_split_kernel[(B, 1)](Ht, tau, TW, tau, WS, SP, CNT, 16, m, n, pw, 1, 3, 1,
+                                       NB=nb, RB=64, PMAX=1, HAS_NA=False, WRITE_T=True,
+                                       PAIRS=pairs)
+            outs.append((Ht, tau, TW, CNT))
+        (H1, t1, T1, C1), (H2, t2, T2, C2) = outs
+        # Against LAPACK in float64 on the same panel: for the ill-conditioned (collinear)
+        # panel both modes differ from it by cond * eps; pairs must not be worse.
+        Hr, tr = torch.geqrf(A[:, 16:, 16:16 + pw].double())
+        ref = lambda H: float((H.mT[:, 16:, 16:16 + pw].double() - Hr).abs().max() / Hr.abs().max())
+        print(json.dumps({"name": f"pairs {name}", "err1": ref(H1), "err2": ref(H2),
+                          "h": float((H1 - H2).abs().max() / H1.abs().max()),
+                          "tau": float((t1 - t2).abs().max()), "t": float((T1 - T2).abs().max()),
+                          "rounds": C2[0, 16:16 + pw].tolist(), "rescaled": C2[0, n + 16:n + 16 + pw].tolist(),
                           "finite": bool(torch.isfinite(H2).all())}))
     # The separate T kernel (schedule t_kernel): same factorization as T built in the panel
     # kernels (register and streamed panels; n_active with a zero-tau tail).
@@ -225,6 +255,23 @@ def test_nan_propagates(results):
 def test_split_panel_matches_register_panel(results, sc):
     d = results[f"split panel {sc}"]
     assert d["finite"] and d["h"] < 1e-5 and d["tau"] < 1e-5 and d["t"] < 1e-4, d
+
+
+@pytest.mark.parametrize("name", ["dense", "scaled", "odd", "collinear", "zero"])
+def test_split_panel_column_pairs(results, name):
+    d = results[f"pairs {name}"]
+    assert d["finite"] and d["err2"] <= 4 * d["err1"] + 1e-6, d
+    if name != "collinear":   # well conditioned: the two modes agree to rounding
+        assert d["h"] < 1e-5 and d["tau"] < 1e-5 and d["t"] < 1e-4, d
+    r = d["rounds"]
+    if name in ("dense", "zero"):   # a round (barrier) every second column
+        assert r == [1, 0] * (len(r) // 2), r
+    if name == "odd":               # four pairs, then the ninth column alone
+        assert r == [1, 0] * 4 + [1], r
+    if name == "scaled":            # every column needs the scaled round: no pairs
+        assert r == [1] * len(r) and d["rescaled"] == [1] * len(r), d
+    if name == "collinear":         # column 21 (j = 5) gets a round of its own
+        assert r[4:6] == [1, 1] and r.count(1) > len(r) // 2, r
 
 
 @pytest.mark.parametrize("n", [96, 160])

@@ -16,8 +16,8 @@ schedule per benchmark case, CUDA-graph replay, L2 flushed, k rotating inputs as
 (register-panel variants on every benchmark case: ``PANEL_VARIANTS``), ``small`` (the
 one-launch kernel against blocked nb 16 for n = 80..128), ``variants``
 (schedules and precisions on the large cases, timing and accuracy), ``split`` (row-split
-panel/trailing knobs on 8x2048 and 2x4096; not in the default sections), ``cholqr``
-(row-split panels: CholeskyQR2 against Householder, ``CHOLQR_VARIANTS``).
+panel/trailing knobs on 8x2048 and 2x4096; not in the default sections), ``split_panels``
+(row-split panel kernels compared, ``SPLIT_PANEL_VARIANTS``).
 """
 
 from __future__ import annotations
@@ -65,9 +65,10 @@ def factor(A, sched=None):
 #: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
 PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}, "warps4": {"panel_warps": 4},
                   "t_kernel_warps4": {"t_kernel": True, "panel_warps": 4}}
-#: Variants for the cases with row-split panels (``--sections cholqr``; EXPERIMENTS.md C2).
-CHOLQR_VARIANTS = {"base": {}, "cholqr": {"cholqr": True},
-                   "cholqr_w4": {"cholqr": True, "cholqr_warps": 4}}
+#: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
+#: S3, C2).
+SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True}, "cholqr": {"cholqr": True},
+                        "cholqr_w4": {"cholqr": True, "cholqr_warps": 4}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -248,18 +249,18 @@ def main():
                 measure_row(res, "small", case_name(c), ins, sv, schedule=name)
             save()
 
-    if "cholqr" in secs:
-        # Cases whose panels are row-split: Householder against CholeskyQR2 panels at 8 and 4
-        # warps (C2), whole path in a graph, with accuracy.
+    if "split_panels" in secs:
+        # Cases whose panels are row-split: one column a barrier (base), two (S3), CholeskyQR2
+        # panels at 8 and 4 warps (C2); whole path in a graph, with accuracy.
         split_cases = [c for c in bench_cases() if c["batch"] <= 60 and c["n"] >= 1024]
         split_cases.append({"batch": 3, "n": 1100, "cond": 1, "seed": 77, "case": "dense"})
         for c in split_cases:
             ins = make_inputs(c)
             base_s = schedules.schedule_for(c["n"], c["n"])
-            for name, kw in CHOLQR_VARIANTS.items():
+            for name, kw in SPLIT_PANEL_VARIANTS.items():
                 if left(args.budget) < 0:
                     break
-                measure_row(res, "cholqr", case_name(c), ins,
+                measure_row(res, "split", case_name(c), ins,
                             dataclasses.replace(base_s, **kw), split_panel=name)
             del ins
             save()

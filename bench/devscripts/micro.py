@@ -172,7 +172,7 @@ def tbuild():
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     rb, p = hh.split_rows(B, n, 32, sm)
     pmax = triton.next_power_of_2(p)
-    WS = torch.empty(B, 3, pmax, 128, device="cuda")
+    WS = torch.empty(B, 3, pmax, 6 * 32, device="cuda")  # SPLIT_WSTR_NB * NB
     SP = torch.empty(B, pmax, 32, 32, device="cuda")
     for wt in (True, False):
         CNT = torch.zeros(B, 3 * n, dtype=torch.int32, device="cuda")

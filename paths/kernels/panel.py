@@ -267,15 +267,16 @@ def _grid_barrier(CNT, idx, P):
 @triton.jit
 def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw, P,
                        NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, PAIRS: tl.constexpr = False):
     """Factor columns [k, k+pw) of matrix program_id(0) with P programs (program_id(1)),
     each holding RB rows of the panel in registers; one grid barrier per column.
 
-    WS: (B, 3, PMAX, 4*NB) float32 column partials (two column parities, one rescaled
-    round); SP: (B, PMAX, NB, NB) float32 partial V^T V; CNT: (B, 3*n) int32 zeros (one
+    WS: (B, 3, PMAX, SPLIT_WSTR_NB*NB) float32 column partials (two round slots, one
+    rescaled round); SP: (B, PMAX, NB, NB) float32 partial V^T V; CNT: (B, 3*n) int32 zeros (one
     arrival counter per column, per rescaled column, and per panel's T).
     Every program reduces the same partials in the same order, so all of them compute the
     same reflector bit for bit. The caller guarantees all B*P programs are resident.
+    PAIRS: two columns a barrier (:func:`split_columns_pairs`).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     p = tl.program_id(1)
@@ -288,73 +289,103 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
         ptrs = base + cols[:, None] * m + rows[None, :]
         mask = colvalid[:, None] & rowvalid[None, :]
         P_ = tl.load(ptrs, mask=mask, other=0.0)
-        split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
-                      n_tw, P, NB, RB, PMAX, WRITE_T)
+        if PAIRS:
+            split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw,
+                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T)
+        else:
+            split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
+                          n_tw, P, NB, RB, PMAX, WRITE_T)
     else:
         if p == 0:
             tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
 
 
 @triton.jit
-def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index, n_tw, P,
-                  NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr):
-    """The column loop of :func:`panel_split_kernel` on this program's rows ``P_`` (``[NB,
-    RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T.
-    Also the fallback of :mod:`adaptqr.paths.kernels.cholqr_panel`."""
+def _gather(wsb, slot, part, p, P, WSTR: tl.constexpr, PMAX: tl.constexpr, NB: tl.constexpr):
+    """Sum over the P programs of the ``NB`` values at offset ``part`` of round slot ``slot``
+    (after the round's barrier); every program sums in the same order, so all get the
+    same bits."""
     jj = tl.arange(0, NB)
     pp = tl.arange(0, PMAX)
+    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
+    allp = wsb + slot * PMAX * WSTR + pp[:, None] * WSTR + part + jj[None, :]
+    return tl.sum(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0)
+
+
+@triton.jit
+def _gather_max(wsb, slot, part, p, P, WSTR: tl.constexpr, PMAX: tl.constexpr, NB: tl.constexpr):
+    """Max over the P programs and NB lanes at offset ``part`` of round slot ``slot``."""
+    jj = tl.arange(0, NB)
+    pp = tl.arange(0, PMAX)
+    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
+    allp = wsb + slot * PMAX * WSTR + pp[:, None] * WSTR + part + jj[None, :]
+    return tl.max(tl.max(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0), axis=0)
+
+
+@triton.jit
+def _unscaled_ok(amax, dsum):
+    """Unscaled dot products are exact enough when the sub-column's max-abs is in
+    [1e-15, 1e15] and nothing overflowed."""
+    return (amax <= 1.0e15) & ((amax >= 1.0e-15) | (amax == 0.0)) & (dsum < float("inf"))
+
+
+@triton.jit
+def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
+                NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+    """One column (k + j) of the row-split panel: partial dot products through round slot
+    ``rnd % 2``, one grid barrier (two when the column needs the scaled round), the
+    reflector, this program's rows updated. Returns ``(P_, taus)``."""
+    jj = tl.arange(0, NB)
+    pp = tl.arange(0, PMAX)
+    rows = k + p * RB + tl.arange(0, RB)
+    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
+    c = k + j
+    sel = jj == j
+    x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
+    is_top = rows == c
+    below = rows > c
+    xb = tl.where(below, x, 0.0)
+    slot = rnd % 2
+    own = wsb + slot * PMAX * WSTR + p * WSTR
+    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
+    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
+    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
+    _grid_barrier(cntb, c, P)
+    d = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
+    top = _gather(wsb, slot, NB, p, P, WSTR, PMAX, NB)
+    amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
+    s = tl.where(amax > 0, amax, 1.0)
+    if _unscaled_ok(amax, tl.sum(tl.abs(d), axis=0)):
+        d = d / s
+    else:
+        # Its own slot: slower programs may still be reading this column's slot.
+        fslot = wsb + 2 * PMAX * WSTR
+        tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
+        _grid_barrier(cntb, n + c, P)
+        d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
+                           other=0.0, volatile=True), axis=0)
+    alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
+    ss = tl.sum(tl.where(sel, d, 0.0), axis=0) / s
+    tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+    w = top + (scale * s) * d
+    v = tl.where(is_top, 1.0, xb * scale)
+    P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
+    newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+    P_ = tl.where(sel[:, None], newcol[None, :], P_)
+    return P_, tl.where(sel, tau, taus)
+
+
+@triton.jit
+def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
+                  n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
+                  WRITE_T: tl.constexpr):
+    """Store this program's rows of the factored panel, tau (program 0) and, with WRITE_T,
+    T from the summed partial ``V^T V`` (one more barrier)."""
+    jj = tl.arange(0, NB)
     rows = k + p * RB + tl.arange(0, RB)
     cols = k + jj
     colvalid = jj < pw
     rowvalid = rows < m
-    WSTR: tl.constexpr = 4 * NB
-    wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
-    cntb = CNT + b.to(tl.int64) * 3 * n
-    taus = tl.zeros((NB,), dtype=tl.float32)
-    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
-    for j in range(0, pw):
-        c = k + j
-        sel = jj == j
-        x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
-        is_top = rows == c
-        below = rows > c
-        xb = tl.where(below, x, 0.0)
-        d_p = tl.sum(P_ * xb[None, :], axis=1)
-        top_p = tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1)
-        amax_p = tl.max(tl.abs(xb), axis=0)
-        slot = wsb + (j % 2) * PMAX * WSTR + p * WSTR
-        tl.store(slot + jj, d_p)
-        tl.store(slot + NB + jj, top_p)
-        tl.store(slot + 2 * NB + jj, tl.where(jj == 0, amax_p, 0.0))
-        _grid_barrier(cntb, c, P)
-        allp = wsb + (j % 2) * PMAX * WSTR + pp[:, None] * WSTR + jj[None, :]
-        d = tl.sum(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0)
-        top = tl.sum(tl.load(allp + NB, mask=pmask, other=0.0, volatile=True), axis=0)
-        amax = tl.max(tl.max(tl.load(allp + 2 * NB, mask=pmask, other=0.0, volatile=True),
-                             axis=0), axis=0)
-        # Unscaled dot products are exact enough when the sub-column's max-abs is in
-        # [1e-15, 1e15] and nothing overflowed; otherwise one more round, scaled.
-        dsum = tl.sum(tl.abs(d), axis=0)
-        safe = (amax <= 1.0e15) & ((amax >= 1.0e-15) | (amax == 0.0)) & (dsum < float("inf"))
-        s = tl.where(amax > 0, amax, 1.0)
-        if safe:
-            d = d / s
-        else:
-            # Its own slot: slower programs may still be reading this column's slot.
-            fslot = wsb + 2 * PMAX * WSTR
-            tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
-            _grid_barrier(cntb, n + c, P)
-            d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
-                               other=0.0, volatile=True), axis=0)
-        alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
-        ss = tl.sum(tl.where(sel, d, 0.0), axis=0) / s
-        tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-        w = top + (scale * s) * d
-        v = tl.where(is_top, 1.0, xb * scale)
-        P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
-        newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
-        P_ = tl.where(sel[:, None], newcol[None, :], P_)
-        taus = tl.where(sel, tau, taus)
     tl.store(ptrs, P_, mask=mask)
     if p == 0:
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
@@ -372,3 +403,144 @@ def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, t
             for q in range(0, P):
                 S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+
+
+#: Round-slot width of the split panel's workspace (floats a program): the column pair's
+#: six vectors (split_pairs); one column uses three.
+SPLIT_WSTR_NB = tl.constexpr(6)
+
+
+@triton.jit
+def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index, n_tw, P,
+                  NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr):
+    """The column loop of :func:`panel_split_kernel` on this program's rows ``P_`` (``[NB,
+    RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T.
+    Also the fallback of :mod:`adaptqr.paths.kernels.cholqr_panel`."""
+    WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
+    wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
+    cntb = CNT + b.to(tl.int64) * 3 * n
+    taus = tl.zeros((NB,), dtype=tl.float32)
+    for j in range(0, pw):
+        P_, taus = _split_step(P_, taus, j, j, wsb, cntb, p, na, k, m, n, P, NB, RB, PMAX, WSTR)
+    _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
+                  n_tw, P, NB, RB, PMAX, WRITE_T)
+
+
+#: A column pair's second reflector comes from the round's sums only while its sub-column
+#: keeps at least this fraction of its squared norm after the first reflector: the formula
+#: |y'|^2 = |y|^2 - 2g x.y + g^2 |x|^2 loses about eps * |y|^2 / |y'|^2 relative, so at 1/4
+#: at most a few ulps. Below it the column gets a round of its own.
+PAIR_MIN_KEEP = tl.constexpr(0.25)
+
+
+@triton.jit
+def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
+               NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+    """Columns k + j and k + j + 1 of the row-split panel with one grid barrier: the round
+    carries, besides column j's sums, those of column j + 1 (``P^T y``, row c + 1), and the
+    second reflector is derived from them by algebra. Returns ``(P_, taus, done)``, ``done``
+    = 1 when only column j was done (it needed the scaled round, or column j + 1's sums are
+    out of the unscaled range or would cancel): the caller gives j + 1 a round of its own.
+    The same decision in every program: it reads only the summed values."""
+    jj = tl.arange(0, NB)
+    pp = tl.arange(0, PMAX)
+    rows = k + p * RB + tl.arange(0, RB)
+    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
+    c = k + j
+    sel1 = jj == j
+    sel2 = jj == j + 1
+    x = tl.sum(tl.where(sel1[:, None], P_, 0.0), axis=0)
+    y = tl.sum(tl.where(sel2[:, None], P_, 0.0), axis=0)
+    is_top = rows == c
+    below = rows > c
+    is_top2 = rows == c + 1
+    below2 = rows > c + 1
+    xb = tl.where(below, x, 0.0)
+    yb = tl.where(below2, y, 0.0)
+    slot = rnd % 2
+    own = wsb + slot * PMAX * WSTR + p * WSTR
+    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
+    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
+    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
+    tl.store(own + 3 * NB + jj, tl.sum(P_ * yb[None, :], axis=1))
+    tl.store(own + 4 * NB + jj, tl.sum(tl.where(is_top2[None, :], P_, 0.0), axis=1))
+    tl.store(own + 5 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(yb), axis=0), 0.0))
+    _grid_barrier(cntb, c, P)
+    D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
+    top = _gather(wsb, slot, NB, p, P, WSTR, PMAX, NB)
+    amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
+    E = _gather(wsb, slot, 3 * NB, p, P, WSTR, PMAX, NB)
+    top2 = _gather(wsb, slot, 4 * NB, p, P, WSTR, PMAX, NB)
+    amax2 = _gather_max(wsb, slot, 5 * NB, p, P, WSTR, PMAX, NB)
+    # Column j, as _split_step.
+    s = tl.where(amax > 0, amax, 1.0)
+    plain = _unscaled_ok(amax, tl.sum(tl.abs(D), axis=0))
+    if plain:
+        d = D / s
+    else:
+        fslot = wsb + 2 * PMAX * WSTR
+        tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
+        _grid_barrier(cntb, n + c, P)
+        d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
+                           other=0.0, volatile=True), axis=0)
+    alpha = tl.sum(tl.where(sel1, top, 0.0), axis=0)
+    ss = tl.sum(tl.where(sel1, d, 0.0), axis=0) / s
+    tau1, beta1, scale1, do1 = _reflector(alpha, ss, s, c < na)
+    w1 = top + (scale1 * s) * d
+    v1 = tl.where(is_top, 1.0, xb * scale1)
+    P_ = tl.where((jj > j)[:, None], P_ - (tau1 * w1)[:, None] * v1[None, :], P_)
+    P_ = tl.where(sel1[:, None], tl.where(is_top, beta1, tl.where(below & do1, xb * scale1, x))[None, :],
+                  P_)
+    taus = tl.where(sel1, tau1, taus)
+    # Column j + 1 after reflector j, from the sums: y' = y - g x below row c + 1.
+    h = tau1 * w1 * scale1
+    g = tl.sum(tl.where(sel2, h, 0.0), axis=0)
+    x1 = tl.sum(tl.where(sel1, top2, 0.0), axis=0)       # x at row c + 1
+    nx2 = tl.sum(tl.where(sel1, D, 0.0), axis=0) - x1 * x1
+    ny = tl.sum(tl.where(sel2, E, 0.0), axis=0)
+    xy = tl.sum(tl.where(sel1, E, 0.0), axis=0)
+    ny2 = ny - 2.0 * g * xy + g * g * nx2
+    pair = plain & _unscaled_ok(amax2, tl.sum(tl.abs(E), axis=0)) \
+        & (ny2 >= PAIR_MIN_KEEP * ny) & (ny2 < float("inf"))
+    done = 1
+    if pair:
+        a2 = tl.sum(tl.where(sel2, top2, 0.0), axis=0) - g * x1
+        tau2, beta2, scale2, do2 = _reflector(a2, tl.maximum(ny2, 0.0), 1.0, c + 1 < na)
+        col_c1 = top2 - h * x1                             # every column at row c + 1
+        S = E - g * (D - top2 * x1) - h * xy + h * g * nx2  # sum over rows > c + 1 of P' y'
+        w2 = col_c1 + scale2 * S
+        x2 = tl.sum(tl.where(sel2[:, None], P_, 0.0), axis=0)
+        yb2 = tl.where(below2, x2, 0.0)
+        v2 = tl.where(is_top2, 1.0, yb2 * scale2)
+        P_ = tl.where((jj > j + 1)[:, None], P_ - (tau2 * w2)[:, None] * v2[None, :], P_)
+        newcol = tl.where(is_top2, beta2, tl.where(below2 & do2, yb2 * scale2, x2))
+        P_ = tl.where(sel2[:, None], newcol[None, :], P_)
+        taus = tl.where(sel2, tau2, taus)
+        done = 2
+    return P_, taus, done
+
+
+@triton.jit
+def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
+                        n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
+                        WRITE_T: tl.constexpr):
+    """:func:`split_columns` with two columns a grid barrier where it can (``_pair_step``):
+    half the barriers of a panel. Schedule ``split_pairs`` (EXPERIMENTS.md S3)."""
+    WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
+    wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
+    cntb = CNT + b.to(tl.int64) * 3 * n
+    taus = tl.zeros((NB,), dtype=tl.float32)
+    j = 0
+    rnd = 0
+    while j < pw:
+        if j + 1 < pw:
+            P_, taus, done = _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
+                                        NB, RB, PMAX, WSTR)
+        else:
+            P_, taus = _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
+                                   NB, RB, PMAX, WSTR)
+            done = 1
+        j += done
+        rnd += 1
+    _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
+                  n_tw, P, NB, RB, PMAX, WRITE_T)
