@@ -330,35 +330,24 @@ def _unscaled_ok(amax, dsum):
 
 
 @triton.jit
-def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
-    """One column (k + j) of the row-split panel: partial dot products through round slot
-    ``rnd % 2``, one grid barrier (two when the column needs the scaled round), the
-    reflector, this program's rows updated. Returns ``(P_, taus)``."""
+def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, P, rows,
+                      NB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+    """Reflector of column j (row c) from the round's sums (``D = P^T x`` below row c, ``top``
+    = row c, ``amax`` of x below c), with the scaled round when the unscaled sums are not
+    exact enough; this program's rows updated. Returns ``(P_, taus, plain, tau, scale, w)``
+    (``plain``: no scaled round was needed)."""
     jj = tl.arange(0, NB)
     pp = tl.arange(0, PMAX)
-    rows = k + p * RB + tl.arange(0, RB)
     pmask = (pp < P)[:, None] & (jj < NB)[None, :]
-    c = k + j
     sel = jj == j
-    x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
     is_top = rows == c
     below = rows > c
-    xb = tl.where(below, x, 0.0)
-    slot = rnd % 2
-    own = wsb + slot * PMAX * WSTR + p * WSTR
-    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
-    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
-    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
-    _grid_barrier(cntb, c, P)
-    d = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
-    top = _gather(wsb, slot, NB, p, P, WSTR, PMAX, NB)
-    amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
     s = tl.where(amax > 0, amax, 1.0)
-    if _unscaled_ok(amax, tl.sum(tl.abs(d), axis=0)):
-        d = d / s
+    plain = _unscaled_ok(amax, tl.sum(tl.abs(D), axis=0))
+    if plain:
+        d = D / s
     else:
-        # Its own slot: slower programs may still be reading this column's slot.
+        # Its own slot: slower programs may still be reading this round's slot.
         fslot = wsb + 2 * PMAX * WSTR
         tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
         _grid_barrier(cntb, n + c, P)
@@ -372,7 +361,36 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
     newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
     P_ = tl.where(sel[:, None], newcol[None, :], P_)
-    return P_, tl.where(sel, tau, taus)
+    return P_, tl.where(sel, tau, taus), plain, tau, scale, w
+
+
+@triton.jit
+def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
+                NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+    """One column (k + j) of the row-split panel: partial dot products through round slot
+    ``rnd % 2``, one grid barrier (two when the column needs the scaled round), the
+    reflector, this program's rows updated. Returns ``(P_, taus)``."""
+    jj = tl.arange(0, NB)
+    rows = k + p * RB + tl.arange(0, RB)
+    c = k + j
+    sel = jj == j
+    x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
+    is_top = rows == c
+    below = rows > c
+    xb = tl.where(below, x, 0.0)
+    slot = rnd % 2
+    own = wsb + slot * PMAX * WSTR + p * WSTR
+    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
+    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
+    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
+    _grid_barrier(cntb, c, P)
+    D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
+    top = _gather(wsb, slot, NB, p, P, WSTR, PMAX, NB)
+    amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
+    P_, taus, _plain, _tau, _scale, _w = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
+                                                           wsb, cntb, p, na, n, P, rows,
+                                                           NB, PMAX, WSTR)
+    return P_, taus
 
 
 @triton.jit
@@ -443,9 +461,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     out of the unscaled range or would cancel): the caller gives j + 1 a round of its own.
     The same decision in every program: it reads only the summed values."""
     jj = tl.arange(0, NB)
-    pp = tl.arange(0, PMAX)
     rows = k + p * RB + tl.arange(0, RB)
-    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
     c = k + j
     sel1 = jj == j
     sel2 = jj == j + 1
@@ -473,25 +489,9 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     top2 = _gather(wsb, slot, 4 * NB, p, P, WSTR, PMAX, NB)
     amax2 = _gather_max(wsb, slot, 5 * NB, p, P, WSTR, PMAX, NB)
     # Column j, as _split_step.
-    s = tl.where(amax > 0, amax, 1.0)
-    plain = _unscaled_ok(amax, tl.sum(tl.abs(D), axis=0))
-    if plain:
-        d = D / s
-    else:
-        fslot = wsb + 2 * PMAX * WSTR
-        tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
-        _grid_barrier(cntb, n + c, P)
-        d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
-                           other=0.0, volatile=True), axis=0)
-    alpha = tl.sum(tl.where(sel1, top, 0.0), axis=0)
-    ss = tl.sum(tl.where(sel1, d, 0.0), axis=0) / s
-    tau1, beta1, scale1, do1 = _reflector(alpha, ss, s, c < na)
-    w1 = top + (scale1 * s) * d
-    v1 = tl.where(is_top, 1.0, xb * scale1)
-    P_ = tl.where((jj > j)[:, None], P_ - (tau1 * w1)[:, None] * v1[None, :], P_)
-    P_ = tl.where(sel1[:, None], tl.where(is_top, beta1, tl.where(below & do1, xb * scale1, x))[None, :],
-                  P_)
-    taus = tl.where(sel1, tau1, taus)
+    P_, taus, plain, tau1, scale1, w1 = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
+                                                          wsb, cntb, p, na, n, P, rows,
+                                                          NB, PMAX, WSTR)
     # Column j + 1 after reflector j, from the sums: y' = y - g x below row c + 1.
     h = tau1 * w1 * scale1
     g = tl.sum(tl.where(sel2, h, 0.0), axis=0)

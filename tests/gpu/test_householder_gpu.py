@@ -31,6 +31,23 @@ def _factor(A, info=None, schedule=None):
     return H, tau
 
 
+def _variant_against_default(B, n, tol, **variant):
+    """Factor one random (B, n, n) batch with the default schedule (H1) and with ``variant``
+    fields replaced (H2); H2 must pass the bar and agree with H1 to ``tol``."""
+    import dataclasses
+
+    from adaptqr.paths import schedules
+
+    A = torch.randn(B, n, n, device="cuda")
+    s = schedules.schedule_for(n, n)
+    H1, t1 = _factor(A, schedule=dataclasses.replace(s, cholqr=False))
+    H2, t2 = _factor(A, schedule=dataclasses.replace(s, **variant))
+    r = check_geqrf(A, H2, t2)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    assert float((H1 - H2).norm() / H1.norm()) < tol and float((t1 - t2).abs().max()) < tol
+    return H1, H2
+
+
 @pytest.mark.parametrize("case", bench_cases() + test_cases(), ids=case_name)
 def test_qr_v2_case_passes_half_gate(case):
     A = make_inputs(case, k=1)[0]
@@ -43,19 +60,8 @@ def test_qr_v2_case_passes_half_gate(case):
 @pytest.mark.parametrize("B,n", [(16, 200), (16, 600), (8, 1100), (2, 2048)])
 def test_separate_t_kernel_matches(B, n):
     # Schedule t_kernel (EXPERIMENTS.md H9): register, row-split and chunked panels with T
-    # built afterwards by one warp a matrix; same factorization as T built in the panel.
-    import dataclasses
-
-    from adaptqr.paths import schedules
-
-    A = torch.randn(B, n, n, device="cuda")
-    s = schedules.schedule_for(n, n)
-    H1, t1 = _factor(A, schedule=s)
-    H2, t2 = _factor(A, schedule=dataclasses.replace(s, t_kernel=True))
-    r = check_geqrf(A, H2, t2)
-    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-    # Only the summation order of V^T V differs: rounding-level differences.
-    assert float((H1 - H2).norm() / H1.norm()) < 1e-4 and float((t1 - t2).abs().max()) < 1e-4
+    # built afterwards by one warp a matrix. Only the summation order of V^T V differs.
+    _variant_against_default(B, n, 1e-4, t_kernel=True)
 
 
 @pytest.mark.parametrize("n", [32, 96, 200, 600, 1100])
@@ -131,20 +137,10 @@ def test_cholqr_panel_matches_householder_panel(B, n):
     # Row-split panels by CholeskyQR2 + reconstruction (EXPERIMENTS.md C2) against the
     # Householder column loop: both pass the bar, same signs (geqrf's convention), and the
     # CholeskyQR2 panel really ran (a fallback everywhere would give identical bits).
-    import dataclasses
-
-    from adaptqr.paths import schedules
-
-    A = torch.randn(B, n, n, device="cuda")
-    s = schedules.schedule_for(n, n)
-    H1, t1 = _factor(A, schedule=dataclasses.replace(s, cholqr=False))
-    H2, t2 = _factor(A, schedule=dataclasses.replace(s, cholqr=True))
-    r = check_geqrf(A, H2, t2)
-    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    H1, H2 = _variant_against_default(B, n, 1e-2, cholqr=True)
     d1, d2 = H1.diagonal(dim1=-2, dim2=-1), H2.diagonal(dim1=-2, dim2=-1)
     assert bool((torch.sign(d1) == torch.sign(d2)).all())
     assert not torch.equal(H1, H2)
-    assert float((H1 - H2).norm() / H1.norm()) < 1e-2 and float((t1 - t2).abs().max()) < 1e-2
 
 
 def test_cholqr_panel_falls_back_per_matrix():
@@ -170,15 +166,5 @@ def test_cholqr_panel_falls_back_per_matrix():
 
 @pytest.mark.parametrize("B,n", [(2, 4096), (8, 2048), (3, 1100)])
 def test_split_pairs_matches(B, n):
-    # Two columns a grid barrier (EXPERIMENTS.md S3) against one: both pass the bar, agree.
-    import dataclasses
-
-    from adaptqr.paths import schedules
-
-    A = torch.randn(B, n, n, device="cuda")
-    s = schedules.schedule_for(n, n)
-    H1, t1 = _factor(A, schedule=s)
-    H2, t2 = _factor(A, schedule=dataclasses.replace(s, split_pairs=True))
-    r = check_geqrf(A, H2, t2)
-    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-    assert float((H1 - H2).norm() / H1.norm()) < 1e-2 and float((t1 - t2).abs().max()) < 1e-2
+    # Two columns a grid barrier (EXPERIMENTS.md S3) against one.
+    _variant_against_default(B, n, 1e-2, split_pairs=True)
