@@ -293,11 +293,13 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         trailing_w_kernel[grid](Ht, W, na, nz, k0, m, n, c_start, c_end, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
                                 PREC_TAIL=s.tail_prec,
-                                num_warps=4, num_stages=schedules.TRAILING_STAGES)
+                                num_warps=s.trailing_warps or 4,
+                                num_stages=schedules.TRAILING_STAGES)
         trailing_u_kernel[grid](Ht, TW, W, na, nz, k0, m, n, c_start, c_end, n_tw, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
                                 PREC_TAIL=s.tail_prec,
-                                num_warps=4, num_stages=schedules.TRAILING_STAGES)
+                                num_warps=s.trailing_warps or 4,
+                                num_stages=schedules.TRAILING_STAGES)
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
@@ -308,5 +310,5 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     trailing_kernel[grid](Ht, TW, na, nz, k0, npan, m, n, c_start, c_end, n_tw,
                           NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
                           PREC=s.prec, PREC_TAIL=s.tail_prec,
-                          num_warps=_warps(bn * bm) if resident else 4,
+                          num_warps=_warps(bn * bm) if resident else s.trailing_warps or 4,
                           num_stages=schedules.TRAILING_STAGES)

@@ -117,6 +117,10 @@ class Schedule:
     # where the program's rows fit (CHOLQR_MAX_RB). Off: slower than the Householder column
     # loop on the H200 (8x2048 panels 11.3 against 7.4 ms, EXPERIMENTS.md C2).
     cholqr: bool = False
+    # Warps of the streamed (non-resident) and row-split trailing kernels; 0: 4. At 4 they
+    # spill for sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W
+    # and U kernels), at 8 hardly (72 / 0 / 0). Prepared, not measured (EXPERIMENTS.md W1).
+    trailing_warps: int = 0
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs).
     # Prepared, not measured (EXPERIMENTS.md S3): off.
     split_pairs: bool = False

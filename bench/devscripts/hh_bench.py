@@ -62,9 +62,10 @@ def factor(A, sched=None):
     return H, tau
 
 
-#: Register-panel variants compared by the ``panels`` section (EXPERIMENTS.md H5).
-PANEL_VARIANTS = {"base": {}, "t_kernel": {"t_kernel": True}, "warps4": {"panel_warps": 4},
-                  "t_kernel_warps4": {"t_kernel": True, "panel_warps": 4}}
+#: Variants compared by the ``panels`` section on every benchmark case (EXPERIMENTS.md H9,
+#: W1): the default, the T kernel forced off, 8-warp trailing kernels.
+PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
+                  "trailing_w8": {"trailing_warps": 8}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3, C2).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True}, "cholqr": {"cholqr": True},
