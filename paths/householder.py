@@ -18,7 +18,8 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 
 ``info.features["n_active"]`` (int32 ``(B,)``, optional): matrix b needs reflectors only
 for columns ``< n_active[b]``; later columns get ``tau = 0`` and hold ``Q1^T A_tail``;
-panels past it exit at once.
+panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, read with
+n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
 
 Example::
 

@@ -91,7 +91,7 @@ DEFAULT_PREC = "tf32x3"
 #: Products for column tiles wholly in a matrix's negligible tail (past n_active): those
 #: columns' norms are at most TAIL_BUDGET * eps32 * ||A||_1 * n / sqrt(m) (docs/DETECTORS.md),
 #: so one-pass TF32 (truncated operands, relative error ~2^-10 a product, a few products a
-#: panel) adds about 1e-2 * TAIL_BUDGET to the scaled factor residual over the whole
+#: panel) adds at most about 0.06 * TAIL_BUDGET to the scaled factor residual over the whole
 #: factorization (docs/NUMERICS.md): one MMA pass instead of three there. Prepared, not
 #: measured (EXPERIMENTS.md T1): the default stays DEFAULT_PREC until the H200 says.
 TAIL_PREC = DEFAULT_PREC
