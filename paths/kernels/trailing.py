@@ -147,6 +147,20 @@ def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
 
 
 @triton.jit
+def _slice_plan(Ht, NA, NZ, k, m, n, c_start, c_end, rows_per,
+                BN: tl.constexpr, HAS_NA: tl.constexpr):
+    """The row-split kernels' program (b, t, s): ``(b, base, na, go, tail, cc, ccmask, r_lo,
+    r_hi)``, its column tile ``cc`` and row slice ``[r_lo, r_hi)``; ``go`` False when the
+    panel is past n_active or the tile is all exact zeros (:func:`_tile_plan`)."""
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
+    c0 = c_start + tl.program_id(1) * BN
+    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    cc = c0 + tl.arange(0, BN)
+    r_lo = k + tl.program_id(2) * rows_per
+    return b, base, na, (k < na) & run, tail, cc, cc < c_end, r_lo, tl.minimum(m, r_lo + rows_per)
+
+
+@triton.jit
 def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
             NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
     """``W[b, cc] += A[r_lo:r_hi, cc]^T V[r_lo:r_hi]`` (atomics), products in PREC."""
@@ -171,16 +185,9 @@ def trailing_w_kernel(Ht, W, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL:
     as :func:`trailing_kernel`."""
-    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
-    t = tl.program_id(1)
-    sp = tl.program_id(2)
-    c0 = c_start + t * BN
-    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
-    if (k < na) & run:
-        cc = c0 + tl.arange(0, BN)
-        ccmask = cc < c_end
-        r_lo = k + sp * rows_per_split
-        r_hi = tl.minimum(m, r_lo + rows_per_split)
+    b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
+        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
+    if go:
         if (PREC_TAIL != PREC) & tail:
             _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
         else:
@@ -212,16 +219,9 @@ def trailing_u_kernel(Ht, TW, W, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
-    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
-    t = tl.program_id(1)
-    sp = tl.program_id(2)
-    c0 = c_start + t * BN
-    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
-    if (k < na) & run:
-        cc = c0 + tl.arange(0, BN)
-        ccmask = cc < c_end
-        r_lo = k + sp * rows_per_prog
-        r_hi = tl.minimum(m, r_lo + rows_per_prog)
+    b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
+        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
+    if go:
         if (PREC_TAIL != PREC) & tail:
             _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
         else:
