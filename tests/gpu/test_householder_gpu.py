@@ -57,6 +57,7 @@ def test_qr_v2_case_passes_half_gate(case):
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
 
 
+@pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(16, 200), (16, 600), (8, 1100), (2, 2048)])
 def test_separate_t_kernel_matches(B, n):
     # Schedule t_kernel (EXPERIMENTS.md H9): register, row-split and chunked panels with T
@@ -132,6 +133,7 @@ def test_capable():
     assert "m >= n" in capable(4, 32, 64, torch.float32, "cuda")
 
 
+@pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(2, 2048), (3, 1100)])  # RB 64: the 2x4096 panel shape
 def test_cholqr_panel_matches_householder_panel(B, n):
     # Row-split panels by CholeskyQR2 + reconstruction (EXPERIMENTS.md C2) against the
@@ -143,6 +145,7 @@ def test_cholqr_panel_matches_householder_panel(B, n):
     assert not torch.equal(H1, H2)
 
 
+@pytest.mark.variant
 def test_cholqr_panel_falls_back_per_matrix():
     import dataclasses
 
@@ -164,6 +167,7 @@ def test_cholqr_panel_falls_back_per_matrix():
 
 
 
+@pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(2, 4096), (8, 2048), (3, 1100)])
 def test_split_pairs_matches(B, n):
     # Two columns a grid barrier (EXPERIMENTS.md S3) against one.
