@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from adaptqr.detectors import TAIL_BUDGET, classify, finish_tail, probe, route_codes
-from adaptqr.testing import check_geqrf, generate
+from adaptqr.testing import EXPECTED_N_ACTIVE, check_geqrf, generate
 
 CODES = route_codes()
 DENSE, LOWRANK, UPPER = CODES["dense"], CODES["lowrank"], CODES["upper"]
@@ -383,16 +383,7 @@ def test_classify_computes_n_active_when_missing():
     assert torch.equal(f["n_active"], expected)
 
 
-EXPECTED_ACTIVE = {
-    "dense": lambda n: n,
-    "upper": lambda n: 0,
-    "rankdef": lambda n: 3 * n // 4,
-    "nearrank": lambda n: n,
-    "clustered": lambda n: n // 2 + 2,
-    "band": lambda n: n,
-    "rowscale": lambda n: n,
-    "nearcollinear": lambda n: n,
-}
+EXPECTED_ACTIVE = EXPECTED_N_ACTIVE
 
 
 @pytest.mark.parametrize("n", [32, 64])

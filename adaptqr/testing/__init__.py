@@ -13,9 +13,10 @@ Example::
 
 from adaptqr.testing.cases import bench_cases, case_name, load_cases, test_cases
 from adaptqr.testing.check import CheckResult, check_geqrf
-from adaptqr.testing.generators import generate, inputs_per_case, make_inputs
+from adaptqr.testing.generators import EXPECTED_N_ACTIVE, generate, inputs_per_case, make_inputs
 
 __all__ = [
+    "EXPECTED_N_ACTIVE",
     "generate", "make_inputs", "inputs_per_case",
     "check_geqrf", "CheckResult",
     "test_cases", "bench_cases", "load_cases", "case_name",

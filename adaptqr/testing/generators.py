@@ -184,3 +184,17 @@ def make_inputs(case: Mapping, k: int | None = None, device: str | torch.device 
         generate(batch, n, case["cond"], input_seed(case["seed"], i), case.get("case", "dense"), device)
         for i in range(k)
     ]
+
+
+#: ``n_active`` each profile must get from the detectors at size n (docs/DETECTORS.md,
+#: "What the qr_v2 profiles give"): the CPU and GPU detector tests both assert it.
+EXPECTED_N_ACTIVE = {
+    "dense": lambda n: n,
+    "upper": lambda n: 0,
+    "rankdef": lambda n: 3 * n // 4,
+    "nearrank": lambda n: n,
+    "clustered": lambda n: n // 2 + 2,
+    "band": lambda n: n,
+    "rowscale": lambda n: n,
+    "nearcollinear": lambda n: n,
+}

@@ -20,19 +20,11 @@ pytestmark = [
 ]
 
 from adaptqr.detectors import classify, finish_tail, probe, route_codes  # noqa: E402
-from adaptqr.testing import bench_cases, case_name, check_geqrf, generate  # noqa: E402
+from adaptqr.testing import (EXPECTED_N_ACTIVE, bench_cases, case_name, check_geqrf,  # noqa: E402
+                             generate)
 
 CODES = route_codes()
-EXPECTED_ACTIVE = {
-    "dense": lambda n: n,
-    "upper": lambda n: 0,
-    "rankdef": lambda n: 3 * n // 4,
-    "nearrank": lambda n: n,
-    "clustered": lambda n: n // 2 + 2,
-    "band": lambda n: n,
-    "rowscale": lambda n: n,
-    "nearcollinear": lambda n: n,
-}
+EXPECTED_ACTIVE = EXPECTED_N_ACTIVE
 
 
 def colmajor(A: torch.Tensor) -> torch.Tensor:
