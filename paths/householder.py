@@ -233,6 +233,12 @@ class _SplitWork:
         return self.chol
 
 
+def _pairs(s, rb: int) -> bool:
+    """Whether a row-split panel of ``rb`` rows a program pairs its columns (schedule field,
+    else ``schedules.PAIRS_MAX_RB``)."""
+    return s.split_pairs if s.split_pairs is not None else rb <= schedules.PAIRS_MAX_RB
+
+
 def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
@@ -261,7 +267,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
             else:
                 panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                            n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
-                                           WRITE_T=wt, PAIRS=s.split_pairs,
+                                           WRITE_T=wt, PAIRS=_pairs(s, rb),
                                            num_warps=_warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)

@@ -83,6 +83,12 @@ PANEL_FEW_WARPS_TILE = 8192
 #: Row-split panels of at most this many rows a program go through the CholeskyQR2 panel:
 #: its float64 tiles ([NB, RB] twice) must stay in registers.
 CHOLQR_MAX_RB = 128
+#: Row-split panels pair their columns (two a grid barrier, ``Schedule.split_pairs``) when a
+#: program holds at most this many rows: there the barrier is a large part of a column step.
+#: Path alone in a graph (EXPERIMENTS.md S3, run 1405): 2x4096 (64 rows a program) 24.92 ->
+#: 23.85 ms, 8x2048 (128 rows) 12.62 -> 12.37, but 60x1024 (512 rows, two programs a
+#: matrix) 9.50 -> 10.01: the pair algebra on a [32, 512] tile costs more than a barrier.
+PAIRS_MAX_RB = 128
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -92,9 +98,11 @@ DEFAULT_PREC = "tf32x3"
 #: columns' norms are at most TAIL_BUDGET * eps32 * ||A||_1 * n / sqrt(m) (docs/DETECTORS.md),
 #: so one-pass TF32 (truncated operands, relative error ~2^-10 a product, a few products a
 #: panel) adds at most about 0.06 * TAIL_BUDGET to the scaled factor residual over the whole
-#: factorization (docs/NUMERICS.md): one MMA pass instead of three there. Prepared, not
-#: measured (EXPERIMENTS.md T1): the default stays DEFAULT_PREC until the H200 says.
-TAIL_PREC = DEFAULT_PREC
+#: factorization (docs/NUMERICS.md): one MMA pass instead of three there. Through the public
+#: call (EXPERIMENTS.md T1, run 1405): 640x512 clustered 9.735 -> 9.109 ms and 9.806 -> 9.099
+#: (another seed), 60x1024 clustered 7.834 -> 7.223; worst factor residual unchanged to three
+#: digits (0.0116); dense and rankdef (no negligible tail) unchanged.
+TAIL_PREC = "tf32"
 
 
 @dataclass(frozen=True)
@@ -121,9 +129,9 @@ class Schedule:
     # spill for sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W
     # and U kernels), at 8 hardly (72 / 0 / 0). Prepared, not measured (EXPERIMENTS.md W1).
     trailing_warps: int = 0
-    # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs).
-    # Prepared, not measured (EXPERIMENTS.md S3): off.
-    split_pairs: bool = False
+    # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
+    # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
+    split_pairs: bool | None = None
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
 

@@ -142,6 +142,10 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--panels-max-n", type=int, default=1 << 30, help="panels section: largest n")
+    ap.add_argument("--panels-variants", default=",".join(PANEL_VARIANTS),
+                    help="panels section: which PANEL_VARIANTS, comma-separated")
+    ap.add_argument("--panels-dense", action="store_true",
+                    help="panels section: only the dense benchmark cases")
     ap.add_argument("--sections", default="check_bench,time,parts,check_tests,variants")
     args = ap.parse_args()
     out = os.environ.get("OUT", "/tmp")
@@ -214,13 +218,14 @@ def main():
         save()
 
     if "panels" in secs:
-        geo: dict[str, list[float]] = {v: [] for v in PANEL_VARIANTS}
+        variants = {v: PANEL_VARIANTS[v] for v in args.panels_variants.split(",")}
+        geo: dict[str, list[float]] = {v: [] for v in variants}
         for c in bench_cases():
-            if c["n"] > args.panels_max_n:
+            if c["n"] > args.panels_max_n or (args.panels_dense and c["case"] != "dense"):
                 continue
             ins = make_inputs(c)
             base_s = schedules.schedule_for(c["n"], c["n"])
-            for name, kw in PANEL_VARIANTS.items():
+            for name, kw in variants.items():
                 if left(args.budget) < 0:
                     break
                 ms = measure_row(res, "panel", case_name(c), ins,

@@ -8,6 +8,9 @@ Sections (``--sections``, comma-separated; JSON to ``$OUT/micro.json``):
   (``ROWS=False``), CUDA-graph replay, L2 flushed.
 * ``tbuild``: one register-panel launch (640x512, first panel) and one row-split panel launch
   (2x4096, first panel) with and without the compact-WY ``T`` (what building T costs).
+* ``kernels``: device time per kernel name of ``adaptqr.geqrf`` on the 640x512 profiles
+  (dense, rankdef, clustered) with the detectors on and off (``ADAPTQR_DETECT``), from
+  torch.profiler over 3 calls, L2 flushed: where the probe's cost goes (issue 6's 3 %).
 * ``chol``: library building blocks of a Cholesky-QR for n = 2048 / 4096 (Gram, Cholesky,
   triangular solve, unpivoted LU), to bound what issue 9's path could reach.
 
@@ -215,6 +218,42 @@ def chol():
         rows.append({"n": n, **t})
         print("chol", n, {k: round(v, 3) for k, v in t.items()})
     RES["chol"] = rows
+
+
+def kernels(calls=3):
+    import adaptqr
+    from adaptqr.testing import make_inputs
+    from torch.profiler import ProfilerActivity, profile
+
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    rows = []
+    for case in ("dense", "rankdef", "clustered"):
+        A = make_inputs({"batch": 640, "n": 512, "cond": 2 if case == "dense" else 0,
+                         "seed": 4242, "case": case}, k=1)[0]
+        for detect in ("1", "0"):
+            os.environ["ADAPTQR_DETECT"] = detect
+            adaptqr.geqrf(A)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(calls):
+                    flush.zero_()
+                    adaptqr.geqrf(A)
+                torch.cuda.synchronize()
+            per = {}
+            for ev in prof.key_averages():
+                if ev.device_type.name == "CUDA" or getattr(ev, "device_time_total", 0):
+                    us = getattr(ev, "device_time_total", None) or ev.cuda_time_total
+                    if us and "zero" not in ev.key and "fill" not in ev.key.lower():
+                        per[ev.key[:60]] = (us / calls, ev.count // calls)
+            total = sum(v[0] for v in per.values())
+            top = sorted(per.items(), key=lambda kv: -kv[1][0])[:14]
+            print(f"kernels {case:9s} detect={detect} total {total / 1e3:.3f} ms a call")
+            for k, (us, cnt) in top:
+                print(f"    {us / 1e3:8.3f} ms  x{cnt:4d}  {k}")
+            rows.append({"case": case, "detect": detect, "total_ms": total / 1e3,
+                         "kernels": {k: [us / 1e3, cnt] for k, (us, cnt) in per.items()}})
+    os.environ.pop("ADAPTQR_DETECT", None)
+    RES["kernels"] = rows
 
 
 def main():
