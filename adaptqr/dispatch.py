@@ -44,6 +44,7 @@ import torch
 
 from adaptqr import config
 from adaptqr import log as _log
+from adaptqr.paths.layout import load_column_major
 from adaptqr.registry import REGISTRY, ROUTE_CLASSES, ROUTE_DEFAULT, InputSpec, MatrixInfo, Path
 
 # Distinct (shape, dtype, device, forced path) combinations remembered. A plan is a few
@@ -362,7 +363,7 @@ class _Runner:
 
     @staticmethod
     def load(A: torch.Tensor, outs: tuple) -> None:
-        outs[0].copy_(A)
+        load_column_major(A, outs[0])
 
     def body(self, outs: tuple) -> None:
         spec = self.plan.spec

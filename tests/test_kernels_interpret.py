@@ -195,6 +195,21 @@ SCRIPT = textwrap.dedent(r'''
                           "tail_err": float((H[1, :, k:].double() - tail).abs().max()),
                           "zero_untouched": float((H[2] - A[2]).abs().max()),
                           "tau_zero": float(tau[2].abs().max())}))
+    # The column-major load (paths.layout): ragged tiles, a wide matrix, 1 x 1, a 2-D batch
+    # in float64; a transposed view (not row-major) is left to Tensor.copy_.
+    from adaptqr.paths.layout import _triton_applies, load_column_major
+    for shape, dt in (((3, 70, 50), torch.float32), ((2, 64, 130), torch.float32),
+                      ((1, 1, 1), torch.float32), ((2, 3, 33, 65), torch.float64)):
+        A = torch.randn(*shape, dtype=dt); A0 = A.clone()
+        a = torch.empty(*shape[:-2], shape[-1], shape[-2], dtype=dt).mT
+        applies = _triton_applies(A, a, True)
+        load_column_major(A, a, backend="triton")
+        print(json.dumps({"name": f"layout {shape}", "applies": applies, "equal": bool(torch.equal(a, A)),
+                          "input_kept": bool(torch.equal(A, A0)), "col_major": bool(a.mT.is_contiguous())}))
+    A = torch.randn(2, 40, 30).mT
+    a = torch.empty(2, 40, 30).mT
+    print(json.dumps({"name": "layout view", "applies": _triton_applies(A, a, True),
+                      "equal": bool(torch.equal(load_column_major(A, a, backend="triton"), A))}))
 ''')
 
 
@@ -292,3 +307,14 @@ def test_n_active(results, n):
     assert d["prefix_err"] < 1e-4 and d["tau_err"] < 1e-5, d
     assert d["tail_err"] < 1e-4, d
     assert d["zero_untouched"] == 0.0, d
+
+
+@pytest.mark.parametrize("shape", ["(3, 70, 50)", "(2, 64, 130)", "(1, 1, 1)", "(2, 3, 33, 65)"])
+def test_column_major_load(results, shape):
+    r = results[f"layout {shape}"]
+    assert r["applies"] and r["equal"] and r["input_kept"] and r["col_major"], r
+
+
+def test_column_major_load_leaves_views_to_torch(results):
+    r = results["layout view"]
+    assert not r["applies"] and r["equal"], r

@@ -291,3 +291,20 @@ def test_graph_key_follows_the_settings_a_plan_reads(monkeypatch):
     assert graphs.stats()["captures"] == 2
     _check_factor(A, a, tau)
     graphs.clear()
+
+
+@pytest.mark.parametrize("shape", [(130, 512, 512), (3, 2050, 1500), (2, 1500, 2050)])
+def test_large_input_load_is_exact(shape):
+    # Inputs past TRITON_COPY_MIN_BYTES take the Triton column-major copy (paths.layout).
+    from adaptqr.paths.layout import TRITON_COPY_MIN_BYTES, load_column_major
+
+    A = torch.randn(*shape, device="cuda")
+    assert A.numel() * 4 >= TRITON_COPY_MIN_BYTES
+    A0 = A.clone()
+    a = torch.empty(shape[0], shape[2], shape[1], device="cuda").mT
+    load_column_major(A, a)
+    assert torch.equal(a, A) and torch.equal(A, A0)
+    # Through the public call: the input untouched, the output in geqrf's layout, the bar met.
+    a1, t1 = adaptqr.geqrf(A)
+    assert torch.equal(A, A0) and a1.mT.is_contiguous()
+    assert check_geqrf(A, a1, t1).passes_bar

@@ -1,0 +1,67 @@
+"""Load a batch into torch.geqrf's output layout (each matrix column-major).
+
+``load_column_major(A, a)`` copies ``A`` (``(*batch, m, n)``, any strides) into ``a`` (same
+shape, each matrix column-major, batches contiguous: torch.geqrf's ``a``). Large row-major
+CUDA inputs go through :func:`~adaptqr.paths.kernels.transpose.column_major_copy_kernel`;
+everything else through ``Tensor.copy_``.
+
+Example (CPU: ``Tensor.copy_``)::
+
+    >>> import torch
+    >>> from adaptqr.paths.layout import load_column_major
+    >>> A = torch.randn(2, 3, 4)
+    >>> a = torch.empty(2, 4, 3).mT
+    >>> load_column_major(A, a) is a, torch.equal(a, A)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: Inputs of at least this many bytes take the Triton copy. Below it, a launch through
+#: Triton's Python launcher (tens of microseconds of host time) costs more than the copy
+#: saves; the smallest input it applies to among the benchmark cases is 60x1024 (252 MB).
+#: torch's strided copy: 640x512 (671 MB) 1.14 ms (torch.profiler, EXPERIMENTS.md X1).
+TRITON_COPY_MIN_BYTES = 32 << 20
+#: Tile of a program: 64 x 64 float32 is 16 KiB through shared memory.
+TILE = 64
+#: Dtypes the kernel copies (Triton has no complex types).
+_TRITON_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def load_column_major(A: torch.Tensor, a: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
+    """Copy ``A`` into ``a`` (geqrf's layout, see the module docstring); returns ``a``.
+
+    ``backend``: ``"auto"`` (the Triton kernel where it pays, see
+    :data:`TRITON_COPY_MIN_BYTES`), ``"triton"`` (whenever the kernel applies: tests run it
+    under ``TRITON_INTERPRET=1`` on CPU tensors) or ``"torch"``.
+    """
+    if backend != "torch" and _triton_applies(A, a, backend == "triton"):
+        _launch(A, a)
+    else:
+        a.copy_(A)
+    return a
+
+
+def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool) -> bool:
+    if A.dim() < 2 or A.dtype != a.dtype or A.dtype not in _TRITON_DTYPES or A.numel() == 0:
+        return False
+    if not forced and (not A.is_cuda or A.numel() * A.element_size() < TRITON_COPY_MIN_BYTES):
+        return False
+    m, n = A.shape[-2], A.shape[-1]
+    # One batch stride, rows with unit steps (a contiguous input; not an expanded or
+    # transposed view), and in-matrix offsets within int32.
+    return (A.is_contiguous() and a.mT.is_contiguous() and m * n < 2**31 and A.device == a.device)
+
+
+def _launch(A: torch.Tensor, a: torch.Tensor) -> None:
+    import triton
+
+    from .kernels.transpose import column_major_copy_kernel
+
+    m, n = A.shape[-2], A.shape[-1]
+    B = A.numel() // (m * n)
+    tiles_n = triton.cdiv(n, TILE)
+    grid = (B * triton.cdiv(m, TILE) * tiles_n,)
+    column_major_copy_kernel[grid](A, a, m, n, m * n, n, tiles_n, BM=TILE, BN=TILE, num_warps=4)
