@@ -237,20 +237,24 @@ def clear_plans() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def probe(plan: Plan, H: torch.Tensor):
+def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None):
     """``(routes, features)`` for the column-major batch ``H`` under ``plan``.
 
     ``routes`` is None (every matrix "dense") when the plan needs no routes, the detectors do
-    not import, or ``ADAPTQR_DETECT=0``.
+    not import, or ``ADAPTQR_DETECT=0``. With ``src`` (a ``(B, m, n)`` view of the input), the
+    probe also loads ``src`` into ``H`` (fused where it can), and the result is
+    ``(None, None)`` when it does not run: the caller then loads ``H`` itself.
     """
     if not plan.probe or not config.detect_enabled():
-        return None, {}
+        return (None, {}) if src is None else (None, None)
     det = detectors()
     if det is None:
-        return None, {}
+        return (None, {}) if src is None else (None, None)
     if hasattr(det, "route"):
         # Only what routing needs, in two launches (the full probe is ~40 small kernels).
-        return det.route(H)
+        return det.route(H) if src is None else det.route(H, src=src)
+    if src is not None:
+        load_column_major(src, H)
     features = det.probe(H)
     routes = det.classify(features)
     return routes, features
@@ -365,17 +369,27 @@ class _Runner:
     def load(A: torch.Tensor, outs: tuple) -> None:
         load_column_major(A, outs[0])
 
-    def body(self, outs: tuple) -> None:
+    def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
         spec = self.plan.spec
         H, tau = _path_views(outs[0], outs[1], spec.batch, spec.m, spec.n)
-        routes, features = probe(self.plan, H)
+        routes, features = probe(self.plan, H, src)
+        if features is None:  # no probe ran to load the input
+            load_column_major(src, H)
+            features = {}
         self.routes = routes
         factor(self.plan, H, tau, routes, features)
 
     def __call__(self, A: torch.Tensor):
         outs = self.alloc(A)
-        self.load(A, outs)
-        self.body(outs)
+        spec = self.plan.spec
+        try:
+            # Eagerly the probe loads the input as it reads it (one pass over the batch).
+            src = A.view(spec.batch, spec.m, spec.n)
+        except RuntimeError:  # no (B, m, n) view of these strides
+            src = None
+        if src is None:
+            self.load(A, outs)
+        self.body(outs, src)
         return outs
 
 

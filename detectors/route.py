@@ -35,23 +35,35 @@ ROUTE_WARPS = 4
 ROUTE_BLOCK_N = 256
 
 
-def route(H: torch.Tensor, *, backend: str = "auto") -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None
+          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """``(routes, {"n_active": ..., "n_nonzero": ...})`` for ``H`` ``(B, m, n)``: ``(B,)`` int32
     each, on H's device.
 
     ``backend``: ``"auto"`` (Triton on CUDA float16/bfloat16/float32, else torch ops),
     ``"triton"`` (forced; runs on CPU tensors under ``TRITON_INTERPRET=1``) or ``"torch"``
     (``classify(probe(H))``). No host synchronization.
+
+    ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
+    With the Triton backend the column kernel does the copy as it reads (one pass over the
+    batch instead of two); otherwise :func:`adaptqr.paths.layout.load_column_major`.
     """
     _check(H)
     B, m, n = H.shape
-    if not use_triton(H, backend, "route probe") or B * m * n == 0:
+    if src is not None and src.shape != H.shape:
+        raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
+    if not use_triton(H, backend, "route probe") or B * m * n == 0 or (
+            src is not None and (H.stride(1) != 1 or src.dtype != H.dtype)):
+        if src is not None:
+            from adaptqr.paths.layout import load_column_major
+
+            load_column_major(src, H)
         f = probe(H, backend="torch" if backend == "torch" else "auto")
         return classify(f), {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"]}
-    return _route_triton(H)
+    return _route_triton(H, src)
 
 
-def _route_triton(H: torch.Tensor):
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
     import triton
 
     from .kernels.route_kernel import route_columns_kernel, route_kernel
@@ -63,9 +75,11 @@ def _route_triton(H: torch.Tensor):
     block_n = BLOCK_N if B * triton.cdiv(n, BLOCK_N) >= MIN_PROGRAMS else BLOCK_N_SMALL
     cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
     flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
+    s = src if src is not None else H
     route_columns_kernel[(B, triton.cdiv(n, block_n))](
         H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
-        BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, num_warps=ROUTE_WARPS,
+        s, s.stride(0), s.stride(1), s.stride(2),
+        BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None, num_warps=ROUTE_WARPS,
     )
     out = torch.empty((3, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero
     n_active, routes, n_nonzero = out[0], out[1], out[2]

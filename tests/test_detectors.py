@@ -229,7 +229,7 @@ from adaptqr.detectors.kernels.route_kernel import route_columns_kernel
 H = A.mT.contiguous().mT
 cn, fl = torch.empty(2, 2, 48), torch.empty(2, 2, 48, dtype=torch.int8)
 route_columns_kernel[(2, 3)](H, 48, 48, H.stride(0), H.stride(2), cn[0], cn[1], fl[0], fl[1],
-                             BLOCK_N=16, BLOCK_M=32)
+                             H, 0, 0, 0, BLOCK_N=16, BLOCK_M=32, COPY=False)
 want = probe(H, backend="torch")["col_norm2"]
 assert torch.allclose(cn[1], want, rtol=1e-5, atol=0), (cn[1][:, 28:], want[:, 28:])
 assert torch.allclose(cn[0], A.abs().sum(1), rtol=1e-5, atol=0)
@@ -243,6 +243,12 @@ for A in cases:
     assert torch.equal(ft["n_active"], ref_f["n_active"]), (tuple(A.shape), ft["n_active"], ref_f["n_active"])
     assert torch.equal(ft["n_nonzero"], ref_f["n_nonzero"]), (tuple(A.shape), ft["n_nonzero"], ref_f["n_nonzero"])
     seen.update(rt.tolist())
+    # Loading the input on the way (src): the same routes, and H holds the input exactly.
+    Hc = torch.empty_like(H)
+    rs, fs = route(Hc, backend="triton", src=A)
+    assert torch.equal(Hc.view(torch.int32), A.view(torch.int32)), tuple(A.shape)  # bits (NaN too)
+    assert torch.equal(rs, rt), tuple(A.shape)
+    assert all(torch.equal(fs[k], ft[k]) for k in ft), tuple(A.shape)
 assert seen == {0, 1, 2}, seen
 assert route(cases[6].mT.contiguous().mT, backend="triton")[1]["n_active"][6] == 48
 print("OK")

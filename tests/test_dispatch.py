@@ -174,18 +174,29 @@ def test_routed_path_that_reads_no_routes_for_a_shape_skips_the_probe(monkeypatc
 def test_lean_route_probe_is_preferred(monkeypatch):
     det = FakeDetectors({1: "lowrank"})
     det.probe = lambda H: pytest.fail("the full probe must not run when the detectors offer route()")
-    det.route = lambda H: (torch.tensor([0, 1], dtype=torch.int32),
-                           {"n_active": torch.tensor([H.shape[2], 2], dtype=torch.int32)})
+    loaded = []
+
+    def route(H, src=None):
+        # Eager calls hand the input over for the probe to load (route's contract).
+        if src is not None:
+            H.copy_(src)
+        loaded.append(src is not None)
+        return (torch.tensor([0, 1], dtype=torch.int32),
+                {"n_active": torch.tensor([H.shape[2], 2], dtype=torch.int32)})
+
+    det.route = route
     _use(monkeypatch, det)
     got = []
 
     @adaptqr.register_path(name="routed_lean", priority=50, routed=True)
     def routed_lean(H, tau, info):
-        got.append((info.routes.tolist(), info.features["n_active"].tolist()))
+        got.append((info.routes.tolist(), info.features["n_active"].tolist(), H.clone()))
         _torch_impl(H, tau, info)
 
-    adaptqr.geqrf(torch.randn(2, 4, 4))
-    assert got == [([0, 1], [4, 2])] and det.finished[0][1].tolist() == [4, 2]
+    A = torch.randn(2, 4, 4)
+    adaptqr.geqrf(A)
+    assert [g[:2] for g in got] == [([0, 1], [4, 2])] and det.finished[0][1].tolist() == [4, 2]
+    assert loaded == [True] and torch.equal(got[0][2], A)
 
 
 def test_reads_routes_must_be_callable():

@@ -134,7 +134,8 @@ def probe():
         row = {"case": case_name(c), "old_cols_ms": gpu_ms(old, graph=True)}
         for bm, w in [(32, 4), (64, 8), (64, 4)]:
             new = lambda: route_columns_kernel[(B, T)](H, m, n, H.stride(0), H.stride(2), f[0], f[1],
-                                                       fl[0], fl[1], BLOCK_N=bn, BLOCK_M=bm, num_warps=w)
+                                                       fl[0], fl[1], H, 0, 0, 0, BLOCK_N=bn, BLOCK_M=bm,
+                                                       COPY=False, num_warps=w)
             row[f"new_cols_bm{bm}_w{w}_ms"] = gpu_ms(new, graph=True)
         row["route_ms"] = gpu_ms(lambda: route_mod.route(H), graph=True)
         row["floor_ms"] = A.numel() * 4 / 4.2e9

@@ -1,7 +1,8 @@
 """Triton kernels of the route probe: column features, then per-matrix route and ``n_active``.
 
 ``route_columns_kernel``: grid ``(B, cdiv(n, BLOCK_N))``; program ``(b, t)`` reads its columns
-of matrix ``b`` once and writes what routing needs and nothing else: the 1- and 2-norms over
+of matrix ``b`` once (with ``COPY``, from the caller's input ``S``, writing them into ``H``
+as it goes: the copy into geqrf's layout for free) and writes what routing needs: the 1- and 2-norms over
 the finite entries, whether a nonzero sits strictly below the diagonal, and a non-finite
 flag. Unlike :func:`~adaptqr.detectors.kernels.probe_kernel.probe_columns_kernel` it keeps
 per-thread partial sums across row chunks (one reduction at the end, not five a chunk), and
@@ -41,12 +42,21 @@ def _bit_or(a, b):
 def route_columns_kernel(
     H_ptr, m, n, stride_b, stride_c,           # H (B, m, n) with unit row stride
     n1_ptr, n2_ptr, below_ptr, bad_ptr,        # (B, n) contiguous
-    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
+    S_ptr, s_b, s_r, s_c,                      # COPY: the source (B, m, n), any strides
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, COPY: tl.constexpr,
 ):
     b = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     cmask = cols < n
-    base = H_ptr + b.to(tl.int64) * stride_b + cols.to(tl.int64)[:, None] * stride_c
+    dst = H_ptr + b.to(tl.int64) * stride_b + cols.to(tl.int64)[:, None] * stride_c
+    if COPY:
+        # Read the input and write its tiles into H on the way: the copy into geqrf's
+        # layout and the probe share one pass over the batch.
+        base = S_ptr + b.to(tl.int64) * s_b + cols.to(tl.int64)[:, None] * s_c
+        row_step = s_r
+    else:
+        base = dst
+        row_step = 1
     acc1 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     acc2 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     accmax = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
@@ -54,7 +64,10 @@ def route_columns_kernel(
     for i0 in range(0, m, BLOCK_M):
         rows = i0 + tl.arange(0, BLOCK_M)
         mask = cmask[:, None] & (rows < m)[None, :]
-        x = tl.load(base + rows[None, :], mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(base + rows[None, :] * row_step, mask=mask, other=0.0)
+        if COPY:
+            tl.store(dst + rows[None, :], x, mask=mask)
+        x = x.to(tl.float32)
         a = tl.abs(x)
         finite = a <= 3.4028234663852886e38  # False for NaN and +-Inf
         a = tl.where(finite, a, 0.0)
@@ -77,7 +90,7 @@ def route_columns_kernel(
         for i0 in range(0, m, BLOCK_M):
             rows = i0 + tl.arange(0, BLOCK_M)
             mask = cmask[:, None] & (rows < m)[None, :]
-            a = tl.abs(tl.load(base + rows[None, :], mask=mask, other=0.0).to(tl.float32))
+            a = tl.abs(tl.load(base + rows[None, :] * row_step, mask=mask, other=0.0).to(tl.float32))
             y = tl.where(a <= 3.4028234663852886e38, a, 0.0) / safe[:, None]
             acc2 += y * y
         n2 = tl.where(exact, n2, mx * tl.sqrt(tl.sum(acc2, axis=1)))

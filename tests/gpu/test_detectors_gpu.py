@@ -66,6 +66,15 @@ def test_probe_and_classify_on_benchmark_case(case):
     else:  # mixed: dense plus rankdef/clustered matrices at these batch sizes
         assert {CODES["dense"], CODES["lowrank"]} <= set(routes.tolist())
     assert torch.equal(H, colmajor(A))  # the probe only reads
+    # The route probe loading the input on the way (eager calls): H is the input, bit for
+    # bit, and the routes and features are the route probe's on the loaded H.
+    from adaptqr.detectors import route
+
+    H2 = torch.empty_like(H)
+    r2, f2 = route(H2, src=A)
+    r1, f1 = route(H)
+    assert torch.equal(H2, H) and torch.equal(r2, r1)
+    assert all(torch.equal(f2[k], f1[k]) for k in f1)
 
 
 @pytest.mark.parametrize("n", [32, 176, 352, 512, 1024, 2048])
