@@ -8,8 +8,9 @@ Sections (``--sections``, comma-separated; JSON to ``$OUT/micro.json``):
   (``ROWS=False``), CUDA-graph replay, L2 flushed.
 * ``tbuild``: one register-panel launch (640x512, first panel) and one row-split panel launch
   (2x4096, first panel) with and without the compact-WY ``T`` (what building T costs).
-* ``kernels``: device time per kernel name of ``adaptqr.geqrf`` on the 640x512 profiles
-  (dense, rankdef, clustered) with the detectors on and off (``ADAPTQR_DETECT``), from
+* ``load``: the input's load into geqrf's layout (``copy_``, Triton transpose, fused into
+  the route probe) on the large shapes, ms.
+* ``kernels``: device time per kernel name of ``adaptqr.geqrf`` on ``KERNEL_CASES`` with the detectors on and off (``ADAPTQR_DETECT``), from
   torch.profiler over 3 calls, L2 flushed: where the probe's cost goes (issue 6's 3 %).
 * ``chol``: library building blocks of a Cholesky-QR for n = 2048 / 4096 (Gram, Cholesky,
   triangular solve, unpivoted LU), to bound what issue 9's path could reach.
@@ -221,6 +222,31 @@ def chol():
     RES["chol"] = rows
 
 
+#: Cases of the ``kernels`` section: (batch, n, profile).
+KERNEL_CASES = [(640, 512, "dense"), (60, 1024, "dense"), (640, 512, "clustered")]
+
+
+def load():
+    """The input's load into geqrf's layout, per large shape: ``Tensor.copy_``, the Triton
+    transpose (X1), the route probe alone, and the route probe loading the input (X2)."""
+    from adaptqr.detectors import route
+    from adaptqr.paths.layout import load_column_major
+
+    rows = []
+    for B, n in [(640, 512), (60, 1024), (2, 4096)]:
+        A = torch.randn(B, n, n, device="cuda")
+        a = torch.empty(B, n, n, device="cuda").mT
+        H = a.as_strided((B, n, n), (n * n, 1, n))
+        load_column_major(A, a)
+        t = {"copy_": gpu_ms(lambda: a.copy_(A), reps=10),
+             "triton_copy": gpu_ms(lambda: load_column_major(A, a), reps=10),
+             "route": gpu_ms(lambda: route(H), reps=10),
+             "route_src": gpu_ms(lambda: route(H, src=A), reps=10)}
+        rows.append({"shape": f"{B}x{n}", **t})
+        print("load", f"{B}x{n}", {k: round(v, 4) for k, v in t.items()})
+    RES["load"] = rows
+
+
 def kernels(calls=3):
     import adaptqr
     from adaptqr.testing import make_inputs
@@ -228,9 +254,10 @@ def kernels(calls=3):
 
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     rows = []
-    for case in ("dense", "rankdef", "clustered"):
-        A = make_inputs({"batch": 640, "n": 512, "cond": 2 if case == "dense" else 0,
+    for B, n, case in KERNEL_CASES:
+        A = make_inputs({"batch": B, "n": n, "cond": 2 if case == "dense" else 0,
                          "seed": 4242, "case": case}, k=1)[0]
+        case = f"{B}x{n} {case}"
         for detect in ("1", "0"):
             os.environ["ADAPTQR_DETECT"] = detect
             adaptqr.geqrf(A)
