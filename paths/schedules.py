@@ -105,6 +105,17 @@ DEFAULT_PREC = "tf32x3"
 TAIL_PREC = "tf32"
 
 
+#: How the columns of a matrix's negligible tail (from the end of its last panel with an
+#: active column) are updated: "off", with each panel's update like any column; "stream",
+#: once after the last panel, every panel in one launch of the streamed trailing kernel (the
+#: tile stays in L2 across panels instead of a DRAM pass a panel); "resident", the same with
+#: a [16, m] tile in registers where it fits (m <= DEFER_RESIDENT_MAX_M). Prepared, measured
+#: in EXPERIMENTS.md D1.
+TAIL_DEFER = "stream"
+#: Tallest matrix whose deferred tail tile [16, next_pow2(m)] stays in registers ("resident").
+DEFER_RESIDENT_MAX_M = 512
+
+
 @dataclass(frozen=True)
 class Schedule:
     small: bool          # one launch of the register panel kernel does the whole QR
@@ -134,6 +145,8 @@ class Schedule:
     split_pairs: bool | None = None
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
+    # TAIL_DEFER's values; None: ADAPTQR_TAIL_DEFER, else TAIL_DEFER.
+    tail_defer: str | None = None
 
 
 def next_pow2(x: int) -> int:
