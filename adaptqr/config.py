@@ -31,10 +31,6 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     Experiment knob of the householder path: the product precision (``tf32x3``, ``tf32`` or
     ``ieee``) of trailing column tiles wholly past a matrix's ``n_active`` (overrides
     ``schedules.TAIL_PREC``), so ``adaptqr bench --env`` can compare them in one run.
-``ADAPTQR_TAIL_DEFER``
-    Experiment knob of the householder path: how the columns of a matrix's negligible tail
-    are updated (``off``: with every panel's update; ``stream`` / ``resident``: once, after
-    the last panel; overrides ``schedules.TAIL_DEFER``), for ``adaptqr bench --env``.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -186,20 +182,6 @@ def tail_prec() -> str | None:
         return None
     if raw not in TAIL_PRECS:
         raise ValueError(f"ADAPTQR_TAIL_PREC must be one of {', '.join(TAIL_PRECS)}, got {raw!r}")
-    return raw
-
-
-#: Values ADAPTQR_TAIL_DEFER takes (``schedules.TAIL_DEFER``).
-TAIL_DEFERS = ("off", "stream", "resident")
-
-
-def tail_defer() -> str | None:
-    """``ADAPTQR_TAIL_DEFER``, or None when unset; read once per factorization."""
-    raw = _env("ADAPTQR_TAIL_DEFER")
-    if not raw:
-        return None
-    if raw not in TAIL_DEFERS:
-        raise ValueError(f"ADAPTQR_TAIL_DEFER must be one of {', '.join(TAIL_DEFERS)}, got {raw!r}")
     return raw
 
 

@@ -143,11 +143,10 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     nz = _feature(info, "n_nonzero", B, H.device) if has_na else None
     nz_arg = nz if nz is not None else torch.full_like(na, n) if has_na else tau
     s = schedule or schedules.schedule_for(m, n)
-    if (s.tail_prec is None or s.tail_defer is None) and not s.small:
+    if s.tail_prec is None and not s.small:
         from adaptqr import config
 
-        s = dataclasses.replace(s, tail_prec=s.tail_prec or config.tail_prec() or schedules.TAIL_PREC,
-                                tail_defer=s.tail_defer or config.tail_defer() or schedules.TAIL_DEFER)
+        s = dataclasses.replace(s, tail_prec=config.tail_prec() or schedules.TAIL_PREC)
 
     if s.small:
         NB = next_pow2(max(n, 16))
@@ -162,21 +161,16 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
-    defer = 1 if has_na and s.tail_defer != "off" else 0
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
             _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
             if k + pw < gend:
-                _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s,
-                          wbuf, defer)
+                _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
         if gend < n:
             npan = triton.cdiv(gend - g0, nb)
-            _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf,
-                      defer)
-    if defer:
-        _deferred_tail(Ht, TW, na_arg, nz_arg, B, m, n, n_tw, s)
+            _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -286,21 +280,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
                              num_warps=schedules.T_KERNEL_WARPS)
 
 
-def _deferred_tail(Ht, TW, na, nz, B, m, n, n_tw, s):
-    """Every panel applied to each matrix's deferred tail columns (trailing.DEFER 2)."""
-    MB = max(16, next_pow2(m))
-    resident = s.tail_defer == "resident" and m <= schedules.DEFER_RESIDENT_MAX_M
-    bn = 16 if resident else s.bn
-    bm = MB if resident else s.bm
-    trailing_kernel[(B, triton.cdiv(n, bn))](
-        Ht, TW, na, nz, 0, n_tw, m, n, 0, n, n_tw, NB=s.nb, BN=bn, BM=bm, RESIDENT=resident,
-        HAS_NA=True, PREC=s.prec, PREC_TAIL=s.tail_prec, DEFER=2,
-        num_warps=_warps(bn * bm) if resident else s.trailing_warps or 4,
-        num_stages=schedules.TRAILING_STAGES)
-
-
-def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf,
-              defer=0):
+def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf):
     bn = s.bn
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
@@ -319,12 +299,12 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         grid = (B, tiles, nsplit)
         trailing_w_kernel[grid](Ht, W, na, nz, k0, m, n, c_start, c_end, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, DEFER=defer,
+                                PREC_TAIL=s.tail_prec,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         trailing_u_kernel[grid](Ht, TW, W, na, nz, k0, m, n, c_start, c_end, n_tw, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, DEFER=defer,
+                                PREC_TAIL=s.tail_prec,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         return
@@ -336,6 +316,6 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     grid = (B, triton.cdiv(c_end - c_start, bn))
     trailing_kernel[grid](Ht, TW, na, nz, k0, npan, m, n, c_start, c_end, n_tw,
                           NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
-                          PREC=s.prec, PREC_TAIL=s.tail_prec, DEFER=defer,
+                          PREC=s.prec, PREC_TAIL=s.tail_prec,
                           num_warps=_warps(bn * bm) if resident else s.trailing_warps or 4,
                           num_stages=schedules.TRAILING_STAGES)

@@ -105,17 +105,6 @@ DEFAULT_PREC = "tf32x3"
 TAIL_PREC = "tf32"
 
 
-#: How the columns of a matrix's negligible tail (from the end of its last panel with an
-#: active column) are updated: "off", with each panel's update like any column; "stream",
-#: once after the last panel, every panel in one launch of the streamed trailing kernel (the
-#: tile stays in L2 across panels instead of a DRAM pass a panel); "resident", the same with
-#: a [16, m] tile in registers where it fits (m <= DEFER_RESIDENT_MAX_M). Prepared, measured
-#: in EXPERIMENTS.md D1.
-TAIL_DEFER = "stream"
-#: Tallest matrix whose deferred tail tile [16, next_pow2(m)] stays in registers ("resident").
-DEFER_RESIDENT_MAX_M = 512
-
-
 @dataclass(frozen=True)
 class Schedule:
     small: bool          # one launch of the register panel kernel does the whole QR
@@ -138,15 +127,14 @@ class Schedule:
     cholqr: bool = False
     # Warps of the streamed (non-resident) and row-split trailing kernels; 0: 4. At 4 they
     # spill for sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W
-    # and U kernels), at 8 hardly (72 / 0 / 0). Prepared, not measured (EXPERIMENTS.md W1).
+    # and U kernels), at 8 hardly (72 / 0 / 0), yet 8 warps are 10-27 % slower on every
+    # benchmark case (640x512 11.10 -> 14.14 ms, 2x4096 23.89 -> 29.47; EXPERIMENTS.md W1).
     trailing_warps: int = 0
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
-    # TAIL_DEFER's values; None: ADAPTQR_TAIL_DEFER, else TAIL_DEFER.
-    tail_defer: str | None = None
 
 
 def next_pow2(x: int) -> int:

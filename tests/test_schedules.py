@@ -59,16 +59,3 @@ def test_tail_prec_knob(monkeypatch):
     monkeypatch.setenv("ADAPTQR_TAIL_PREC", "fp8")
     with pytest.raises(ValueError, match="ADAPTQR_TAIL_PREC"):
         config.tail_prec()
-
-
-def test_tail_defer_knob(monkeypatch):
-    from adaptqr import config
-
-    monkeypatch.delenv("ADAPTQR_TAIL_DEFER", raising=False)
-    assert config.tail_defer() is None and schedules.schedule_for(512, 512).tail_defer is None
-    assert schedules.TAIL_DEFER in config.TAIL_DEFERS
-    monkeypatch.setenv("ADAPTQR_TAIL_DEFER", "off")
-    assert config.tail_defer() == "off"
-    monkeypatch.setenv("ADAPTQR_TAIL_DEFER", "later")
-    with pytest.raises(ValueError, match="ADAPTQR_TAIL_DEFER"):
-        config.tail_defer()

@@ -77,22 +77,6 @@ def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
 
 
 @triton.jit
-def _defer_cols(na, c0, cc, ccmask, run, tail, NB: tl.constexpr, BN: tl.constexpr,
-                DEFER: tl.constexpr):
-    """``(run, tail, ccmask)`` of a column tile after the deferred-tail split (``DEFER`` 1 in
-    the per-panel launches, 2 in the one launch after the last panel; 0: no split). Columns
-    from ``c_def``, the end of the last panel holding an active column, lie in the negligible
-    tail and no panel factors them: they take every panel in the deferred launch, in order,
-    while their tile stays in L2, instead of a pass over them per panel."""
-    if DEFER == 0:
-        return run, tail, ccmask
-    c_def = tl.cdiv(na, NB) * NB
-    if DEFER == 1:
-        return run & (c0 < c_def), tail, ccmask & (cc < c_def)
-    return run & (c0 + BN > c_def), c0 + BN > c_def, ccmask & (cc >= c_def)
-
-
-@triton.jit
 def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                   NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                   RESIDENT: tl.constexpr, PREC: tl.constexpr):
@@ -141,12 +125,11 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
 def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
-                    PREC_TAIL: tl.constexpr, DEFER: tl.constexpr):
+                    PREC_TAIL: tl.constexpr):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
-    columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL. DEFER: see
-    :func:`_defer_cols` (the deferred launch: ``k0 = 0``, every panel).
+    columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
@@ -154,7 +137,6 @@ def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
     cc = c0 + tl.arange(0, BN)
     ccmask = cc < c_end
     run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
-    run, tail, ccmask = _defer_cols(na, c0, cc, ccmask, run, tail, NB, BN, DEFER)
     if (k0 < na) & run:
         if (PREC_TAIL != PREC) & tail:
             _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
@@ -166,7 +148,7 @@ def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
 
 @triton.jit
 def _slice_plan(Ht, NA, NZ, k, m, n, c_start, c_end, rows_per,
-                NB: tl.constexpr, BN: tl.constexpr, HAS_NA: tl.constexpr, DEFER: tl.constexpr):
+                BN: tl.constexpr, HAS_NA: tl.constexpr):
     """The row-split kernels' program (b, t, s): ``(b, base, na, go, tail, cc, ccmask, r_lo,
     r_hi)``, its column tile ``cc`` and row slice ``[r_lo, r_hi)``; ``go`` False when the
     panel is past n_active or the tile is all exact zeros (:func:`_tile_plan`)."""
@@ -174,9 +156,8 @@ def _slice_plan(Ht, NA, NZ, k, m, n, c_start, c_end, rows_per,
     c0 = c_start + tl.program_id(1) * BN
     run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
     cc = c0 + tl.arange(0, BN)
-    run, tail, ccmask = _defer_cols(na, c0, cc, cc < c_end, run, tail, NB, BN, DEFER)
     r_lo = k + tl.program_id(2) * rows_per
-    return b, base, na, (k < na) & run, tail, cc, ccmask, r_lo, tl.minimum(m, r_lo + rows_per)
+    return b, base, na, (k < na) & run, tail, cc, cc < c_end, r_lo, tl.minimum(m, r_lo + rows_per)
 
 
 @triton.jit
@@ -199,14 +180,13 @@ def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
 @triton.jit
 def trailing_w_kernel(Ht, W, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      DEFER: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL:
     as :func:`trailing_kernel`."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
-        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, NB, BN, HAS_NA, DEFER)
+        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
     if go:
         if (PREC_TAIL != PREC) & tail:
             _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
@@ -236,12 +216,11 @@ def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
 @triton.jit
 def trailing_u_kernel(Ht, TW, W, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      DEFER: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
-        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, NB, BN, HAS_NA, DEFER)
+        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
         if (PREC_TAIL != PREC) & tail:
             _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
