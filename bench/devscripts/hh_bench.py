@@ -69,7 +69,8 @@ PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3, C2; C2 at 8 warps was measured in run 1250 and is not repeated).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},
-                        "cholqr_w4": {"cholqr": True, "cholqr_warps": 4}}
+                        "cholqr_w4": {"cholqr": True, "cholqr_warps": 4},
+                        "tpairs": {"trailing_pairs": True}}
 
 
 def timed(fn, inputs, reps, graph):
@@ -146,6 +147,10 @@ def main():
                     help="panels section: which PANEL_VARIANTS, comma-separated")
     ap.add_argument("--panels-dense", action="store_true",
                     help="panels section: only the dense benchmark cases")
+    ap.add_argument("--split-n", type=int, default=0,
+                    help="split_panels section: only the cases of this n (0: all)")
+    ap.add_argument("--split-variants", default=",".join(SPLIT_PANEL_VARIANTS),
+                    help="split_panels section: which SPLIT_PANEL_VARIANTS, comma-separated")
     ap.add_argument("--sections", default="check_bench,time,parts,check_tests,variants")
     args = ap.parse_args()
     out = os.environ.get("OUT", "/tmp")
@@ -260,10 +265,12 @@ def main():
         # panels at 8 and 4 warps (C2); whole path in a graph, with accuracy.
         split_cases = [c for c in bench_cases() if c["batch"] <= 60 and c["n"] >= 1024]
         split_cases.append({"batch": 3, "n": 1100, "cond": 1, "seed": 77, "case": "dense"})
+        split_cases = [c for c in split_cases if args.split_n in (0, c["n"])]
         for c in split_cases:
             ins = make_inputs(c)
             base_s = schedules.schedule_for(c["n"], c["n"])
-            for name, kw in SPLIT_PANEL_VARIANTS.items():
+            for name in args.split_variants.split(","):
+                kw = SPLIT_PANEL_VARIANTS[name]
                 if left(args.budget) < 0:
                     break
                 measure_row(res, "split", case_name(c), ins,
