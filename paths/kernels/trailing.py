@@ -203,19 +203,24 @@ def trailing_w_kernel(Ht, W, S, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
     the tile-0 programs also sum ``S[b] = V1^T V2`` ((B, NB, NB), zeroed by the caller)."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
-    # The tile-0 program of each slice sums S, whether or not its columns need the update.
     if PAIR:
+        # The tile-0 program of each slice sums S, whether or not its columns need the
+        # update (tl.where, not `&`: the interpreter widens a tile & scalar to int32).
         gram = tl.program_id(1) == 0
-    else:
-        gram = False
-    if go | gram:
-        # (tl.where, not `&`: the interpreter widens a tile & scalar to int32, no load mask)
-        cm = tl.where(go, ccmask, False)
+        if go | gram:
+            cm = tl.where(go, ccmask, False)
+            if (PREC_TAIL != PREC) & tail:
+                _w_rows(base, W, S, b, k, m, n, na, cc, cm, r_lo, r_hi, gram, NB, BN, BM,
+                        PREC_TAIL, PAIR)
+            else:
+                _w_rows(base, W, S, b, k, m, n, na, cc, cm, r_lo, r_hi, gram, NB, BN, BM,
+                        PREC, PAIR)
+    elif go:
         if (PREC_TAIL != PREC) & tail:
-            _w_rows(base, W, S, b, k, m, n, na, cc, cm, r_lo, r_hi, gram, NB, BN, BM,
+            _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, False, NB, BN, BM,
                     PREC_TAIL, PAIR)
         else:
-            _w_rows(base, W, S, b, k, m, n, na, cc, cm, r_lo, r_hi, gram, NB, BN, BM,
+            _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, False, NB, BN, BM,
                     PREC, PAIR)
 
 
