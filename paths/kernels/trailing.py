@@ -208,20 +208,24 @@ def trailing_w_kernel(Ht, W, S, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
         # update (tl.where, not `&`: the interpreter widens a tile & scalar to int32).
         gram = tl.program_id(1) == 0
         if go | gram:
-            cm = tl.where(go, ccmask, False)
-            if (PREC_TAIL != PREC) & tail:
-                _w_rows(base, W, S, b, k, m, n, na, cc, cm, r_lo, r_hi, gram, NB, BN, BM,
-                        PREC_TAIL, PAIR)
-            else:
-                _w_rows(base, W, S, b, k, m, n, na, cc, cm, r_lo, r_hi, gram, NB, BN, BM,
-                        PREC, PAIR)
+            _w_rows_in(base, W, S, b, k, m, n, na, cc, tl.where(go, ccmask, False), r_lo, r_hi,
+                       gram, tail, NB, BN, BM, PREC, PREC_TAIL, PAIR)
     elif go:
-        if (PREC_TAIL != PREC) & tail:
-            _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, False, NB, BN, BM,
-                    PREC_TAIL, PAIR)
-        else:
-            _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, False, NB, BN, BM,
-                    PREC, PAIR)
+        _w_rows_in(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, False, tail, NB, BN, BM,
+                   PREC, PREC_TAIL, PAIR)
+
+
+@triton.jit
+def _w_rows_in(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram, tail,
+               NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+               PREC_TAIL: tl.constexpr, PAIR: tl.constexpr):
+    """:func:`_w_rows` with PREC_TAIL for a tile of the negligible tail."""
+    if (PREC_TAIL != PREC) & tail:
+        _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram, NB, BN, BM,
+                PREC_TAIL, PAIR)
+    else:
+        _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram, NB, BN, BM, PREC,
+                PAIR)
 
 
 @triton.jit
