@@ -21,7 +21,8 @@ import torch
 
 #: Inputs of at least this many bytes take the Triton copy. Below it, a launch through
 #: Triton's Python launcher (tens of microseconds of host time) costs more than the copy
-#: saves; the smallest input it applies to among the benchmark cases is 60x1024 (252 MB).
+#: saves. Among the benchmark cases the large ones (134 to 671 MB) take it, 40x352 (20 MB)
+#: and smaller do not.
 #: torch's strided copy: 640x512 (671 MB) 1.14 ms (torch.profiler, EXPERIMENTS.md X1).
 TRITON_COPY_MIN_BYTES = 32 << 20
 #: Tile of a program: 64 x 64 float32 is 16 KiB through shared memory.

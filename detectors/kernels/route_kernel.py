@@ -2,9 +2,9 @@
 
 ``route_columns_kernel``: grid ``(B, cdiv(n, BLOCK_N))``; program ``(b, t)`` reads its columns
 of matrix ``b`` once (with ``COPY``, from the caller's input ``S``, writing them into ``H``
-as it goes: the copy into geqrf's layout for free) and writes what routing needs: the 1- and 2-norms over
-the finite entries, whether a nonzero sits strictly below the diagonal, and a non-finite
-flag. Unlike :func:`~adaptqr.detectors.kernels.probe_kernel.probe_columns_kernel` it keeps
+as it goes: the copy into geqrf's layout for free) and writes what routing needs: the 1- and
+2-norms over the finite entries, whether a nonzero sits strictly below the diagonal, and a
+non-finite flag. Unlike :func:`~adaptqr.detectors.kernels.probe_kernel.probe_columns_kernel` it keeps
 per-thread partial sums across row chunks (one reduction at the end, not five a chunk), and
 squares entries unscaled; a tile whose column max-abs leaves the range where that is exact
 (:data:`SQ_MAX_ABS`, :data:`SQ_MIN_SUM`) is read a second time, scaled by that max.
