@@ -57,6 +57,17 @@ def _load_v(base, k, r, m, rlim, na, NB: tl.constexpr, pw):
 
 
 @triton.jit
+def _row_chunk(base, cc, ccmask, k, r, m, rlim, na, n, NB: tl.constexpr):
+    """Rows ``r`` (those below ``rlim``) of the column tile ``cc``: ``(aptr, amask, At)``, the
+    tile's pointers, mask and values ``[BN, len(r)]``, and the panel at ``k``'s ``V^T`` rows
+    there (:func:`_load_v`)."""
+    amask = ccmask[:, None] & (r < rlim)[None, :]
+    aptr = base + cc[:, None] * m + r[None, :]
+    At = tl.load(aptr, mask=amask, other=0.0)
+    return aptr, amask, At, _load_v(base, k, r, m, rlim, na, NB, n - k)
+
+
+@triton.jit
 def _load_t(TW, b, p, n_tw, NB: tl.constexpr):
     ii = tl.arange(0, NB)
     tbase = TW + (b.to(tl.int64) * n_tw + p) * NB * NB
@@ -102,19 +113,13 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
             if k < na:
                 W = tl.zeros((BN, NB), dtype=tl.float32)
                 for r0 in range(k, m, BM):
-                    r = r0 + rr
-                    amask = ccmask[:, None] & (r < m)[None, :]
-                    At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
-                    Vt = _load_v(base, k, r, m, m, na, NB, n - k)
+                    _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r0 + rr, m, m, na, n, NB)
                     W += tl.dot(At, tl.trans(Vt), input_precision=PREC)
                 T = _load_t(TW, b, k // NB, n_tw, NB)
                 Y = tl.dot(W, T, input_precision=PREC)
                 for r0 in range(k, m, BM):
-                    r = r0 + rr
-                    amask = ccmask[:, None] & (r < m)[None, :]
-                    aptr = base + cc[:, None] * m + r[None, :]
-                    At = tl.load(aptr, mask=amask, other=0.0)
-                    Vt = _load_v(base, k, r, m, m, na, NB, n - k)
+                    aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r0 + rr, m, m, na, n,
+                                                     NB)
                     At -= tl.dot(Y, Vt, input_precision=PREC)
                     tl.store(aptr, At, mask=amask)
                 # The next panel re-reads columns this program just wrote.
@@ -174,9 +179,7 @@ def _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram,
     s12 = tl.zeros((NB, NB), dtype=tl.float32)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
-        amask = ccmask[:, None] & (r < r_hi)[None, :]
-        At = tl.load(base + cc[:, None] * m + r[None, :], mask=amask, other=0.0)
-        Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
+        _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
         acc += tl.dot(At, tl.trans(Vt), input_precision=PREC)
         if PAIR:
             V2t = _load_v(base, k + NB, r, m, r_hi, na, NB, n - k - NB)
@@ -249,10 +252,7 @@ def _u_rows(base, TW, W, S, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
         Y2 = tl.dot(Wt, M, input_precision=PREC) + tl.dot(W2t, T2, input_precision=PREC)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
-        amask = ccmask[:, None] & (r < r_hi)[None, :]
-        aptr = base + cc[:, None] * m + r[None, :]
-        At = tl.load(aptr, mask=amask, other=0.0)
-        Vt = _load_v(base, k, r, m, r_hi, na, NB, n - k)
+        aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
         At -= tl.dot(Y, Vt, input_precision=PREC)
         if PAIR:
             V2t = _load_v(base, k + NB, r, m, r_hi, na, NB, n - k - NB)
