@@ -1,0 +1,97 @@
+"""Kernel timeline of one call (device script): where a large case's milliseconds go.
+
+For each shape, one eager ``adaptqr.geqrf`` call (public) and one call of the Householder
+path alone (input already in geqrf's layout) under torch.profiler, L2 flushed before each.
+Printed per call: wall span (first kernel start to last kernel end), the sum of kernel
+times, the GPU's idle time between kernels (host-bound stretches show up here), per-kernel
+name totals and counts, and the per-panel split of panel / trailing time in eight slices
+of the factorization. The ordered kernel list goes to ``$OUT/trace.json``.
+
+Run there: ``python3 bench/devscripts/trace.py --shapes 2x4096,8x2048``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import torch
+
+
+def _kernels(fn, flush):
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    flush.zero_()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    evs = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    rows = sorted(((e.time_range.start, e.time_range.end, e.name) for e in evs), key=lambda r: r[0])
+    return [(s, t, name) for s, t, name in rows if t > s]
+
+
+def _summary(label, rows):
+    span = rows[-1][1] - rows[0][0]
+    busy = sum(t - s for s, t, _ in rows)
+    idle, last = 0.0, rows[0][0]
+    gaps = []
+    for s, t, _ in rows:
+        if s > last:
+            idle += s - last
+            gaps.append(s - last)
+        last = max(last, t)
+    per = {}
+    for s, t, name in rows:
+        c = per.setdefault(name[:48], [0.0, 0])
+        c[0] += t - s
+        c[1] += 1
+    print(f"{label}: span {span / 1e3:.3f} ms, kernels {busy / 1e3:.3f} ms, idle {idle / 1e3:.3f} ms "
+          f"({len(rows)} kernels, gaps > 5 us: {sum(g > 5 for g in gaps)})")
+    for name, (us, cnt) in sorted(per.items(), key=lambda kv: -kv[1][0])[:10]:
+        print(f"    {us / 1e3:8.3f} ms x{cnt:4d}  {name}")
+    # Eight slices of the call in kernel order: panel vs the rest, idle.
+    n = len(rows)
+    for i in range(8):
+        part = rows[i * n // 8:(i + 1) * n // 8]
+        if not part:
+            continue
+        pan = sum(t - s for s, t, nm in part if "panel" in nm)
+        rest = sum(t - s for s, t, nm in part if "panel" not in nm)
+        sp = part[-1][1] - part[0][0]
+        print(f"    slice {i}: span {sp / 1e3:7.3f} ms  panel {pan / 1e3:7.3f}  other {rest / 1e3:7.3f}  "
+              f"idle {(sp - pan - rest) / 1e3:7.3f}")
+    return {"label": label, "span_us": span, "busy_us": busy, "idle_us": idle,
+            "per_kernel": per, "kernels": [(round(s - rows[0][0], 2), round(t - s, 2), nm[:40]) for s, t, nm in rows]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default="2x4096,8x2048")
+    args = ap.parse_args()
+    import adaptqr
+    from adaptqr.paths import householder
+
+    flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    out = []
+    for shape in args.shapes.split(","):
+        B, n = (int(x) for x in shape.split("x"))
+        A = torch.randn(B, n, n, device="cuda")
+        out.append(_summary(f"{shape} public", _kernels(lambda: adaptqr.geqrf(A), flush)))
+        H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
+        tau = torch.empty(B, n, device="cuda")
+
+        def path():
+            H.copy_(A)
+            householder.factor_householder(H, tau, None)
+        out.append(_summary(f"{shape} path", _kernels(path, flush)))
+    dest = os.environ.get("OUT", "/tmp")
+    with open(os.path.join(dest, "trace.json"), "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main()
