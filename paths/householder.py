@@ -271,7 +271,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
                 panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                            n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
                                            WRITE_T=wt, PAIRS=_pairs(s, rb),
-                                           num_warps=_warps(nb * rb))
+                                           num_warps=s.split_warps or _warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,

@@ -143,6 +143,9 @@ class Schedule:
     # over the trailing matrix (householder._paired_loop). Prepared, not measured
     # (EXPERIMENTS.md P1): off.
     trailing_pairs: bool = False
+    # Warps of the row-split Householder panel; 0: by its tile (householder._warps). Fewer
+    # warps make a column step's reductions intra-warp (EXPERIMENTS.md P2).
+    split_warps: int = 0
 
 
 def next_pow2(x: int) -> int:

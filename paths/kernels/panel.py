@@ -314,12 +314,11 @@ def _gather(wsb, slot, part, p, P, WSTR: tl.constexpr, PMAX: tl.constexpr, NB: t
 
 @triton.jit
 def _gather_max(wsb, slot, part, p, P, WSTR: tl.constexpr, PMAX: tl.constexpr, NB: tl.constexpr):
-    """Max over the P programs and NB lanes at offset ``part`` of round slot ``slot``."""
-    jj = tl.arange(0, NB)
+    """Max over the P programs of the value at offset ``part`` of round slot ``slot`` (each
+    program stores its max-abs in the first of its NB lanes, zeros in the rest)."""
     pp = tl.arange(0, PMAX)
-    pmask = (pp < P)[:, None] & (jj < NB)[None, :]
-    allp = wsb + slot * PMAX * WSTR + pp[:, None] * WSTR + part + jj[None, :]
-    return tl.max(tl.max(tl.load(allp, mask=pmask, other=0.0, volatile=True), axis=0), axis=0)
+    allp = wsb + slot * PMAX * WSTR + pp * WSTR + part
+    return tl.max(tl.load(allp, mask=pp < P, other=0.0, volatile=True), axis=0)
 
 
 @triton.jit
