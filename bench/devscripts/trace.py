@@ -7,6 +7,9 @@ times, the GPU's idle time between kernels (host-bound stretches show up here), 
 name totals and counts, and the per-panel split of panel / trailing time in eight slices
 of the factorization. The ordered kernel list goes to ``$OUT/trace.json``.
 
+``--cprofile``: also the host's profile of one public call per shape (after warm-up; the
+GPU runs behind, so this is Python and launch time only), the 25 costliest entries.
+
 Run there: ``python3 bench/devscripts/trace.py --shapes 2x4096,8x2048``.
 """
 
@@ -68,9 +71,31 @@ def _summary(label, rows):
             "per_kernel": per, "kernels": [(round(s - rows[0][0], 2), round(t - s, 2), nm[:40]) for s, t, nm in rows]}
 
 
+def _host_profile(fn):
+    import cProfile
+    import io
+    import pstats
+    import time
+
+    fn()
+    torch.cuda.synchronize()
+    pr = cProfile.Profile()
+    t = time.perf_counter()
+    pr.enable()
+    fn()
+    pr.disable()
+    host = time.perf_counter() - t
+    torch.cuda.synchronize()
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(25)
+    print(f"host time of one call {host * 1e3:.3f} ms (profiled)")
+    print(buf.getvalue()[-6000:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="2x4096,8x2048")
+    ap.add_argument("--cprofile", action="store_true")
     args = ap.parse_args()
     import adaptqr
     from adaptqr.paths import householder
@@ -81,6 +106,8 @@ def main():
         B, n = (int(x) for x in shape.split("x"))
         A = torch.randn(B, n, n, device="cuda")
         out.append(_summary(f"{shape} public", _kernels(lambda: adaptqr.geqrf(A), flush)))
+        if args.cprofile:
+            _host_profile(lambda: adaptqr.geqrf(A))
         H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
         tau = torch.empty(B, n, device="cuda")
 

@@ -322,6 +322,14 @@ def _gather_max(wsb, slot, part, p, P, WSTR: tl.constexpr, PMAX: tl.constexpr, N
 
 
 @triton.jit
+def _top_row(wsb, slot, part, PMAX: tl.constexpr, WSTR: tl.constexpr, NB: tl.constexpr):
+    """The panel row stored at offset ``part`` of round slot ``slot`` by program 0: a column
+    step's top rows (c, c + 1 < k + NB <= k + RB) are always program 0's, so the other
+    programs' zeros need not be summed (the same value, up to the sign of a zero)."""
+    return tl.load(wsb + slot * PMAX * WSTR + part + tl.arange(0, NB), volatile=True)
+
+
+@triton.jit
 def _unscaled_ok(amax, dsum):
     """Unscaled dot products are exact enough when the sub-column's max-abs is in
     [1e-15, 1e15] and nothing overflowed."""
@@ -384,7 +392,7 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
     _grid_barrier(cntb, c, P)
     D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
-    top = _gather(wsb, slot, NB, p, P, WSTR, PMAX, NB)
+    top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
     amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
     P_, taus, _plain, _tau, _scale, _w = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
                                                            wsb, cntb, p, na, n, P, rows,
@@ -416,10 +424,20 @@ def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw
         tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
         _grid_barrier(cntb, 2 * n + k, P)
         if p == 0:
+            # A chunk of programs' partials a load: their L2 round trips overlap.
+            qq = tl.arange(0, T_SUM_CHUNK)
+            tile = jj[None, :, None] * NB + jj[None, None, :]
             S = tl.zeros((NB, NB), dtype=tl.float32)
-            for q in range(0, P):
-                S += tl.load(spb + q * NB * NB + jj[:, None] * NB + jj[None, :], volatile=True)
+            for q0 in range(0, P, T_SUM_CHUNK):
+                q = q0 + qq
+                S += tl.sum(tl.load(spb + q[:, None, None] * NB * NB + tile,
+                                    mask=(q < P)[:, None, None], other=0.0, volatile=True), axis=0)
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+
+
+#: Programs whose partial V^T V program 0 loads at once when it sums them for T ([4, 32, 32]:
+#: 32 values a thread at 4 warps).
+T_SUM_CHUNK = tl.constexpr(4)
 
 
 #: Round-slot width of the split panel's workspace (floats a program): the column pair's
@@ -482,10 +500,10 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     tl.store(own + 5 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(yb), axis=0), 0.0))
     _grid_barrier(cntb, c, P)
     D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
-    top = _gather(wsb, slot, NB, p, P, WSTR, PMAX, NB)
+    top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
     amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
     E = _gather(wsb, slot, 3 * NB, p, P, WSTR, PMAX, NB)
-    top2 = _gather(wsb, slot, 4 * NB, p, P, WSTR, PMAX, NB)
+    top2 = _top_row(wsb, slot, 4 * NB, PMAX, WSTR, NB)
     amax2 = _gather_max(wsb, slot, 5 * NB, p, P, WSTR, PMAX, NB)
     # Column j, as _split_step.
     P_, taus, plain, tau1, scale1, w1 = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
