@@ -66,6 +66,10 @@ TRAILING_MIN_PROGRAMS = 264
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
+#: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
+#: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for
+#: ``Schedule.split_waves``.
+TRAILING_SPLIT_CTAS_PER_SM = 2
 #: The separate T kernel (``Schedule.t_kernel``): one warp a matrix, [NB, 32] row chunks of
 #: the stored panel for ``V^T V``. For sm_90 (ptxas, offline): 222 registers at NB = 32
 #: (64-row chunks: 255 and a spill), so nine such warps share an SM.
@@ -146,6 +150,12 @@ class Schedule:
     # Warps of the row-split Householder panel; 0: by its tile (householder._warps). Fewer
     # warps make a column step's reductions intra-warp (EXPERIMENTS.md P2).
     split_warps: int = 0
+    # Row-split updates sliced to whole waves of programs (householder.row_slices) instead
+    # of about TRAILING_SPLIT_PROGRAMS programs (EXPERIMENTS.md F2).
+    split_waves: bool = False
+    # Paired row-split panels add each round's two column sums with atomics instead of
+    # gathering every program's partials (panel_split_kernel ATOMIC; EXPERIMENTS.md P4).
+    split_atomic: bool = False
 
 
 def next_pow2(x: int) -> int:

@@ -59,3 +59,34 @@ def test_tail_prec_knob(monkeypatch):
     monkeypatch.setenv("ADAPTQR_TAIL_PREC", "fp8")
     with pytest.raises(ValueError, match="ADAPTQR_TAIL_PREC"):
         config.tail_prec()
+
+
+@pytest.mark.parametrize("waves_sm", [0, H200_SMS])
+@pytest.mark.parametrize("B,tiles,rows,bm", [(2, 63, 4032, 64), (8, 31, 1984, 64), (2, 10, 700, 64),
+                                             (3, 5, 512, 32), (60, 8, 544, 64)])
+def test_row_slices_cover_the_rows(B, tiles, rows, bm, waves_sm):
+    from adaptqr.paths.householder import row_slices
+
+    nsplit, per = row_slices(B, tiles, rows, bm, waves_sm)
+    # Slices of a whole number of row chunks; every row in exactly one, none empty.
+    assert per % bm == 0 and nsplit * per >= rows > (nsplit - 1) * per, (nsplit, per)
+    # No slice thinner than the floor (unless the rows are fewer than it).
+    assert per >= min(rows, schedules.TRAILING_SPLIT_MIN_ROWS), per
+
+
+def test_row_slices_whole_waves():
+    from adaptqr.paths.householder import row_slices
+
+    slots = schedules.TRAILING_SPLIT_CTAS_PER_SM * H200_SMS
+
+    def cost(B, tiles, ns, per):
+        return -(-B * tiles * ns // slots) * per
+
+    for B, tiles, rows in ((2, 63, 4032), (2, 40, 2600), (8, 62, 1984), (8, 20, 1300)):
+        d = row_slices(B, tiles, rows, 64)
+        w = row_slices(B, tiles, rows, 64, H200_SMS)
+        # The wave rule never costs more whole-wave rows than the default slicing.
+        assert cost(B, tiles, *w) <= cost(B, tiles, *d), (d, w)
+    # 2x4096's first update: 630 programs (2.4 waves of 264) by default, one wave by waves.
+    assert row_slices(2, 63, 4032, 64) == (5, 832)
+    assert row_slices(2, 63, 4032, 64, H200_SMS) == (2, 2048)
