@@ -210,7 +210,6 @@ class _SplitWork:
         self.sm = _sm_count(H.device)
         self.bufs = None
         self.chol = None
-        self.sums = None
 
     def get(self, pmax: int):
         B, m, n = self.H.shape
@@ -223,14 +222,6 @@ class _SplitWork:
                          torch.empty((B, cap, self.nb, self.nb), dtype=torch.float32, device=dev),
                          torch.zeros((B, 3 * n), dtype=torch.int32, device=dev))
         return self.bufs
-
-    def get_sums(self):
-        """The atomic column sums of ``Schedule.split_atomic`` ``(B, 3, 2 nb)``: zeros here,
-        and each panel launch leaves them zero."""
-        if self.sums is None:
-            B = self.H.shape[0]
-            self.sums = torch.zeros((B, 3, 2 * self.nb), dtype=torch.float32, device=self.H.device)
-        return self.sums
 
     def get_cholqr(self, pmax: int):
         """The CholeskyQR2 panel's Gram partials and sums (float64) and its barrier counters
@@ -278,13 +269,9 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
                                             LOG2NB=nb.bit_length() - 1, HAS_NA=has_na,
                                             num_warps=s.cholqr_warps or _warps(4 * nb * rb))
             else:
-                pairs = _pairs(s, rb)
-                atomic = s.split_atomic and pairs and wt
                 panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                            n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
-                                           WRITE_T=wt, PAIRS=pairs,
-                                           AS=split.get_sums() if atomic else None,
-                                           ATOMIC=atomic,
+                                           WRITE_T=wt, PAIRS=_pairs(s, rb),
                                            num_warps=s.split_warps or _warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
@@ -318,33 +305,21 @@ def _paired_loop(Ht, tau, TW, na, nz, has_na, B, m, n, n_tw, nb, split, s, wbuf)
         k = k2
 
 
-def _w_buffers(wbuf: dict, B: int, n: int, nb: int, pair: bool, zero_next: bool, device):
-    """``(W, S, W_next)`` of a row-split update, W zeroed: W ``(B, n, nb)`` (``(B, n, 2 nb)``
-    for a pair of panels), the pair's ``V1^T V2`` ``(B, nb, nb)`` (W itself when unused),
-    one buffer per kind for the whole factorization.
-
-    One panel at a time, W alternates between two halves, and ``W_next`` is the other half:
-    with ``zero_next`` this panel's U kernel zeroes its columns from this update's first on
-    (a superset of every later panel's), so no fill runs between panels (EXPERIMENTS.md F1).
-    """
-    if pair:
-        if "pair" not in wbuf:
-            wbuf["pair"] = torch.empty(B * n * 2 * nb + B * nb * nb, dtype=torch.float32,
-                                       device=device)
-        buf = wbuf["pair"]
-        buf.zero_()
-        return buf[:B * n * 2 * nb].view(B, n, 2 * nb), buf[B * n * 2 * nb:].view(B, nb, nb), None
-    buf = wbuf.get("one")
-    if buf is None:
-        buf = wbuf["one"] = torch.zeros((2, B, n, nb), dtype=torch.float32, device=device)
-        wbuf["cur"] = 0
-    else:
-        wbuf["cur"] ^= 1
-        if not wbuf["next_zeroed"]:
-            buf[wbuf["cur"]].zero_()
-    wbuf["next_zeroed"] = zero_next
-    cur = wbuf["cur"]
-    return buf[cur], buf[cur], buf[cur ^ 1]
+def _w_buffers(wbuf: dict, B: int, n: int, nb: int, pair: bool, device):
+    """``(W, S)`` of a row-split update, zeroed: W ``(B, n, nb)`` (``(B, n, 2 nb)`` for a
+    pair of panels) and the pair's ``V1^T V2`` ``(B, nb, nb)`` (W itself when unused), in
+    one buffer per kind for the whole factorization."""
+    key = "pair" if pair else "one"
+    if key not in wbuf:
+        width = 2 * nb if pair else nb
+        wbuf[key] = torch.empty(B * n * width + (B * nb * nb if pair else 0),
+                                dtype=torch.float32, device=device)
+    buf = wbuf[key]
+    buf.zero_()
+    if not pair:
+        W = buf.view(B, n, nb)
+        return W, W
+    return buf[:B * n * 2 * nb].view(B, n, 2 * nb), buf[B * n * 2 * nb:].view(B, nb, nb)
 
 
 def _row_split(B: int, tiles: int, rows: int) -> bool:
@@ -358,11 +333,11 @@ def _row_split(B: int, tiles: int, rows: int) -> bool:
 def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tuple[int, int]:
     """``(nsplit, per)``: a row-split update's slices of ``per`` rows (a multiple of ``bm``).
 
-    By default about ``TRAILING_SPLIT_PROGRAMS`` programs, slices of at least
-    ``TRAILING_SPLIT_MIN_ROWS``. With ``waves_sm`` (the SM count; ``Schedule.split_waves``),
-    the slice count, under the same floor, that minimises whole waves times rows a program
-    (``TRAILING_SPLIT_CTAS_PER_SM`` programs an SM): 2x4096's first update is 630 programs,
-    2.4 waves, by the default (EXPERIMENTS.md F2).
+    With ``waves_sm`` (the SM count; ``Schedule.split_waves``, the default on a GPU), the
+    slice count that minimises whole waves of programs (``TRAILING_SPLIT_CTAS_PER_SM`` an
+    SM) times the rows a program sweeps; else about ``TRAILING_SPLIT_PROGRAMS`` programs.
+    Slices of at least ``TRAILING_SPLIT_MIN_ROWS`` rows either way. 2x4096's first update
+    is 630 programs (2.4 waves) the old way, 252 (one wave) by waves (EXPERIMENTS.md F2).
 
     >>> row_slices(2, 63, 4032, 64)
     (5, 832)
@@ -380,7 +355,7 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
         per = triton.cdiv(triton.cdiv(rows, nsplit), bm) * bm
         ns = triton.cdiv(rows, per)
         cost = triton.cdiv(B * tiles * ns, slots) * per
-        if best is None or cost < best[0]:
+        if best is None or cost < best[0]:  # ties: fewer slices, fewer atomics
             best = (cost, ns, per)
     return best[1], best[2]
 
@@ -395,18 +370,16 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         bm = schedules.PAIR_ROW_CHUNK if pair else s.bm
         sm = _sm_count(Ht.device) if s.split_waves and Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, bm, sm)
-        zero_next = not pair and c_end == n
-        W, S, W_next = _w_buffers(wbuf, B, n, s.nb, pair, zero_next, Ht.device)
+        W, S = _w_buffers(wbuf, B, n, s.nb, pair, Ht.device)
         grid = (B, tiles, nsplit)
         trailing_w_kernel[grid](Ht, W, S, na, nz, k0, m, n, c_start, c_end, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
                                 PREC_TAIL=s.tail_prec, PAIR=pair,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
-        trailing_u_kernel[grid](Ht, TW, W, S, W_next if zero_next else W, na, nz, k0, m, n,
-                                c_start, c_end, n_tw, per,
+        trailing_u_kernel[grid](Ht, TW, W, S, na, nz, k0, m, n, c_start, c_end, n_tw, per,
                                 NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, PAIR=pair, ZERO_NEXT=zero_next,
+                                PREC_TAIL=s.tail_prec, PAIR=pair,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         return

@@ -150,12 +150,10 @@ class Schedule:
     # Warps of the row-split Householder panel; 0: by its tile (householder._warps). Fewer
     # warps make a column step's reductions intra-warp (EXPERIMENTS.md P2).
     split_warps: int = 0
-    # Row-split updates sliced to whole waves of programs (householder.row_slices) instead
-    # of about TRAILING_SPLIT_PROGRAMS programs (EXPERIMENTS.md F2).
-    split_waves: bool = False
-    # Paired row-split panels add each round's two column sums with atomics instead of
-    # gathering every program's partials (panel_split_kernel ATOMIC; EXPERIMENTS.md P4).
-    split_atomic: bool = False
+    # Row-split updates sliced to whole waves of programs (householder.row_slices); False:
+    # about TRAILING_SPLIT_PROGRAMS programs. Path alone in a graph (EXPERIMENTS.md F2, run
+    # 1606): 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged (9.42 / 9.40).
+    split_waves: bool = True
 
 
 def next_pow2(x: int) -> int:

@@ -87,6 +87,7 @@ def test_row_slices_whole_waves():
         w = row_slices(B, tiles, rows, 64, H200_SMS)
         # The wave rule never costs more whole-wave rows than the default slicing.
         assert cost(B, tiles, *w) <= cost(B, tiles, *d), (d, w)
-    # 2x4096's first update: 630 programs (2.4 waves of 264) by default, one wave by waves.
+    # 2x4096's first update: 630 programs (2.4 waves of 264) by the program-count rule, one
+    # wave by waves.
     assert row_slices(2, 63, 4032, 64) == (5, 832)
     assert row_slices(2, 63, 4032, 64, H200_SMS) == (2, 2048)

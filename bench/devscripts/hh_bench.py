@@ -72,8 +72,7 @@ SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},
                         "cholqr_w4": {"cholqr": True, "cholqr_warps": 4},
                         "tpairs": {"trailing_pairs": True},
                         "sw1": {"split_warps": 1}, "sw2": {"split_warps": 2},
-                        "waves": {"split_waves": True}, "atomic": {"split_atomic": True},
-                        "waves_atomic": {"split_waves": True, "split_atomic": True}}
+                        "nowaves": {"split_waves": False}}
 
 
 def timed(fn, inputs, reps, graph):

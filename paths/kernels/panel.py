@@ -267,8 +267,7 @@ def _grid_barrier(CNT, idx, P):
 @triton.jit
 def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw, P,
                        NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, PAIRS: tl.constexpr = False,
-                       AS=None, ATOMIC: tl.constexpr = False):
+                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, PAIRS: tl.constexpr = False):
     """Factor columns [k, k+pw) of matrix program_id(0) with P programs (program_id(1)),
     each holding RB rows of the panel in registers; one grid barrier per column.
 
@@ -277,11 +276,7 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
     arrival counter per column, per rescaled column, and per panel's T).
     Every program reduces the same partials in the same order, so all of them compute the
     same reflector bit for bit. The caller guarantees all B*P programs are resident.
-    PAIRS: two columns a barrier (:func:`split_columns_pairs`). ATOMIC (with PAIRS and
-    WRITE_T): a pair round's two column sums are added into AS ((B, 3, 2*NB) float32, zeros
-    at launch, zeros again at exit) with atomics instead of gathered from every program's
-    partials (EXPERIMENTS.md P4): the sums' bits then depend on the arrival order, but every
-    program still reads the same ones.
+    PAIRS: two columns a barrier (:func:`split_columns_pairs`).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     p = tl.program_id(1)
@@ -296,7 +291,7 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
         P_ = tl.load(ptrs, mask=mask, other=0.0)
         if PAIRS:
             split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw,
-                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T, AS, ATOMIC)
+                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T)
         else:
             split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
                           n_tw, P, NB, RB, PMAX, WRITE_T)
@@ -408,7 +403,7 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
 @triton.jit
 def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
                   n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                  WRITE_T: tl.constexpr, asb=None, ATOMIC: tl.constexpr = False):
+                  WRITE_T: tl.constexpr):
     """Store this program's rows of the factored panel, tau (program 0) and, with WRITE_T,
     T from the summed partial ``V^T V`` (one more barrier)."""
     jj = tl.arange(0, NB)
@@ -438,9 +433,6 @@ def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw
                 S += tl.sum(tl.load(spb + q[:, None, None] * NB * NB + tile,
                                     mask=(q < P)[:, None, None], other=0.0, volatile=True), axis=0)
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
-            if ATOMIC:
-                # Every program has read its last round's sums (they all met at T's barrier).
-                tl.store(asb + tl.arange(0, 8 * NB), 0.0, mask=tl.arange(0, 8 * NB) < 6 * NB)
 
 
 #: Programs whose partial V^T V program 0 loads at once when it sums them for T ([4, 32, 32]:
@@ -478,8 +470,7 @@ PAIR_MIN_KEEP = tl.constexpr(0.25)
 
 @triton.jit
 def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-               NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
-               asb=None, ATOMIC: tl.constexpr = False):
+               NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
     """Columns k + j and k + j + 1 of the row-split panel with one grid barrier: the round
     carries, besides column j's sums, those of column j + 1 (``P^T y``, row c + 1), and the
     second reflector is derived from them by algebra. Returns ``(P_, taus, done)``, ``done``
@@ -501,26 +492,17 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     yb = tl.where(below2, y, 0.0)
     slot = rnd % 2
     own = wsb + slot * PMAX * WSTR + p * WSTR
-    asum = asb + (rnd % 3) * 2 * NB
-    if ATOMIC:
-        tl.atomic_add(asum + jj, tl.sum(P_ * xb[None, :], axis=1), sem="relaxed")
-        tl.atomic_add(asum + NB + jj, tl.sum(P_ * yb[None, :], axis=1), sem="relaxed")
-    else:
-        tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
-        tl.store(own + 3 * NB + jj, tl.sum(P_ * yb[None, :], axis=1))
+    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
     tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
     tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
+    tl.store(own + 3 * NB + jj, tl.sum(P_ * yb[None, :], axis=1))
     tl.store(own + 4 * NB + jj, tl.sum(tl.where(is_top2[None, :], P_, 0.0), axis=1))
     tl.store(own + 5 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(yb), axis=0), 0.0))
     _grid_barrier(cntb, c, P)
-    if ATOMIC:
-        D = tl.load(asum + jj, volatile=True)
-        E = tl.load(asum + NB + jj, volatile=True)
-    else:
-        D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
-        E = _gather(wsb, slot, 3 * NB, p, P, WSTR, PMAX, NB)
+    D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
     top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
     amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
+    E = _gather(wsb, slot, 3 * NB, p, P, WSTR, PMAX, NB)
     top2 = _top_row(wsb, slot, 4 * NB, PMAX, WSTR, NB)
     amax2 = _gather_max(wsb, slot, 5 * NB, p, P, WSTR, PMAX, NB)
     # Column j, as _split_step.
@@ -558,26 +540,19 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
 @triton.jit
 def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
                         n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                        WRITE_T: tl.constexpr, AS=None, ATOMIC: tl.constexpr = False):
+                        WRITE_T: tl.constexpr):
     """:func:`split_columns` with two columns a grid barrier where it can (``_pair_step``):
     half the barriers of a panel. Schedule ``split_pairs`` (EXPERIMENTS.md S3)."""
     WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
     wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
     cntb = CNT + b.to(tl.int64) * 3 * n
-    asb = AS + b.to(tl.int64) * 6 * NB if ATOMIC else wsb
     taus = tl.zeros((NB,), dtype=tl.float32)
     j = 0
     rnd = 0
     while j < pw:
-        if ATOMIC:
-            # The sums slot of round rnd + 1 was last read in round rnd - 2, by every program
-            # before it reached round rnd - 1's barrier, which this program has passed; nobody
-            # adds into it before this program reaches round rnd's barrier.
-            if p == 0:
-                tl.store(asb + ((rnd + 1) % 3) * 2 * NB + tl.arange(0, 2 * NB), 0.0)
         if j + 1 < pw:
             P_, taus, done = _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                                        NB, RB, PMAX, WSTR, asb, ATOMIC)
+                                        NB, RB, PMAX, WSTR)
         else:
             P_, taus = _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
                                    NB, RB, PMAX, WSTR)
@@ -585,4 +560,4 @@ def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n,
         j += done
         rnd += 1
     _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
-                  n_tw, P, NB, RB, PMAX, WRITE_T, asb, ATOMIC)
+                  n_tw, P, NB, RB, PMAX, WRITE_T)

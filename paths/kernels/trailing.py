@@ -261,22 +261,15 @@ def _u_rows(base, TW, W, S, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
 
 
 @triton.jit
-def trailing_u_kernel(Ht, TW, W, S, WZ, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
+def trailing_u_kernel(Ht, TW, W, S, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      PAIR: tl.constexpr, ZERO_NEXT: tl.constexpr = False):
+                      PAIR: tl.constexpr):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``. PAIR: as
-    :func:`trailing_w_kernel` (the two panels' combined T, from ``S``). ZERO_NEXT: the
-    slice-0 programs zero ``WZ[b, cols_t, :]`` ((B, n, NB), the next panel's W, whose last
-    reader ran before this launch), whether or not their tile needs the update."""
+    :func:`trailing_w_kernel` (the two panels' combined T, from ``S``)."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
-    if ZERO_NEXT:
-        if tl.program_id(2) == 0:
-            jj = tl.arange(0, NB)
-            tl.store(WZ + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :],
-                     tl.zeros((BN, NB), dtype=tl.float32), mask=ccmask[:, None])
     if go:
         if (PREC_TAIL != PREC) & tail:
             _u_rows(base, TW, W, S, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM,
