@@ -161,10 +161,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
-    wbuf: dict[str, torch.Tensor] = {}  # row-split trailing update's W, allocated on first use
-    if group == 1 and s.trailing_pairs:
-        _paired_loop(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, nb, split, s, wbuf)
-        return
+    wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
@@ -284,51 +281,6 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
                              num_warps=schedules.T_KERNEL_WARPS)
 
 
-def _paired_loop(Ht, tau, TW, na, nz, has_na, B, m, n, n_tw, nb, split, s, wbuf):
-    """Schedule ``trailing_pairs``: where a panel's update would be row-split (small
-    batches), two panels share one pass over the trailing matrix: panel k, its update of
-    panel k + nb's columns only, panel k + nb, then both applied at once to the rest."""
-    k = 0
-    while k < n:
-        pw = min(nb, n - k)
-        _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s)
-        k2 = k + nb
-        rest = k2 + nb
-        if rest < n and _row_split(B, triton.cdiv(n - rest, s.bn), m - k):
-            _trailing(Ht, TW, na, nz, has_na, B, k, 1, m, n, k2, rest, n_tw, s, wbuf)
-            _panel(Ht, tau, TW, na, has_na, B, k2, m, n, nb, n_tw, nb, split, s)
-            _trailing(Ht, TW, na, nz, has_na, B, k, 2, m, n, rest, n, n_tw, s, wbuf)
-            k = rest
-            continue
-        if k + pw < n:
-            _trailing(Ht, TW, na, nz, has_na, B, k, 1, m, n, k + pw, n, n_tw, s, wbuf)
-        k = k2
-
-
-def _w_buffers(wbuf: dict, B: int, n: int, nb: int, pair: bool, device):
-    """``(W, S)`` of a row-split update, zeroed: W ``(B, n, nb)`` (``(B, n, 2 nb)`` for a
-    pair of panels) and the pair's ``V1^T V2`` ``(B, nb, nb)`` (W itself when unused), in
-    one buffer per kind for the whole factorization."""
-    key = "pair" if pair else "one"
-    if key not in wbuf:
-        width = 2 * nb if pair else nb
-        wbuf[key] = torch.empty(B * n * width + (B * nb * nb if pair else 0),
-                                dtype=torch.float32, device=device)
-    buf = wbuf[key]
-    buf.zero_()
-    if not pair:
-        W = buf.view(B, n, nb)
-        return W, W
-    return buf[:B * n * 2 * nb].view(B, n, 2 * nb), buf[B * n * 2 * nb:].view(B, nb, nb)
-
-
-def _row_split(B: int, tiles: int, rows: int) -> bool:
-    """Whether a one-panel update of ``tiles`` column tiles and ``rows`` rows is split over
-    rows too: too few column tiles to fill the GPU."""
-    return (B * tiles < schedules.TRAILING_SPLIT_PROGRAMS
-            and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS)
-
-
 @functools.lru_cache(maxsize=4096)
 def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tuple[int, int]:
     """``(nsplit, per)``: a row-split update's slices of ``per`` rows (a multiple of ``bm``).
@@ -364,22 +316,24 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     bn = s.bn
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    if _row_split(B, tiles, rows) and (npan == 1 or npan == 2 and s.trailing_pairs):
+    if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
+            and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
-        pair = npan == 2
-        bm = schedules.PAIR_ROW_CHUNK if pair else s.bm
         sm = _sm_count(Ht.device) if s.split_waves and Ht.is_cuda else 0
-        nsplit, per = row_slices(B, tiles, rows, bm, sm)
-        W, S = _w_buffers(wbuf, B, n, s.nb, pair, Ht.device)
+        nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
+        if not wbuf:
+            wbuf.append(torch.empty((B, n, s.nb), dtype=torch.float32, device=Ht.device))
+        W = wbuf[0]
+        W.zero_()
         grid = (B, tiles, nsplit)
-        trailing_w_kernel[grid](Ht, W, S, na, nz, k0, m, n, c_start, c_end, per,
-                                NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, PAIR=pair,
+        trailing_w_kernel[grid](Ht, W, na, nz, k0, m, n, c_start, c_end, per,
+                                NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                PREC_TAIL=s.tail_prec,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
-        trailing_u_kernel[grid](Ht, TW, W, S, na, nz, k0, m, n, c_start, c_end, n_tw, per,
-                                NB=s.nb, BN=bn, BM=bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, PAIR=pair,
+        trailing_u_kernel[grid](Ht, TW, W, na, nz, k0, m, n, c_start, c_end, n_tw, per,
+                                NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                PREC_TAIL=s.tail_prec,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         return

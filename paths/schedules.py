@@ -93,10 +93,6 @@ CHOLQR_MAX_RB = 128
 #: 23.85 ms, 8x2048 (128 rows) 12.62 -> 12.37, but 60x1024 (512 rows, two programs a
 #: matrix) 9.50 -> 10.01: the pair algebra on a [32, 512] tile costs more than a barrier.
 PAIRS_MAX_RB = 128
-#: Row chunk of the paired row-split update (``Schedule.trailing_pairs``): with two panels'
-#: V and W tiles (and V1^T V2) its kernels spill at 64 rows (sm_90, triton 3.6, offline:
-#: 848-1064 B of stack at 4 warps, 424 at 8), hardly at 32 (32 / 56 B at 4 warps).
-PAIR_ROW_CHUNK = 32
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
@@ -143,16 +139,13 @@ class Schedule:
     split_pairs: bool | None = None
     # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
     cholqr_warps: int = 0
-    # Where a panel's update is row-split (small batches), two panels' updates in one pass
-    # over the trailing matrix (householder._paired_loop). Prepared, not measured
-    # (EXPERIMENTS.md P1): off.
-    trailing_pairs: bool = False
-    # Warps of the row-split Householder panel; 0: by its tile (householder._warps). Fewer
-    # warps make a column step's reductions intra-warp (EXPERIMENTS.md P2).
+    # Warps of the row-split Householder panel; 0: by its tile (householder._warps). At 1
+    # or 2 its reductions are intra-warp, yet 2x4096 took 30.5 / 24.6 ms against 23.1 at 4
+    # (EXPERIMENTS.md P2).
     split_warps: int = 0
     # Row-split updates sliced to whole waves of programs (householder.row_slices); False:
     # about TRAILING_SPLIT_PROGRAMS programs. Path alone in a graph (EXPERIMENTS.md F2, run
-    # 1606): 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged (9.42 / 9.40).
+    # 1547): 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged (9.42 / 9.40).
     split_waves: bool = True
 
 

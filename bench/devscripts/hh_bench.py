@@ -70,7 +70,6 @@ PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
 #: S3, C2; C2 at 8 warps was measured in run 1250 and is not repeated).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},
                         "cholqr_w4": {"cholqr": True, "cholqr_warps": 4},
-                        "tpairs": {"trailing_pairs": True},
                         "sw1": {"split_warps": 1}, "sw2": {"split_warps": 2},
                         "nowaves": {"split_waves": False}}
 

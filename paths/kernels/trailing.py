@@ -166,114 +166,63 @@ def _slice_plan(Ht, NA, NZ, k, m, n, c_start, c_end, rows_per,
 
 
 @triton.jit
-def _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram,
-            NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
-            PAIR: tl.constexpr):
-    """``W[b, cc] += A[r_lo:r_hi, cc]^T V[r_lo:r_hi]`` (atomics), products in PREC. With
-    PAIR, V is the two panels at k and k + NB (W's row holds both halves), and where
-    ``gram`` (one column tile a matrix) the slice's ``V1^T V2`` goes into ``S[b]``."""
+def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
+            NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``W[b, cc] += A[r_lo:r_hi, cc]^T V[r_lo:r_hi]`` (atomics), products in PREC."""
     rr = tl.arange(0, BM)
     jj = tl.arange(0, NB)
     acc = tl.zeros((BN, NB), dtype=tl.float32)
-    acc2 = tl.zeros((BN, NB), dtype=tl.float32)
-    s12 = tl.zeros((NB, NB), dtype=tl.float32)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
         acc += tl.dot(At, tl.trans(Vt), input_precision=PREC)
-        if PAIR:
-            V2t = _load_v(base, k + NB, r, m, r_hi, na, NB, n - k - NB)
-            acc2 += tl.dot(At, tl.trans(V2t), input_precision=PREC)
-            if gram:
-                s12 += tl.dot(Vt, tl.trans(V2t), input_precision=PREC)
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * (NB * (1 + PAIR)) + jj[None, :]
+    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
     tl.atomic_add(wp, acc, mask=ccmask[:, None])
-    if PAIR:
-        tl.atomic_add(wp + NB, acc2, mask=ccmask[:, None])
-        if gram:
-            tl.atomic_add(S + b.to(tl.int64) * NB * NB + jj[:, None] * NB + jj[None, :], s12)
 
 
 @triton.jit
-def trailing_w_kernel(Ht, W, S, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
+def trailing_w_kernel(Ht, W, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      PAIR: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL:
-    as :func:`trailing_kernel`. PAIR: the panels at k and k + NB at once (W: (B, n, 2 NB));
-    the tile-0 programs also sum ``S[b] = V1^T V2`` ((B, NB, NB), zeroed by the caller)."""
+    as :func:`trailing_kernel`."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
-    if PAIR:
-        # The tile-0 program of each slice sums S, whether or not its columns need the
-        # update (tl.where, not `&`: the interpreter widens a tile & scalar to int32).
-        gram = tl.program_id(1) == 0
-        if go | gram:
-            _w_rows_in(base, W, S, b, k, m, n, na, cc, tl.where(go, ccmask, False), r_lo, r_hi,
-                       gram, tail, NB, BN, BM, PREC, PREC_TAIL, PAIR)
-    elif go:
-        _w_rows_in(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, False, tail, NB, BN, BM,
-                   PREC, PREC_TAIL, PAIR)
+    if go:
+        if (PREC_TAIL != PREC) & tail:
+            _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
+        else:
+            _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC)
 
 
 @triton.jit
-def _w_rows_in(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram, tail,
-               NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
-               PREC_TAIL: tl.constexpr, PAIR: tl.constexpr):
-    """:func:`_w_rows` with PREC_TAIL for a tile of the negligible tail."""
-    if (PREC_TAIL != PREC) & tail:
-        _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram, NB, BN, BM,
-                PREC_TAIL, PAIR)
-    else:
-        _w_rows(base, W, S, b, k, m, n, na, cc, ccmask, r_lo, r_hi, gram, NB, BN, BM, PREC,
-                PAIR)
-
-
-@triton.jit
-def _u_rows(base, TW, W, S, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-            NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr, PAIR: tl.constexpr):
-    """``A[r_lo:r_hi, cc]^T -= (W T) V[r_lo:r_hi]^T``, products in PREC. With PAIR, the two
-    panels' compact WY combined (LAPACK's dlarft for two blocks): ``T = [[T1, M], [0, T2]]``
-    with ``M = -T1 (V1^T V2) T2``, applied as ``Y1 = W1 T1``, ``Y2 = W1 M + W2 T2``."""
+def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
+            NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``A[r_lo:r_hi, cc]^T -= (W T) V[r_lo:r_hi]^T``, products in PREC."""
     rr = tl.arange(0, BM)
     jj = tl.arange(0, NB)
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * (NB * (1 + PAIR)) + jj[None, :]
+    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
     Wt = tl.load(wp, mask=ccmask[:, None], other=0.0)
-    T1 = _load_t(TW, b, k // NB, n_tw, NB)
-    Y = tl.dot(Wt, T1, input_precision=PREC)
-    if PAIR:
-        # A second panel wholly past n_active never ran: its T slot holds garbage.
-        T2 = tl.where(k + NB < na, _load_t(TW, b, k // NB + 1, n_tw, NB), 0.0)
-        S12 = tl.load(S + b.to(tl.int64) * NB * NB + jj[:, None] * NB + jj[None, :])
-        M = -tl.dot(tl.dot(T1, S12, input_precision=PREC), T2, input_precision=PREC)
-        W2t = tl.load(wp + NB, mask=ccmask[:, None], other=0.0)
-        Y2 = tl.dot(Wt, M, input_precision=PREC) + tl.dot(W2t, T2, input_precision=PREC)
+    Y = tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
         At -= tl.dot(Y, Vt, input_precision=PREC)
-        if PAIR:
-            V2t = _load_v(base, k + NB, r, m, r_hi, na, NB, n - k - NB)
-            At -= tl.dot(Y2, V2t, input_precision=PREC)
         tl.store(aptr, At, mask=amask)
 
 
 @triton.jit
-def trailing_u_kernel(Ht, TW, W, S, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
+def trailing_u_kernel(Ht, TW, W, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      PAIR: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
-    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``. PAIR: as
-    :func:`trailing_w_kernel` (the two panels' combined T, from ``S``)."""
+    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
         if (PREC_TAIL != PREC) & tail:
-            _u_rows(base, TW, W, S, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM,
-                    PREC_TAIL, PAIR)
+            _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
         else:
-            _u_rows(base, TW, W, S, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM,
-                    PREC, PAIR)
+            _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC)

@@ -189,10 +189,3 @@ def test_split_pairs_matches(B, n):
     # Two columns a grid barrier (EXPERIMENTS.md S3) against one, whatever the default rule.
     _variant_against_default(B, n, 1e-2, split_pairs=True)
     _variant_against_default(B, n, 1e-2, split_pairs=False)
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("B,n", [(2, 4096), (8, 2048), (3, 1100)])
-def test_trailing_pairs_matches(B, n):
-    # Two panels' row-split updates in one pass (EXPERIMENTS.md P1) against one at a time.
-    _variant_against_default(B, n, 1e-2, trailing_pairs=True)
