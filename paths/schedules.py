@@ -62,7 +62,8 @@ TRAILING_MIN_PROGRAMS = 264
 #: too (W summed with atomics): 2x4096 trailing took 25 ms with one program per column
 #: tile sweeping all 4096 rows (EXPERIMENTS.md, run 2). 1024 was 1 % faster on 2x4096 and
 #: 8x2048 (S2) but sends 60x1024's first panels (960 tiles) to the split update: 9.86 ->
-#: 10.31 ms through the public call (run 1158); a threshold of 512 keeps them whole.
+#: 10.31 ms through the public call (run 1158); a threshold of 512 keeps them whole. With
+#: ``Schedule.split_waves`` off it is also the programs the row slices aim at.
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
