@@ -146,13 +146,19 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
             keep = colvalid & (cols < na)
-            V = tl.where(rows[None, :] > cols[:, None], P,
-                         tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
-            V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
-            S = tl.dot(V, tl.trans(V), input_precision="ieee")
+            S = _vtv(P, rows, cols, keep[:, None] & rowvalid[None, :])
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
+
+
+@triton.jit
+def _vtv(P, rows, cols, msk):
+    """``V V^T`` of stored reflectors ``P`` (``[NB, len(rows)]``: column ``cols[i]``'s rows
+    ``rows``): unit diagonal and zeros above it implied, entries outside ``msk`` are 0."""
+    V = tl.where(rows[None, :] > cols[:, None], P, tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
+    V = tl.where(msk, V, 0.0)
+    return tl.dot(V, tl.trans(V), input_precision="ieee")
 
 
 @triton.jit
@@ -164,10 +170,7 @@ def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr):
     for r0 in range(k, m, CH):
         r = r0 + rr
         msk = keep[:, None] & (r < m)[None, :]
-        V = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
-        V = tl.where(r[None, :] > cols[:, None], V, tl.where(r[None, :] == cols[:, None], 1.0, 0.0))
-        V = tl.where(msk, V, 0.0)
-        S += tl.dot(V, tl.trans(V), input_precision="ieee")
+        S += _vtv(tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0), r, cols, msk)
     return S
 
 
@@ -416,10 +419,7 @@ def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
     if WRITE_T:
         keep = colvalid & (cols < na)
-        V = tl.where(rows[None, :] > cols[:, None], P_,
-                     tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
-        V = tl.where(keep[:, None] & rowvalid[None, :], V, 0.0)
-        S_p = tl.dot(V, tl.trans(V), input_precision="ieee")
+        S_p = _vtv(P_, rows, cols, keep[:, None] & rowvalid[None, :])
         spb = SP + b.to(tl.int64) * PMAX * NB * NB
         tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
         _grid_barrier(cntb, 2 * n + k, P)
