@@ -124,6 +124,10 @@ class Schedule:
     # the panel kernel: True / False for every panel; None: register panels of
     # throughput-bound batches only (register_panel_plan).
     t_kernel: bool | None = None
+    # With the T kernel after a register panel: the panel stores its column steps'
+    # ``w = P^T v_j`` (``V^T V``'s upper part, free there) and the T kernel reads them instead
+    # of summing ``V^T V`` over the stored panel with one warp (EXPERIMENTS.md P5).
+    t_from_panel: bool = True
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
     # Row-split panels by CholeskyQR2 rebuilt into Householder form (kernels/cholqr_panel.py)

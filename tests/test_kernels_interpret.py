@@ -143,19 +143,29 @@ SCRIPT = textwrap.dedent(r'''
                           "rounds": C2[0, 16:16 + pw].tolist(), "rescaled": C2[0, n + 16:n + 16 + pw].tolist(),
                           "finite": bool(torch.isfinite(H2).all())}))
     # The separate T kernel (schedule t_kernel): same factorization as T built in the panel
-    # kernels (register and streamed panels; n_active with a zero-tau tail).
+    # kernels (register and streamed panels; n_active with a zero-tau tail, a ragged last
+    # panel, a zero sub-column). After a register panel it reads V^T V from the panel's
+    # column steps (t_from_panel), else sums it itself. Workspaces from torch.empty are
+    # NaN-filled here, so an entry of T's slot the panel did not write would show.
     import dataclasses
     ST = dataclasses.replace(S, t_kernel=True)
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
     for tiles in ((16 * 128, 16 * 16), (16 * 32, 16 * 16)):
         old = (schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE)
         schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE = tiles
-        A = torch.randn(3, 70, 60)
-        info = Info({"n_active": torch.tensor([60, 37, 0], dtype=torch.int32)})
+        A = torch.randn(4, 70, 60); A[3, 1:, 0] = 0
+        info = Info({"n_active": torch.tensor([60, 37, 0, 60], dtype=torch.int32)})
         (H1, t1), (H2, t2) = run(A, S, info), run(A, ST, info)
+        H3, t3 = run(A, dataclasses.replace(ST, t_from_panel=False), info)
         schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE = old
-        r = check_geqrf(A[:1], H2[:1], t2[:1])
+        r = check_geqrf(A[[0, 3]], H2[[0, 3]], t2[[0, 3]])
         print(json.dumps({"name": f"t kernel {tiles[0]}", "h": float((H1 - H2).abs().max()),
-                          "tau": float((t1 - t2).abs().max()), "bar": bool(r.passes_bar)}))
+                          "tau": float((t1 - t2).abs().max()), "bar": bool(r.passes_bar),
+                          "h_sum": float((H3 - H2).abs().max()), "tau_sum": float((t3 - t2).abs().max()),
+                          "finite": bool(torch.isfinite(H2).all() and torch.isfinite(t2).all()),
+                          "tau_zero_col": float(t2[3, 0])}))
+    torch.use_deterministic_algorithms(False)
     # Scaling: 1e30 / 1e-30 factor as well as the unscaled matrix (small and blocked).
     for sched, n in ((None, 24), (S, 48)):
         A0 = torch.randn(2, n, n)
@@ -257,7 +267,10 @@ def test_matches_lapack_on_well_conditioned_inputs(results):
 @pytest.mark.parametrize("tiles", ["2048", "512"])
 def test_separate_t_kernel_gives_the_same_factorization(results, tiles):
     d = results[f"t kernel {tiles}"]
+    assert d["finite"] and d["tau_zero_col"] == 0.0, d
     assert d["h"] < 1e-5 and d["tau"] < 1e-6 and d["bar"], d
+    # V^T V from the register panel's column steps against summed over the stored panel.
+    assert d["h_sum"] < 1e-5 and d["tau_sum"] < 1e-6, d
 
 
 def test_scaled_inputs(results):

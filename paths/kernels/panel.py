@@ -96,20 +96,27 @@ def _build_t(S, taus, NB: tl.constexpr):
 
 
 @triton.jit
+def _t_slot(TW, b, tw_index, n_tw, NB: tl.constexpr):
+    """Start of ``TW[b, tw_index]`` (``NB x NB``, row-major)."""
+    return TW + (b.to(tl.int64) * n_tw + tw_index) * NB * NB
+
+
+@triton.jit
 def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
     ii = tl.arange(0, NB)
-    tbase = TW + (b.to(tl.int64) * n_tw + tw_index) * NB * NB
-    tl.store(tbase + ii[:, None] * NB + ii[None, :], T)
+    tl.store(_t_slot(TW, b, tw_index, n_tw, NB) + ii[:, None] * NB + ii[None, :], T)
 
 
 @triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
-                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
-    NB >= pw (pow2, >= 16), MB >= m - k (pow2).
+    NB >= pw (pow2, >= 16), MB >= m - k (pow2). ``WRITE_S`` (with ``WRITE_T`` off): row j of
+    ``TW[b, tw_index]`` gets column j's ``w = P^T v_j``, whose entries ``i < j`` are
+    ``(V^T V)[i, j]``, for :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
@@ -117,10 +124,12 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     cols = k + jj
     colvalid = jj < pw
     rowvalid = rows < m
+    ptrs = base + cols[:, None] * m + rows[None, :]
+    mask = colvalid[:, None] & rowvalid[None, :]
+    # Issued before n_active is known (wasted for a panel past it): otherwise the tile's
+    # load waits for NA's, once a program (EXPERIMENTS.md P5).
+    P = tl.load(ptrs, mask=mask, other=0.0)
     if k < na:
-        ptrs = base + cols[:, None] * m + rows[None, :]
-        mask = colvalid[:, None] & rowvalid[None, :]
-        P = tl.load(ptrs, mask=mask, other=0.0)
         taus = tl.zeros((NB,), dtype=tl.float32)
         for j in range(0, pw):
             c = k + j
@@ -138,6 +147,9 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
             v = tl.where(is_top, 1.0, xb * scale)
             w = tl.sum(P * v[None, :], axis=1)
+            if WRITE_S:
+                # Rows i < j of P are stored reflectors, zero where v is: w[i] = v_i^T v_j.
+                tl.store(_t_slot(TW, b, tw_index, n_tw, NB) + j * NB + jj, w)
             P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
             newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
             P = tl.where(sel[:, None], newcol[None, :], P)
@@ -176,20 +188,30 @@ def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr):
 
 @triton.jit
 def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
-                   NB: tl.constexpr, CH: tl.constexpr, HAS_NA: tl.constexpr):
+                   NB: tl.constexpr, CH: tl.constexpr, HAS_NA: tl.constexpr,
+                   FROM_S: tl.constexpr = False):
     """``T`` of the panel at columns [k, k+pw) of matrix program_id(0), from the reflectors
     and taus the panel kernel stored (launched with one warp: the ``NB`` steps of the T
     recurrence then reduce inside a warp, where in the panel kernel every step crossed its
     8 warps: 37 % of a 640x512 panel launch went to S and T, EXPERIMENTS.md H8).
 
-    Same arguments as :func:`panel_reg_kernel`; ``V^T V`` is summed over row chunks of CH.
+    Same arguments as :func:`panel_reg_kernel`; ``V^T V`` is summed over row chunks of CH,
+    or with ``FROM_S`` read from ``TW[b, tw_index]`` (what ``panel_reg_kernel`` wrote with
+    ``WRITE_S``: ``(V^T V)[i, j]`` at row j, column i), which T then overwrites.
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
+    jj = tl.arange(0, NB)
+    if FROM_S:
+        Sw = tl.load(_t_slot(TW, b, tw_index, n_tw, NB) + jj[None, :] * NB + jj[:, None])
     if k < na:
-        jj = tl.arange(0, NB)
         cols = k + jj
         keep = (jj < pw) & (cols < na)
-        S = _stored_vtv(base, cols, keep, k, m, NB, CH)
+        if FROM_S:
+            # Only the strict upper part was written for this panel's columns (rows past pw
+            # hold an older panel's T or garbage): everything else is 0, as _stored_vtv's.
+            S = tl.where((jj[:, None] < jj[None, :]) & keep[:, None] & keep[None, :], Sw, 0.0)
+        else:
+            S = _stored_vtv(base, cols, keep, k, m, NB, CH)
         taus = tl.load(TAU + b.to(tl.int64) * n + cols, mask=jj < pw, other=0.0)
         _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
 
