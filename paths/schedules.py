@@ -128,6 +128,11 @@ class Schedule:
     # ``w = P^T v_j`` (``V^T V``'s upper part, free there) and the T kernel reads them instead
     # of summing ``V^T V`` over the stored panel with one warp (EXPERIMENTS.md P5).
     t_from_panel: bool = True
+    # T by doubling (log2 nb levels of two [nb, nb] products) instead of the nb-step
+    # recurrence, each step a few reductions (across the warps in a register panel): in the
+    # T kernel, and in register panels that build their own T, from their column steps' w
+    # (EXPERIMENTS.md P8).
+    t_doubling: bool = True
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
     # Row-split panels by CholeskyQR2 rebuilt into Householder form (kernels/cholqr_panel.py)

@@ -34,7 +34,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.panel import _grid_barrier, program_matrix, split_columns
+from adaptqr.paths.kernels.panel import (_grid_barrier, join_upper_blocks, program_matrix,
+                                         split_columns)
 
 #: A Cholesky pivot at or below this fraction of its column's squared norm (the column's
 #: distance to the span of the previous ones below 1e-5 of its norm) is treated as a
@@ -85,19 +86,11 @@ def _chol_upper(G, NB: tl.constexpr):
 @triton.jit
 def _inv_upper(R, NB: tl.constexpr, LOG2NB: tl.constexpr):
     """``R^-1`` of an upper triangular float64 ``[NB, NB]`` with a nonzero diagonal, by
-    doubling: blocks of size b on the diagonal inverted, then each pair joined with
-    ``X12 = -X11 R12 X22`` as two masked ``[NB, NB]`` products (log2 NB levels instead of NB
-    sequential steps)."""
+    doubling (:func:`~adaptqr.paths.kernels.panel.join_upper_blocks` from ``diag(1 / R_ii)``)."""
     ii = tl.arange(0, NB)
     on_diag = ii[:, None] == ii[None, :]
     dg = tl.sum(tl.where(on_diag, R, 0.0), axis=1)
-    X = tl.where(on_diag, 1.0 / dg[:, None], 0.0)
-    for lvl in tl.static_range(LOG2NB):
-        bsz = 1 << lvl
-        blk_i = ii[:, None] // bsz
-        pair = (blk_i % 2 == 0) & (ii[None, :] // bsz == blk_i + 1)
-        X = X - tl.dot(tl.dot(X, tl.where(pair, R, 0.0)), X)
-    return X
+    return join_upper_blocks(tl.where(on_diag, 1.0 / dg[:, None], 0.0), R, NB, LOG2NB)
 
 
 @triton.jit

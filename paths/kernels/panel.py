@@ -102,21 +102,64 @@ def _t_slot(TW, b, tw_index, n_tw, NB: tl.constexpr):
 
 
 @triton.jit
+def join_upper_blocks(X, R, NB: tl.constexpr, LOG2NB: tl.constexpr):
+    """Doubling for the upper triangular ``[NB, NB]`` X with ``X12 = -X11 R12 X22`` on every
+    pair of neighbouring diagonal blocks: from X's diagonal (blocks of 1), log2 NB levels of
+    two masked ``[NB, NB]`` products instead of NB sequential steps. Only R's strict upper
+    part enters. ``X = diag(taus)``, ``R = V^T V``: larft's T (:func:`_build_t`'s result);
+    ``X = diag(1 / R_ii)``: ``R^-1``. The products take IEEE precision."""
+    ii = tl.arange(0, NB)
+    for lvl in tl.static_range(LOG2NB):
+        bsz = 1 << lvl
+        blk_i = ii[:, None] // bsz
+        pair = (blk_i % 2 == 0) & (ii[None, :] // bsz == blk_i + 1)
+        X = X - tl.dot(tl.dot(X, tl.where(pair, R, 0.0), input_precision="ieee"), X,
+                       input_precision="ieee")
+    return X
+
+
+@triton.jit
 def _store_t(TW, b, tw_index, n_tw, T, NB: tl.constexpr):
     ii = tl.arange(0, NB)
     tl.store(_t_slot(TW, b, tw_index, n_tw, NB) + ii[:, None] * NB + ii[None, :], T)
 
 
 @triton.jit
+def _load_w_rows(TW, b, tw_index, n_tw, NB: tl.constexpr):
+    """The column steps' ``w`` rows a register panel stored (``WRITE_S``) in its T slot, as
+    ``[NB, NB]`` with ``[i, j] = w_j[i]``: ``(V^T V)[i, j]`` for ``i < j``."""
+    jj = tl.arange(0, NB)
+    return tl.load(_t_slot(TW, b, tw_index, n_tw, NB) + jj[None, :] * NB + jj[:, None])
+
+
+@triton.jit
+def _t_from_w(Sw, taus, keep, NB: tl.constexpr, LOG2NB: tl.constexpr):
+    """T from :func:`_load_w_rows`'s tile. Only its strict upper part for the ``keep``
+    columns was written for this panel (rows past pw hold an older panel's T or garbage):
+    everything else is 0, as in a summed ``V^T V``. By doubling with ``LOG2NB``, else by the
+    recurrence."""
+    jj = tl.arange(0, NB)
+    S = tl.where((jj[:, None] < jj[None, :]) & keep[:, None] & keep[None, :], Sw, 0.0)
+    if LOG2NB > 0:
+        return join_upper_blocks(tl.where(jj[:, None] == jj[None, :], taus[:, None], 0.0), S,
+                                 NB, LOG2NB)
+    else:
+        return _build_t(S, taus, NB)
+
+
+@triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
-                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False):
+                     HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False,
+                     LOG2NB: tl.constexpr = 0):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
-    NB >= pw (pow2, >= 16), MB >= m - k (pow2). ``WRITE_S`` (with ``WRITE_T`` off): row j of
-    ``TW[b, tw_index]`` gets column j's ``w = P^T v_j``, whose entries ``i < j`` are
-    ``(V^T V)[i, j]``, for :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V).
+    NB >= pw (pow2, >= 16), MB >= m - k (pow2). ``WRITE_S``: row j of ``TW[b, tw_index]``
+    gets column j's ``w = P^T v_j``, whose entries ``i < j`` are ``(V^T V)[i, j]``: for
+    :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V), or, with ``WRITE_T``, for
+    this kernel's own T (by doubling when ``LOG2NB`` is ``log2 NB``), instead of ``V^T V``
+    from the tile and the NB-step recurrence across the warps.
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
@@ -127,7 +170,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     ptrs = base + cols[:, None] * m + rows[None, :]
     mask = colvalid[:, None] & rowvalid[None, :]
     # Issued before n_active is known (wasted for a panel past it): otherwise the tile's
-    # load waits for NA's, once a program (EXPERIMENTS.md P5).
+    # load waits for NA's, once a program (EXPERIMENTS.md P6).
     P = tl.load(ptrs, mask=mask, other=0.0)
     if k < na:
         taus = tl.zeros((NB,), dtype=tl.float32)
@@ -158,8 +201,13 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
             keep = colvalid & (cols < na)
-            S = _vtv(P, rows, cols, keep[:, None] & rowvalid[None, :])
-            _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+            if WRITE_S:
+                tl.debug_barrier()  # the w rows other threads stored
+                T = _t_from_w(_load_w_rows(TW, b, tw_index, n_tw, NB), taus, keep, NB, LOG2NB)
+                tl.debug_barrier()  # every thread has read the rows T overwrites
+            else:
+                T = _build_t(_vtv(P, rows, cols, keep[:, None] & rowvalid[None, :]), taus, NB)
+            _store_t(TW, b, tw_index, n_tw, T, NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
 
@@ -189,7 +237,7 @@ def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr):
 @triton.jit
 def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                    NB: tl.constexpr, CH: tl.constexpr, HAS_NA: tl.constexpr,
-                   FROM_S: tl.constexpr = False):
+                   FROM_S: tl.constexpr = False, LOG2NB: tl.constexpr = 0):
     """``T`` of the panel at columns [k, k+pw) of matrix program_id(0), from the reflectors
     and taus the panel kernel stored (launched with one warp: the ``NB`` steps of the T
     recurrence then reduce inside a warp, where in the panel kernel every step crossed its
@@ -197,23 +245,22 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
     Same arguments as :func:`panel_reg_kernel`; ``V^T V`` is summed over row chunks of CH,
     or with ``FROM_S`` read from ``TW[b, tw_index]`` (what ``panel_reg_kernel`` wrote with
-    ``WRITE_S``: ``(V^T V)[i, j]`` at row j, column i), which T then overwrites.
+    ``WRITE_S``: ``(V^T V)[i, j]`` at row j, column i), which T then overwrites, by doubling
+    (:func:`join_upper_blocks`) with ``LOG2NB`` (``log2 NB``), else by the NB-step recurrence.
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
     if FROM_S:
-        Sw = tl.load(_t_slot(TW, b, tw_index, n_tw, NB) + jj[None, :] * NB + jj[:, None])
+        Sw = _load_w_rows(TW, b, tw_index, n_tw, NB)
     if k < na:
         cols = k + jj
         keep = (jj < pw) & (cols < na)
-        if FROM_S:
-            # Only the strict upper part was written for this panel's columns (rows past pw
-            # hold an older panel's T or garbage): everything else is 0, as _stored_vtv's.
-            S = tl.where((jj[:, None] < jj[None, :]) & keep[:, None] & keep[None, :], Sw, 0.0)
-        else:
-            S = _stored_vtv(base, cols, keep, k, m, NB, CH)
         taus = tl.load(TAU + b.to(tl.int64) * n + cols, mask=jj < pw, other=0.0)
-        _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
+        if FROM_S:
+            T = _t_from_w(Sw, taus, keep, NB, LOG2NB)
+        else:
+            T = _build_t(_stored_vtv(base, cols, keep, k, m, NB, CH), taus, NB)
+        _store_t(TW, b, tw_index, n_tw, T, NB)
 
 
 @triton.jit
