@@ -5,6 +5,6 @@
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/p8"
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
-OUT="$OUT/p8" timeout 170 python3 bench/devscripts/hh_bench.py --sections panels --panels-dense \
-  --panels-variants base,t_steps --budget 150 2>&1 | tee "$OUT/p8_log.txt" | grep -v "^check"
+OUT="$OUT/p8" timeout 140 python3 bench/devscripts/hh_bench.py --sections panels --panels-dense \
+  --panels-variants base,t_steps --budget 120 2>&1 | tee "$OUT/p8_log.txt" | grep -v "^check"
 bash "$(dirname "$0")/validate.sh"
