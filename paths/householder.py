@@ -245,7 +245,6 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     MB = max(16, next_pow2(m - k))
     sep_t = bool(s.t_kernel)
     from_s = False
-    log2nb = nb.bit_length() - 1 if s.t_doubling else 0
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
         sm = split.sm if split is not None else B + 1
@@ -254,7 +253,8 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
         from_s = s.t_from_panel if sep_t else s.t_doubling
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=not sep_t, WRITE_S=from_s,
-                               LOG2NB=log2nb, num_warps=s.panel_warps or warps)
+                               LOG2NB=nb.bit_length() - 1 if s.t_doubling else 0,
+                               num_warps=s.panel_warps or warps)
     else:
         wt = not sep_t
         rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
@@ -281,7 +281,6 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     if sep_t:
         panel_t_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                              NB=nb, CH=schedules.T_KERNEL_ROWS, HAS_NA=has_na, FROM_S=from_s,
-                             LOG2NB=log2nb,
                              num_warps=schedules.T_KERNEL_WARPS)
 
 

@@ -128,10 +128,11 @@ class Schedule:
     # ``w = P^T v_j`` (``V^T V``'s upper part, free there) and the T kernel reads them instead
     # of summing ``V^T V`` over the stored panel with one warp (EXPERIMENTS.md P5).
     t_from_panel: bool = True
-    # T by doubling (log2 nb levels of two [nb, nb] products) instead of the nb-step
-    # recurrence, each step a few reductions (across the warps in a register panel): in the
-    # T kernel, and in register panels that build their own T, from their column steps' w
-    # (EXPERIMENTS.md P8).
+    # Register panels that build their own T: from their column steps' w, by doubling
+    # (log2 nb levels of two [nb, nb] products) instead of V V^T of the tile and the nb-step
+    # recurrence across the warps. Path alone (EXPERIMENTS.md P8, run 1647): 40x176 0.289 ->
+    # 0.266 ms, 40x352 0.894 -> 0.795, 60x1024 9.365 -> 9.040. (Not in the one-warp T
+    # kernel: slower there.)
     t_doubling: bool = True
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0

@@ -237,7 +237,7 @@ def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr):
 @triton.jit
 def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                    NB: tl.constexpr, CH: tl.constexpr, HAS_NA: tl.constexpr,
-                   FROM_S: tl.constexpr = False, LOG2NB: tl.constexpr = 0):
+                   FROM_S: tl.constexpr = False):
     """``T`` of the panel at columns [k, k+pw) of matrix program_id(0), from the reflectors
     and taus the panel kernel stored (launched with one warp: the ``NB`` steps of the T
     recurrence then reduce inside a warp, where in the panel kernel every step crossed its
@@ -245,8 +245,9 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
     Same arguments as :func:`panel_reg_kernel`; ``V^T V`` is summed over row chunks of CH,
     or with ``FROM_S`` read from ``TW[b, tw_index]`` (what ``panel_reg_kernel`` wrote with
-    ``WRITE_S``: ``(V^T V)[i, j]`` at row j, column i), which T then overwrites, by doubling
-    (:func:`join_upper_blocks`) with ``LOG2NB`` (``log2 NB``), else by the NB-step recurrence.
+    ``WRITE_S``: ``(V^T V)[i, j]`` at row j, column i), which T then overwrites. T by the
+    recurrence: on one warp its steps are intra-warp, and doubling (232 registers against
+    117) was slower here (640x512 10.97 against 10.74 ms, EXPERIMENTS.md P8).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
@@ -257,7 +258,7 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         keep = (jj < pw) & (cols < na)
         taus = tl.load(TAU + b.to(tl.int64) * n + cols, mask=jj < pw, other=0.0)
         if FROM_S:
-            T = _t_from_w(Sw, taus, keep, NB, LOG2NB)
+            T = _t_from_w(Sw, taus, keep, NB, 0)
         else:
             T = _build_t(_stored_vtv(base, cols, keep, k, m, NB, CH), taus, NB)
         _store_t(TW, b, tw_index, n_tw, T, NB)
