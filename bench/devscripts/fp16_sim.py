@@ -1,0 +1,98 @@
+"""Issue 8 (FP16-resident trailing matrix): what FP16 storage or FP16 operands do to the
+qr_v2 factor residual, simulated on the CPU (EXPERIMENTS.md N1; no GPU needed).
+
+Blocked Householder in float64 (panels of 32 by LAPACK, each panel's compact WY applied to
+the trailing matrix), with one rounding added per panel update:
+
+* ``fp32``: the trailing matrix rounded to float32 (what the FP32 path stores);
+* ``fp16_resident``: rounded to float16 after a per-matrix power-of-two scale (max entry at
+  2^14: no overflow, no subnormals for these cases);
+* ``fp16_operands``: the update's products from float16 operands (V, the trailing matrix,
+  and ``Y = T^T V^T C``), accumulated in float64 (FP16 tensor cores with FP32 accumulation,
+  minus the FP32 accumulation's own rounding); the matrix itself stays float64;
+* ``bf16_operands``: the same with bfloat16 operands.
+
+Printed: the worst scaled factor residual ``||R - Q^T A||_1 / (n eps32 ||A||_1)`` (qr_v2's
+check; gate 20, this project's bar 10) over the batch, per case and mode.
+
+Run: ``python bench/devscripts/fp16_sim.py`` (a few minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+from adaptqr.testing.generators import generate
+
+EPS32 = 2.0 ** -23
+NB = 32
+
+
+def _pow2_scale(C):
+    amax = C.abs().amax(dim=(-2, -1), keepdim=True).clamp_min(1e-300)
+    return torch.exp2(14 - torch.ceil(torch.log2(amax)))
+
+
+def _round(x, dt):
+    s = _pow2_scale(x)
+    return (x * s).to(dt).double() / s
+
+
+def factor(A, mode):
+    B, m, n = A.shape
+    H = A.double().clone()
+    tau = torch.zeros(B, n, dtype=torch.float64)
+    for k in range(0, n, NB):
+        Hp, tp = torch.geqrf(H[:, k:, k:k + NB])
+        H[:, k:, k:k + NB] = Hp
+        tau[:, k:k + NB] = tp
+        if k + NB >= n:
+            break
+        V = torch.tril(Hp, -1)
+        V[:, range(NB), range(NB)] = 1.0
+        Tinv = torch.triu(V.mT @ V, 1) + torch.diag_embed(1.0 / tp)
+        T = torch.linalg.inv(Tinv)
+        C = H[:, k:, k + NB:]
+        if mode in ("fp16_operands", "bf16_operands"):
+            dt = torch.float16 if mode == "fp16_operands" else torch.bfloat16
+            Vr, Cr = _round(V, dt), _round(C, dt)
+            Y = T.mT @ (Vr.mT @ Cr)
+            C = C - Vr @ _round(Y, dt)
+        else:
+            C = C - V @ (T.mT @ (V.mT @ C))
+            if mode == "fp32":
+                C = C.float().double()
+            elif mode == "fp16_resident":
+                C = _round(C, torch.float16)
+        H[:, k:, k + NB:] = C
+    return H, tau
+
+
+def scaled_residual(A, H, tau):
+    A = A.double()
+    n = A.shape[-1]
+    Q = torch.linalg.householder_product(H, tau)
+    R = torch.triu(H)
+    res = torch.linalg.matrix_norm(R - Q.mT @ A, ord=1)
+    return (res / (n * EPS32 * torch.linalg.matrix_norm(A, ord=1))).max().item()
+
+
+def main():
+    out = {}
+    for B, n, cond, seed, case in ((4, 512, 2, 1029, "dense"), (2, 1024, 2, 75342, "dense"),
+                                   (4, 512, 0, 901, "rowscale"), (4, 512, 0, 902, "clustered"),
+                                   (4, 512, 0, 903, "nearcollinear"), (4, 512, 0, 904, "band")):
+        A = generate(B, n, cond, seed, case, "cpu")
+        for mode in ("fp32", "fp16_resident", "fp16_operands", "bf16_operands"):
+            r = scaled_residual(A, *factor(A, mode))
+            out[f"{B}x{n} {case} {mode}"] = r
+            print(f"{B}x{n} {case} cond={cond}: {mode:14s} worst scaled factor residual {r:8.3f}",
+                  flush=True)
+    json.dump(out, sys.stdout if len(sys.argv) < 2 else open(sys.argv[1], "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
