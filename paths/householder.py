@@ -253,7 +253,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
         from_s = s.t_from_panel if sep_t else s.t_doubling
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=not sep_t, WRITE_S=from_s,
-                               LOG2NB=nb.bit_length() - 1 if s.t_doubling else 0,
+                               LOG2NB=nb.bit_length() - 1 if from_s and not sep_t else 0,
                                num_warps=s.panel_warps or warps)
     else:
         wt = not sep_t

@@ -25,7 +25,10 @@ triangular, ``Q_panel = I - V T V^T``) into ``TW[b, tw_index]``; with ``WRITE_T`
 :func:`panel_t_kernel` builds ``T`` afterwards from the stored panel, in one warp per
 matrix (experiment H9, schedule ``t_kernel``). ``T`` is built by the
 ``larft`` recurrence ``T[:i, i] = -tau_i T[:i, :i] (V^T V)[:i, i]``, which needs no
-``1/tau`` and so is exact for ``tau = 0`` columns.
+``1/tau`` and so is exact for ``tau = 0`` columns, or by doubling
+(:func:`join_upper_blocks`, same property). The register panel's column steps compute
+``V^T V``'s upper part anyway (``WRITE_S``: for the T kernel, or for its own T by doubling,
+EXPERIMENTS.md P5, P8).
 
 ``n_active`` (``NA``, int32 ``(B,)``, optional): columns ``>= n_active[b]`` get ``tau = 0``
 and are left as the earlier reflectors left them; a panel starting at or past it does
