@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import statistics
 
 import torch
 
@@ -27,22 +26,14 @@ _spec = importlib.util.spec_from_file_location("devtrace", os.path.join(os.path.
 _trace = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_trace)
 _kernels, _summary = _trace._kernels, _trace._summary
+_spec = importlib.util.spec_from_file_location("devmicro", os.path.join(os.path.dirname(__file__), "micro.py"))
+_micro = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_micro)
 
 
 def gpu_ms(fn, reps=7):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        out.append(s.elapsed_time(e))
-    return statistics.median(out)
+    """Median ms of fn() over reps, L2 flushed before each (micro.py's timer)."""
+    return _micro.gpu_ms(fn, reps=reps)
 
 
 class Info:
