@@ -14,7 +14,7 @@ import pytest
 from _interpret import run_script  # tests/_interpret.py (pytest puts tests/ on sys.path)
 
 SCRIPT = textwrap.dedent(r'''
-    import os, json, sys
+    import dataclasses, os, json, sys
     os.environ["TRITON_INTERPRET"] = "1"
     import torch
     from adaptqr.paths.householder import factor_householder
@@ -88,6 +88,15 @@ SCRIPT = textwrap.dedent(r'''
                               "tau": float((t2 - t1).abs().max()),
                               "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
                               "bar": bool(check_geqrf(A[:1], H1[:1], t1[:1]).passes_bar)}))
+    # FP16 operands in the trailing products (an experiment's schedule, prec="fp16"): the
+    # column-tile and the row-split updates agree with the FP32 path to FP16's rounding.
+    for tag, sched in (("tile", S), ("row split", S1)):
+        A = torch.randn(2, 100, 90)
+        H1, t1 = run(A, sched)
+        H2, t2 = run(A, dataclasses.replace(sched, prec="fp16"))
+        print(json.dumps({"name": f"fp16 operands {tag}",
+                          "err": float((H2 - H1).abs().max() / H1.abs().max()),
+                          "finite": bool(torch.isfinite(H2).all())}))
     # Row-split panel kernel with one program (its grid barrier then never waits),
     # against the register panel kernel, plain and scaled (the rescaled round).
     from adaptqr.paths.kernels.panel import panel_split_kernel, panel_reg_kernel
@@ -149,7 +158,6 @@ SCRIPT = textwrap.dedent(r'''
     # T: by doubling from their w rows, or by the recurrence from V V^T (t_doubling).
     # Workspaces from torch.empty are NaN-filled here, so an entry of T's slot the panel did
     # not write would show.
-    import dataclasses
     ST = dataclasses.replace(S, t_kernel=True)
     torch.use_deterministic_algorithms(True)
     torch.utils.deterministic.fill_uninitialized_memory = True
@@ -266,6 +274,15 @@ def test_matches_lapack_on_well_conditioned_inputs(results):
         assert d["sign_ok"], d
         # R relative to max|A|, V and tau absolute (they are scale-free): float32 rounding.
         assert d["r_err"] < 1e-4 and d["v_err"] < 1e-3 and d["tau_err"] < 1e-4, d
+
+
+@pytest.mark.parametrize("tag", ["tile", "row split"])
+def test_fp16_operands_schedule(results, tag):
+    d = results[f"fp16 operands {tag}"]
+    # FP16 keeps 11 bits: the result moves (the FP16 products are used) by a few units of
+    # 2^-11 of the largest entry. No residual bar at this size: one FP16 rounding is about
+    # 1024 / n units of n * eps32 (docs/NUMERICS.md), over 10 at n = 90.
+    assert d["finite"] and 1e-5 < d["err"] < 2e-2, d
 
 
 @pytest.mark.parametrize("tiles", ["2048", "512"])

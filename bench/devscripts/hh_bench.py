@@ -63,9 +63,11 @@ def factor(A, sched=None):
 
 
 #: Variants compared by the ``panels`` section on every benchmark case (EXPERIMENTS.md H9,
-#: W1, P8): the default, the T kernel forced off, 8-warp trailing kernels, T by the recurrence.
+#: W1, P8, N2): the default, the T kernel forced off, 8-warp trailing kernels, T by the
+#: recurrence, one-pass TF32 and FP16 trailing products (what issue 8's operands could gain).
 PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
-                  "trailing_w8": {"trailing_warps": 8}, "t_steps": {"t_doubling": False}}
+                  "trailing_w8": {"trailing_warps": 8}, "t_steps": {"t_doubling": False},
+                  "prec_tf32": {"prec": "tf32"}, "prec_fp16": {"prec": "fp16"}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3, C2; C2 at 8 warps was measured in run 1250 and is not repeated).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},

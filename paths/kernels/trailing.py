@@ -24,7 +24,8 @@ For small batches (too few column tiles to fill the GPU) one panel's update is s
 rows too: :func:`trailing_w_kernel` accumulates ``W`` with atomics over row slices, then
 :func:`trailing_u_kernel` applies ``A^T -= (W T) V^T`` over (column tile, row slice).
 
-Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
+Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag;
+``PREC="fp16"`` (an experiment's schedule only, :func:`_dot`) rounds both operands to float16.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
 suffix (``n_nonzero``) is skipped (every reflector leaves a zero column zero, so the result
 is the same); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
@@ -41,6 +42,18 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import program_matrix
+
+
+@triton.jit
+def _dot(a, b, PREC: tl.constexpr):
+    """``a @ b`` with FP32 accumulation, operands in PREC: ``input_precision`` for "ieee",
+    "tf32" and "tf32x3"; "fp16" rounds both to float16 first, unscaled, so only for inputs
+    well inside FP16's range: it measures what issue 8's FP16 operands would gain
+    (EXPERIMENTS.md N1, N2), it is not a route."""
+    if PREC == "fp16":
+        return tl.dot(a.to(tl.float16), b.to(tl.float16))
+    else:
+        return tl.dot(a, b, input_precision=PREC)
 
 
 @triton.jit
@@ -103,9 +116,9 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
             if k < na:
                 Vt = _load_v(base, k, r, m, m, na, NB, n - k)
                 T = _load_t(TW, b, k // NB, n_tw, NB)
-                W = tl.dot(At, tl.trans(Vt), input_precision=PREC)
-                Y = tl.dot(W, T, input_precision=PREC)
-                At -= tl.dot(Y, Vt, input_precision=PREC)
+                W = _dot(At, tl.trans(Vt), PREC)
+                Y = _dot(W, T, PREC)
+                At -= _dot(Y, Vt, PREC)
         tl.store(aptr, At, mask=amask)
     else:
         for i in range(0, npan):
@@ -114,13 +127,13 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                 W = tl.zeros((BN, NB), dtype=tl.float32)
                 for r0 in range(k, m, BM):
                     _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r0 + rr, m, m, na, n, NB)
-                    W += tl.dot(At, tl.trans(Vt), input_precision=PREC)
+                    W += _dot(At, tl.trans(Vt), PREC)
                 T = _load_t(TW, b, k // NB, n_tw, NB)
-                Y = tl.dot(W, T, input_precision=PREC)
+                Y = _dot(W, T, PREC)
                 for r0 in range(k, m, BM):
                     aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r0 + rr, m, m, na, n,
                                                      NB)
-                    At -= tl.dot(Y, Vt, input_precision=PREC)
+                    At -= _dot(Y, Vt, PREC)
                     tl.store(aptr, At, mask=amask)
                 # The next panel re-reads columns this program just wrote.
                 tl.debug_barrier()
@@ -175,7 +188,7 @@ def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
-        acc += tl.dot(At, tl.trans(Vt), input_precision=PREC)
+        acc += _dot(At, tl.trans(Vt), PREC)
     wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
     tl.atomic_add(wp, acc, mask=ccmask[:, None])
 
@@ -205,11 +218,11 @@ def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
     jj = tl.arange(0, NB)
     wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
     Wt = tl.load(wp, mask=ccmask[:, None], other=0.0)
-    Y = tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
+    Y = _dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
-        At -= tl.dot(Y, Vt, input_precision=PREC)
+        At -= _dot(Y, Vt, PREC)
         tl.store(aptr, At, mask=amask)
 
 
