@@ -65,6 +65,17 @@ def test_separate_t_kernel_matches(B, n):
     _variant_against_default(B, n, 1e-4, t_kernel=True)
 
 
+@pytest.mark.parametrize("B,n,variant", [
+    (160, 512, {"t_from_panel": False}),  # throughput batch: T kernel, V^T V summed again
+    (16, 600, {"t_doubling": False}),     # register panels building their own T
+    (16, 200, {"t_doubling": False}),     # nb 16
+])
+def test_t_from_the_panels_column_steps(B, n, variant):
+    # EXPERIMENTS.md P5, P8: V^T V from the register panel's column steps (and T by doubling
+    # inside the panel) against V^T V summed over the stored panel and the recurrence.
+    _variant_against_default(B, n, 1e-4, **variant)
+
+
 @pytest.mark.parametrize("n", [32, 96, 200, 600, 1100])
 @pytest.mark.parametrize("scale", [1e30, 1e-30])
 def test_scaled(n, scale):
