@@ -448,6 +448,17 @@ def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, 
 
 
 @triton.jit
+def _store_partials(own, P_, xb, is_top, NB: tl.constexpr):
+    """This program's three partial rows for one column (``xb``: its entries below the
+    diagonal, ``is_top``: the diagonal row) at ``own``: ``P_^T xb``, the diagonal row of
+    ``P_``, and ``max |xb|`` (in slot 0 of its row)."""
+    jj = tl.arange(0, NB)
+    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
+    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
+    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
+
+
+@triton.jit
 def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
                 NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
     """One column (k + j) of the row-split panel: partial dot products through round slot
@@ -463,9 +474,7 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     xb = tl.where(below, x, 0.0)
     slot = rnd % 2
     own = wsb + slot * PMAX * WSTR + p * WSTR
-    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
-    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
-    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
+    _store_partials(own, P_, xb, is_top, NB)
     _grid_barrier(cntb, c, P)
     D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
     top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
@@ -565,12 +574,8 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     yb = tl.where(below2, y, 0.0)
     slot = rnd % 2
     own = wsb + slot * PMAX * WSTR + p * WSTR
-    tl.store(own + jj, tl.sum(P_ * xb[None, :], axis=1))
-    tl.store(own + NB + jj, tl.sum(tl.where(is_top[None, :], P_, 0.0), axis=1))
-    tl.store(own + 2 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(xb), axis=0), 0.0))
-    tl.store(own + 3 * NB + jj, tl.sum(P_ * yb[None, :], axis=1))
-    tl.store(own + 4 * NB + jj, tl.sum(tl.where(is_top2[None, :], P_, 0.0), axis=1))
-    tl.store(own + 5 * NB + jj, tl.where(jj == 0, tl.max(tl.abs(yb), axis=0), 0.0))
+    _store_partials(own, P_, xb, is_top, NB)
+    _store_partials(own + 3 * NB, P_, yb, is_top2, NB)
     _grid_barrier(cntb, c, P)
     D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
     top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
