@@ -31,6 +31,11 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     Experiment knob of the householder path: the product precision (``tf32x3``, ``tf32`` or
     ``ieee``) of trailing column tiles wholly past a matrix's ``n_active`` (overrides
     ``schedules.TAIL_PREC``), so ``adaptqr bench --env`` can compare them in one run.
+``ADAPTQR_FP16``
+    ``0`` keeps every matrix on the FP32 trailing update (default on: the route probe sends
+    a dense matrix whose estimated error fits the budget to the float16-resident trailing
+    matrix, docs/NUMERICS.md); read when the probe launches, so a captured graph keeps the
+    setting it was captured with. ``adaptqr bench --env`` compares the two in one run.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -132,6 +137,11 @@ def log_target() -> str | None:
 def detect_enabled() -> bool:
     """``ADAPTQR_DETECT`` alone (read per call by plans that run the probes)."""
     return _flag("ADAPTQR_DETECT", True)
+
+
+def fp16() -> bool:
+    """``ADAPTQR_FP16`` alone (read by the route probe at each launch; default on)."""
+    return _flag("ADAPTQR_FP16", True)
 
 
 def commit_hint() -> str | None:

@@ -48,6 +48,64 @@ import torch
 # sqrt(eps32) ones stay above it up to n ~ 4000 (docs/DETECTORS.md).
 TAIL_BUDGET = 1.0
 
+# The FP16 route (issue 8; docs/NUMERICS.md "FP16 route"). A dense matrix whose trailing
+# matrix is kept in float16 (one rounding, relative 2^-11, each time a panel update writes
+# it) and updated from float16 operands adds to the scaled factor residual about
+#
+#     est = FP16_EST_COEF * 2^12 * sqrt(m) / n * max_j sqrt(j / FP16_EST_NB + 1) ||a_j||_2 / ||A||_1
+#
+# (2^12 = 2^-11 / eps32; column j is rounded about j / nb times, the errors add like a
+# random walk, and its 1-norm is about sqrt(m) times its 2-norm: trailing columns never
+# outgrow ||a_j||_2). The coefficient is the measured ratio of the residual to the rest
+# (EXPERIMENTS.md N3). A matrix takes the route when est <= FP16_BUDGET.
+FP16_EST_COEF = 0.5
+FP16_BUDGET = 6.0
+# The panel width the estimate counts roundings with: the Householder schedules' nb for
+# n >= FP16_MIN_N (paths/schedules.py, BLOCKED_BY_N).
+FP16_EST_NB = 32
+# Smallest n the FP16 route is offered for (smaller ones are faster than their probe's
+# gain and their gate, 20 n eps32, is tighter: 40x176 measured 17 with float16 products).
+FP16_MIN_N = 512
+# The float16 copy's unit: a routed matrix is scaled by a power of two that brings its
+# largest column 2-norm to at most this, so no entry, W = C^T V or product overflows 65504.
+FP16_TARGET = 16384.0
+# Largest-column norms outside [2^-FP16_EXP_RANGE, 2^FP16_EXP_RANGE] keep the FP32 route
+# (the scale and its inverse stay normal float32 numbers).
+FP16_EXP_RANGE = 60.0
+
+
+def fp16_est_scale(m: int, n: int) -> float:
+    """``FP16_EST_COEF * 2^12 * sqrt(m) / n``: the estimate's factor besides the norms, or 0
+    (no matrix takes the FP16 route) below ``FP16_MIN_N``."""
+    if n < FP16_MIN_N or m < n:
+        return 0.0
+    return FP16_EST_COEF * 4096.0 * math.sqrt(m) / n
+
+
+def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
+                n_active: torch.Tensor, n_nonzero: torch.Tensor, m: int) -> torch.Tensor:
+    """``(B,)`` float32 FP16 storage scales from the column 1- and 2-norms ``(B, n)``: a power
+    of two for a matrix that takes the FP16 route, 0 for the FP32 route.
+
+    The route needs a finite "dense" matrix with ``n_active == n_nonzero == n`` (the trailing
+    kernels then run every tile of every update, so nothing stays in the float16 copy) and
+    the estimate above within ``FP16_BUDGET``. Same result as the route kernel's.
+    """
+    B, n = norm2.shape
+    coef = fp16_est_scale(m, n)
+    if coef == 0.0 or n == 0:
+        return torch.zeros(B, dtype=torch.float32, device=norm2.device)
+    j = torch.arange(n, dtype=torch.float32, device=norm2.device)
+    weighted = (torch.sqrt(j / FP16_EST_NB + 1.0) * norm2).amax(dim=-1)
+    est = weighted * coef / norm1.amax(dim=-1)
+    n2max = norm2.amax(dim=-1)
+    ok = (routes == route_codes()["dense"]) & (n_active == n) & (n_nonzero == n)
+    ok &= (est <= FP16_BUDGET) & (n2max >= 2.0 ** -FP16_EXP_RANGE) \
+        & (n2max <= 2.0 ** FP16_EXP_RANGE)
+    scale = torch.exp2(torch.floor(torch.log2(FP16_TARGET / n2max.clamp_min(1e-30))))
+    return torch.where(ok, scale, torch.zeros_like(scale)).to(torch.float32)
+
+
 def route_codes() -> dict[str, int]:
     """Name -> int code of every route class (``adaptqr.registry.ROUTE_CLASSES``)."""
     from adaptqr.registry import ROUTE_CLASSES

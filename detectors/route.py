@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import torch
 
-from .classify import classify, route_codes, tail_bound_scale
+from .classify import (FP16_BUDGET, FP16_EST_NB, FP16_EXP_RANGE, FP16_TARGET, classify,
+                       fp16_est_scale, fp16_scales, route_codes, tail_bound_scale)
 from .probe import BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_triton
 
 # Rows per chunk of the column kernel and its warps: a [32, 32] float32 tile over 4 warps is
@@ -59,7 +60,10 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
 
             load_column_major(src, H)
         f = probe(H, backend="torch" if backend == "torch" else "auto")
-        return classify(f), {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"]}
+        routes = classify(f)
+        sc = fp16_scales(f["col_norm1"], f["col_norm2"], routes, f["n_active"], f["n_nonzero"],
+                         m) if _fp16_coef(m, n) < float("inf") else torch.zeros(B, device=H.device)
+        return routes, {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "fp16_scale": sc}
     return _route_triton(H, src)
 
 
@@ -83,11 +87,22 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
     )
     out = torch.empty((3, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero
     n_active, routes, n_nonzero = out[0], out[1], out[2]
+    fp16 = torch.empty(B, dtype=torch.float32, device=dev)
     codes = route_codes()
     route_kernel[(B,)](
-        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, n, min(m, n),
-        tail_bound_scale(m, n),
+        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, fp16, n, min(m, n),
+        tail_bound_scale(m, n), _fp16_coef(m, n),
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
-        BLOCK_N=ROUTE_BLOCK_N,
+        BLOCK_N=ROUTE_BLOCK_N, FP16_NB=FP16_EST_NB, FP16_BUDGET=FP16_BUDGET,
+        FP16_TARGET=FP16_TARGET, FP16_EXP_RANGE=FP16_EXP_RANGE,
     )
-    return routes, {"n_active": n_active, "n_nonzero": n_nonzero}
+    return routes, {"n_active": n_active, "n_nonzero": n_nonzero, "fp16_scale": fp16}
+
+
+def _fp16_coef(m: int, n: int) -> float:
+    """:func:`fp16_est_scale`, or inf (every estimate then fails the budget: no matrix takes
+    the FP16 route) when ``ADAPTQR_FP16`` is 0 or the shape is below ``FP16_MIN_N``."""
+    from adaptqr import config
+
+    coef = fp16_est_scale(m, n) if config.fp16() else 0.0
+    return coef if coef > 0.0 else float("inf")

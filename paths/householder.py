@@ -98,6 +98,19 @@ def _feature(info: Any, name: str, B: int, device: torch.device) -> torch.Tensor
     return na
 
 
+def _fp16_scales(info: Any, B: int, device: torch.device) -> torch.Tensor | None:
+    """``info.features["fp16_scale"]`` (the route probe's per-matrix FP16 storage scale, 0 for
+    the FP32 route) as a contiguous ``(B,)`` float32 tensor, or None."""
+    feats = getattr(info, "features", None) if info is not None else None
+    sc = feats.get("fp16_scale") if feats else None
+    if sc is None:
+        return None
+    if sc.shape != (B,) or sc.device != device:
+        raise ValueError(f"householder: fp16_scale must be a ({B},) tensor on {device}, "
+                         f"got shape {tuple(sc.shape)} on {sc.device}")
+    return sc.to(torch.float32).contiguous()
+
+
 def _check(H: torch.Tensor, tau: torch.Tensor) -> None:
     if H.dim() != 3 or H.dtype != torch.float32:
         raise ValueError(f"householder: H must be (B, m, n) float32, got shape "
@@ -162,16 +175,22 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
+    # The FP16 route (kernels/fp16_storage.py): one panel an update, so group 1 only.
+    sc = _fp16_scales(info, B, H.device) if group == 1 and s.fp16 else None
+    f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc) \
+        if sc is not None else None
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
             _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
             if k + pw < gend:
-                _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s, wbuf)
+                _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s,
+                          wbuf, None)
         if gend < n:
             npan = triton.cdiv(gend - g0, nb)
-            _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf)
+            _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf,
+                      f16)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -315,7 +334,10 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf):
+def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf, f16):
+    # f16: (C16, scales) of the FP16 route (one panel an update), else None.
+    C16, SC = f16 if f16 is not None else (Ht, Ht)
+    F16 = f16 is not None
     bn = s.bn
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
@@ -329,14 +351,14 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         W = wbuf[0]
         W.zero_()
         grid = (B, tiles, nsplit)
-        trailing_w_kernel[grid](Ht, W, na, nz, k0, m, n, c_start, c_end, per,
+        trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                 NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec,
+                                PREC_TAIL=s.tail_prec, F16=F16,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
-        trailing_u_kernel[grid](Ht, TW, W, na, nz, k0, m, n, c_start, c_end, n_tw, per,
-                                NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec,
+        trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
+                                per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                PREC_TAIL=s.tail_prec, F16=F16,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         return
@@ -346,8 +368,8 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
     grid = (B, triton.cdiv(c_end - c_start, bn))
-    trailing_kernel[grid](Ht, TW, na, nz, k0, npan, m, n, c_start, c_end, n_tw,
+    trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                           NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
-                          PREC=s.prec, PREC_TAIL=s.tail_prec,
+                          PREC=s.prec, PREC_TAIL=s.tail_prec, F16=F16,
                           num_warps=_warps(bn * bm) if resident else s.trailing_warps or 4,
                           num_stages=schedules.TRAILING_STAGES)

@@ -158,6 +158,10 @@ class Schedule:
     # about TRAILING_SPLIT_PROGRAMS programs. Path alone in a graph (EXPERIMENTS.md F2, run
     # 1547): 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged (9.42 / 9.40).
     split_waves: bool = True
+    # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
+    # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
+    # (to compare the routes on the same input, as issue 8 asks).
+    fp16: bool = True
 
 
 def next_pow2(x: int) -> int:

@@ -105,9 +105,11 @@ def route_columns_kernel(
 def route_kernel(
     n1_ptr, n2_ptr, below_ptr, bad_ptr,  # (B, n) contiguous
     n_active_ptr, routes_ptr, n_nonzero_ptr,  # (B,) int32
-    n, k, bound_scale,
+    fp16_ptr,                            # (B,) float32
+    n, k, bound_scale, fp16_coef,
     CODE_DENSE: tl.constexpr, CODE_LOWRANK: tl.constexpr, CODE_UPPER: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+    BLOCK_N: tl.constexpr, FP16_NB: tl.constexpr, FP16_BUDGET: tl.constexpr,
+    FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr,
 ):
     b = tl.program_id(0)
     base = b.to(tl.int64) * n
@@ -130,6 +132,8 @@ def route_kernel(
 
     last_kept = tl.zeros((BLOCK_N,), dtype=tl.int32)
     last_nz = tl.zeros((BLOCK_N,), dtype=tl.int32)
+    weighted = tl.zeros((BLOCK_N,), dtype=tl.float32)  # FP16 estimate (classify.fp16_scales)
+    n2max = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for j0 in range(0, n, BLOCK_N):
         cols = j0 + offs
         cm = cols < n
@@ -137,6 +141,8 @@ def route_kernel(
         keep = cm & (n2 > bound)
         last_kept = tl.maximum(last_kept, tl.where(keep, cols + 1, 0))
         last_nz = tl.maximum(last_nz, tl.where(cm & (n2 != 0.0), cols + 1, 0))
+        weighted = tl.maximum(weighted, tl.sqrt(cols.to(tl.float32) / FP16_NB + 1.0) * n2)
+        n2max = tl.maximum(n2max, n2)
 
     bad_max = tl.max(any_bad, axis=0)
     nonfinite = bad_max > 0
@@ -150,4 +156,12 @@ def route_kernel(
     tl.store(n_active_ptr + b, n_act)
     tl.store(routes_ptr + b, route)
     # Exactly-zero column suffix (classify.nonzero_columns): none for a non-finite matrix.
-    tl.store(n_nonzero_ptr + b, tl.where(nonfinite, n, tl.max(last_nz, axis=0)))
+    n_nz = tl.where(nonfinite, n, tl.max(last_nz, axis=0))
+    tl.store(n_nonzero_ptr + b, n_nz)
+    # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales).
+    n2m = tl.max(n2max, axis=0)
+    est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
+    f16 = (route == CODE_DENSE) & (n_act == n) & (n_nz == n) & (est <= FP16_BUDGET)
+    f16 = f16 & (n2m >= tl.exp2(-FP16_EXP_RANGE)) & (n2m <= tl.exp2(FP16_EXP_RANGE))
+    scale = tl.exp2(tl.floor(tl.log2(FP16_TARGET / tl.maximum(n2m, 1e-30))))
+    tl.store(fp16_ptr + b, tl.where(f16, scale, 0.0))

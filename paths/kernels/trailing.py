@@ -41,6 +41,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from adaptqr.paths.kernels.fp16_storage import (dot16, hot_mask, load_scaled, store_scaled,
+                                                y_scaled)
 from adaptqr.paths.kernels.panel import program_matrix
 
 
@@ -140,14 +142,71 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
 
 
 @triton.jit
-def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
+def _apply_panel_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
+                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr,
+                     PREC: tl.constexpr):
+    """One panel's update of the column tile ``cc`` of a matrix on the FP16 route
+    (:mod:`adaptqr.paths.kernels.fp16_storage`): the tile in units of ``sc``, from and back to
+    C16 but for the float32 entries (``hot_mask``)."""
+    rr = tl.arange(0, BM)
+    src16 = k > 0
+    T = _load_t(TW, b, k // NB, n_tw, NB)
+    if RESIDENT:
+        r = k + rr
+        amask = ccmask[:, None] & (r < m)[None, :]
+        off = cc[:, None] * m + r[None, :]
+        C = load_scaled(base, base16, off, amask, src16, sc)
+        Vt = _load_v(base, k, r, m, m, na, NB, n - k)
+        Y16, ys = y_scaled(tl.dot(dot16(C, tl.trans(Vt)), T, input_precision=PREC))
+        C -= dot16(Y16, Vt) * ys
+        store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
+    else:
+        W = tl.zeros((BN, NB), dtype=tl.float32)
+        for r0 in range(k, m, BM):
+            r = r0 + rr
+            amask = ccmask[:, None] & (r < m)[None, :]
+            C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16, sc)
+            W += dot16(C, tl.trans(_load_v(base, k, r, m, m, na, NB, n - k)))
+        Y16, ys = y_scaled(tl.dot(W, T, input_precision=PREC))
+        for r0 in range(k, m, BM):
+            r = r0 + rr
+            amask = ccmask[:, None] & (r < m)[None, :]
+            off = cc[:, None] * m + r[None, :]
+            C = load_scaled(base, base16, off, amask, src16, sc)
+            C -= dot16(Y16, _load_v(base, k, r, m, m, na, NB, n - k)) * ys
+            store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
+
+
+@triton.jit
+def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
+                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                RESIDENT: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
+    """:func:`_apply_panels` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
+    if (PREC_TAIL != PREC) & tail:
+        _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
+                      RESIDENT, PREC_TAIL)
+    else:
+        _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
+                      RESIDENT, PREC)
+
+
+@triton.jit
+def _fp16_base(C16, SC, b, m, n):
+    """``(sc, base16)``: matrix b's FP16 storage scale (0: the FP32 route) and its C16."""
+    return tl.load(SC + b), C16 + b.to(tl.int64) * n * m
+
+
+@triton.jit
+def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
-                    PREC_TAIL: tl.constexpr):
+                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
     columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
+    F16 (npan 1 only): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
+    with ``SC[b] > 0`` takes :func:`_apply_panel_f16`.
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
@@ -156,12 +215,17 @@ def trailing_kernel(Ht, TW, NA, NZ, k0, npan, m, n, c_start, c_end, n_tw,
     ccmask = cc < c_end
     run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
     if (k0 < na) & run:
-        if (PREC_TAIL != PREC) & tail:
-            _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
-                          RESIDENT, PREC_TAIL)
+        if F16:
+            sc, base16 = _fp16_base(C16, SC, b, m, n)
+            if sc > 0.0:
+                _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, cc, ccmask, sc,
+                                 NB, BN, BM, RESIDENT, PREC)
+            else:
+                _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
+                            BM, RESIDENT, PREC, PREC_TAIL)
         else:
-            _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
-                          RESIDENT, PREC)
+            _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
+                        RESIDENT, PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -194,20 +258,55 @@ def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
 
 
 @triton.jit
-def trailing_w_kernel(Ht, W, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
+def _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail,
+                 NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+                 PREC_TAIL: tl.constexpr):
+    """:func:`_w_rows` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
+    if (PREC_TAIL != PREC) & tail:
+        _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
+    else:
+        _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC)
+
+
+@triton.jit
+def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
+                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr):
+    """:func:`_w_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
+    rr = tl.arange(0, BM)
+    jj = tl.arange(0, NB)
+    acc = tl.zeros((BN, NB), dtype=tl.float32)
+    for r0 in range(r_lo, r_hi, BM):
+        r = r0 + rr
+        amask = ccmask[:, None] & (r < r_hi)[None, :]
+        C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, k > 0, sc)
+        acc += dot16(C, tl.trans(_load_v(base, k, r, m, r_hi, na, NB, n - k)))
+    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
+    tl.atomic_add(wp, acc, mask=ccmask[:, None])
+
+
+@triton.jit
+def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_split,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
+                      F16: tl.constexpr = False):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
-    zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL:
-    as :func:`trailing_kernel`."""
+    zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
+    F16 (then W is in units of the matrix's scale): as :func:`trailing_kernel`."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
     if go:
-        if (PREC_TAIL != PREC) & tail:
-            _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
+        if F16:
+            sc, base16 = _fp16_base(C16, SC, b, m, n)
+            if sc > 0.0:
+                _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
+                            NB, BN, BM)
+            else:
+                _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
+                             PREC, PREC_TAIL)
         else:
-            _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC)
+            _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
+                         PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -227,15 +326,52 @@ def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
 
 
 @triton.jit
-def trailing_u_kernel(Ht, TW, W, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
+def _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
+                 NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+                 PREC_TAIL: tl.constexpr):
+    """:func:`_u_rows` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
+    if (PREC_TAIL != PREC) & tail:
+        _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
+    else:
+        _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC)
+
+
+@triton.jit
+def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, sc,
+                NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """:func:`_u_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
+    rr = tl.arange(0, BM)
+    jj = tl.arange(0, NB)
+    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
+    Wt = tl.load(wp, mask=ccmask[:, None], other=0.0)
+    Y16, ys = y_scaled(tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC))
+    for r0 in range(r_lo, r_hi, BM):
+        r = r0 + rr
+        amask = ccmask[:, None] & (r < r_hi)[None, :]
+        off = cc[:, None] * m + r[None, :]
+        C = load_scaled(base, base16, off, amask, k > 0, sc)
+        C -= dot16(Y16, _load_v(base, k, r, m, r_hi, na, NB, n - k)) * ys
+        store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
+
+
+@triton.jit
+def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
+                      HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
+                      F16: tl.constexpr = False):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
-        if (PREC_TAIL != PREC) & tail:
-            _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
+        if F16:
+            sc, base16 = _fp16_base(C16, SC, b, m, n)
+            if sc > 0.0:
+                _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
+                            sc, NB, BM, PREC)
+            else:
+                _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
+                             NB, BM, PREC, PREC_TAIL)
         else:
-            _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC)
+            _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
+                         BM, PREC, PREC_TAIL)

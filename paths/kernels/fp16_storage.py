@@ -1,0 +1,67 @@
+"""Triton helpers of the FP16-resident trailing matrix (issue 8; docs/NUMERICS.md "FP16 route").
+
+A matrix routed to FP16 (its scale ``sc = SC[b] > 0``, a power of two from the route probe,
+:func:`adaptqr.detectors.classify.fp16_scales`) keeps the part of its trailing matrix that
+no panel needs yet in ``C16`` (``(B, n, m)`` float16, laid out as ``Ht``), in units of ``sc``
+(its largest column 2-norm at most ``classify.FP16_TARGET`` there, so no entry overflows,
+and what underflows is below ``2^-28`` of that norm). One panel's update at column ``k`` then:
+
+* reads its tile from ``C16`` (from ``Ht``, scaled, on the first update, ``k == 0``);
+* forms ``W = C^T V`` and ``C -= (W T) V^T`` with float16 operands on tensor cores and FP32
+  accumulation (``V`` and ``Y = W T`` rounded to nearest; ``Y`` scaled by a power of two a
+  tile first, so it cannot overflow);
+* writes the panel's ``R`` rows (``r < k + NB``) and the next panel's columns
+  (``c < k + 2 NB``) to ``Ht`` in float32 (those are final, or what the next panel kernel
+  reads), everything else back to ``C16``: one float16 rounding an update.
+
+So the panel kernels, the T kernel and the output never see float16. Only for updates of
+one panel (``group == 1``) and matrices with ``n_active == n_nonzero == n`` (every tile runs
+every update: nothing is left behind in ``C16``); the route probe guarantees the latter.
+"""
+
+import triton
+import triton.language as tl
+
+#: ``Y = W T`` is scaled to at most this before its rounding to float16 (65504 is the
+#: largest float16; a power of two below it leaves room for log2's rounding).
+Y_TARGET = tl.constexpr(16384.0)
+
+
+@triton.jit
+def load_scaled(base, base16, off, amask, src16, sc):
+    """The tile at ``off`` in units of ``sc`` (float32 values): from C16 when ``src16``,
+    else from Ht times ``sc`` (exact: a power of two)."""
+    if src16:
+        C = tl.load(base16 + off, mask=amask, other=0.0).to(tl.float32)
+    else:
+        C = tl.load(base + off, mask=amask, other=0.0) * sc
+    return C
+
+
+@triton.jit
+def store_scaled(base, base16, off, amask, C, hot, sc):
+    """Entries under ``hot`` back to Ht in float32 (divided by ``sc``), the rest to C16."""
+    tl.store(base + off, C * (1.0 / sc), mask=amask & hot)
+    tl.store(base16 + off, C.to(tl.float16), mask=amask & ~hot)
+
+
+@triton.jit
+def dot16(a, b):
+    """``a @ b`` from float16 operands (rounded to nearest), FP32 accumulation."""
+    return tl.dot(a.to(tl.float16), b.to(tl.float16))
+
+
+@triton.jit
+def y_scaled(Y):
+    """``(Y16, ys)``: ``Y / ys`` in float16 and the power of two ``ys`` that keeps it below
+    ``Y_TARGET`` (so ``Y16 * ys`` is ``Y`` to float16's rounding)."""
+    ymax = tl.max(tl.max(tl.abs(Y), axis=1), axis=0)
+    ys = tl.exp2(tl.ceil(tl.log2(tl.maximum(ymax, 1e-30) / Y_TARGET)))
+    return (Y * (1.0 / ys)).to(tl.float16), ys
+
+
+@triton.jit
+def hot_mask(cc, r, k, NB: tl.constexpr):
+    """``[len(cc), len(r)]``: the entries an update at column ``k`` writes in float32 (the
+    panel's R rows and the next panel's columns)."""
+    return (cc < k + 2 * NB)[:, None] | (r < k + NB)[None, :]
