@@ -353,12 +353,12 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         grid = (B, tiles, nsplit)
         trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                 NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, F16=F16,
+                                PREC_TAIL=s.tail_prec, F16=F16, BM16=s.fp16_bm or s.bm,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
                                 per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, F16=F16,
+                                PREC_TAIL=s.tail_prec, F16=F16, BM16=s.fp16_bm or s.bm,
                                 num_warps=s.trailing_warps or 4,
                                 num_stages=schedules.TRAILING_STAGES)
         return
@@ -371,5 +371,6 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                           NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
                           PREC=s.prec, PREC_TAIL=s.tail_prec, F16=F16,
+                          BM16=max(16, bm) if resident or not s.fp16_bm else s.fp16_bm,
                           num_warps=_warps(bn * bm) if resident else s.trailing_warps or 4,
                           num_stages=schedules.TRAILING_STAGES)

@@ -162,6 +162,9 @@ class Schedule:
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).
     fp16: bool = True
+    # Row chunk of the FP16 route's streamed updates (float16 tiles: twice bm moves the same
+    # bytes a load as the FP32 route's bm); 0: bm.
+    fp16_bm: int = 0
 
 
 def next_pow2(x: int) -> int:

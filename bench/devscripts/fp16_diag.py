@@ -44,6 +44,9 @@ CALIB = [  # (batch, n, cond, case, seed)
     (32, 512, 0, "rowscale", 18), (32, 512, 0, "band", 19), (32, 512, 0, "clustered", 20),
     (32, 512, 0, "nearcollinear", 21), (32, 512, 4, "rowscale", 22),
 ]
+#: Schedules compared by ``time`` (names: route, then the knob; EXPERIMENTS.md N3, N4).
+VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
+            "fp32_bn128": {"fp16": False, "bn": 128}, "fp16_bn128": {"bn": 128}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (8, 2048, 1, "dense", 224466),
         (640, 512, 2, "mixed", 770001)]
 
@@ -123,7 +126,8 @@ def time_section(res):
         _, f = route(H, src=A)
         base = schedules.schedule_for(n, n)
         row = {"case": f"{B}x{n} {case}", "routed": int((f["fp16_scale"] > 0).sum())}
-        for name, sched in (("fp32", dataclasses.replace(base, fp16=False)), ("fp16", base)):
+        for name, kw in VARIANTS.items():
+            sched = dataclasses.replace(base, **kw)
             Hs = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
             tau = torch.empty(B, n, device="cuda")
 
@@ -139,6 +143,8 @@ def time_section(res):
             r = check_geqrf(A, Hs, tau)
             row[f"{name}_factor"], row[f"{name}_orth"] = r.worst_factor, r.worst_orth
         row["speedup"] = row["fp32_ms"] / row["fp16_ms"]
+        if "fp32_bn128_ms" in row:
+            row["speedup_bn128"] = row["fp32_bn128_ms"] / row["fp16_bn128_ms"]
         out.append(row)
         print("time", json.dumps(row))
 
@@ -146,7 +152,12 @@ def time_section(res):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sections", default="time,calib")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--time-cases", type=int, default=len(TIME), help="first N of TIME")
     args = ap.parse_args()
+    for v in set(VARIANTS) - set(args.variants.split(",")):
+        del VARIANTS[v]
+    del TIME[args.time_cases:]
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "git": os.environ.get("ADAPTQR_COMMIT")}
     path = os.path.join(os.environ.get("OUT", "/tmp"), "fp16_diag.json")

@@ -200,7 +200,7 @@ def _fp16_base(C16, SC, b, m, n):
 def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
-                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = False):
+                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = False, BM16: tl.constexpr = 16):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -219,7 +219,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
             sc, base16 = _fp16_base(C16, SC, b, m, n)
             if sc > 0.0:
                 _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, cc, ccmask, sc,
-                                 NB, BN, BM, RESIDENT, PREC)
+                                 NB, BN, BM16, RESIDENT, PREC)
             else:
                 _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
                             BM, RESIDENT, PREC, PREC_TAIL)
@@ -288,7 +288,7 @@ def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
 def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_split,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      F16: tl.constexpr = False):
+                      F16: tl.constexpr = False, BM16: tl.constexpr = 16):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
@@ -300,7 +300,7 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
             sc, base16 = _fp16_base(C16, SC, b, m, n)
             if sc > 0.0:
                 _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
-                            NB, BN, BM)
+                            NB, BN, BM16)
             else:
                 _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
                              PREC, PREC_TAIL)
@@ -358,7 +358,7 @@ def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_h
 def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      F16: tl.constexpr = False):
+                      F16: tl.constexpr = False, BM16: tl.constexpr = 16):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
@@ -368,7 +368,7 @@ def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw,
             sc, base16 = _fp16_base(C16, SC, b, m, n)
             if sc > 0.0:
                 _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                            sc, NB, BM, PREC)
+                            sc, NB, BM16, PREC)
             else:
                 _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
                              NB, BM, PREC, PREC_TAIL)
