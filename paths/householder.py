@@ -49,6 +49,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels.cholqr_panel import panel_cholqr_kernel
+from adaptqr.paths.kernels.fp16_storage import F16_BOTH, F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (SPLIT_WSTR_NB, panel_chunked_kernel, panel_reg_kernel,
                                          panel_split_kernel, panel_t_kernel)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
@@ -337,7 +338,11 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
 def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf, f16):
     # f16: (C16, scales) of the FP16 route (one panel an update), else None.
     C16, SC = f16 if f16 is not None else (Ht, Ht)
-    F16 = f16 is not None
+    # One launch a kernel without the FP16 route; with it, one for both routes or one for
+    # each (fp16_storage.F16_*; Schedule.fp16_launches).
+    modes = (F16_NONE.value,) if f16 is None else (F16_BOTH.value,) if s.fp16_launches == 1 \
+        else (F16_SKIP.value, F16_ONLY.value)
+    bm16 = s.fp16_bm or s.bm
     bn = s.bn
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
@@ -351,16 +356,18 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         W = wbuf[0]
         W.zero_()
         grid = (B, tiles, nsplit)
-        trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, F16=F16, BM16=s.fp16_bm or s.bm,
-                                num_warps=s.trailing_warps or 4,
-                                num_stages=schedules.TRAILING_STAGES)
-        trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
-                                per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                PREC_TAIL=s.tail_prec, F16=F16, BM16=s.fp16_bm or s.bm,
-                                num_warps=s.trailing_warps or 4,
-                                num_stages=schedules.TRAILING_STAGES)
+        for mode in modes:
+            trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
+                                    NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=bm16,
+                                    num_warps=s.trailing_warps or 4,
+                                    num_stages=schedules.TRAILING_STAGES)
+        for mode in modes:
+            trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
+                                    per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=bm16,
+                                    num_warps=s.trailing_warps or 4,
+                                    num_stages=schedules.TRAILING_STAGES)
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
@@ -368,9 +375,13 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
     grid = (B, triton.cdiv(c_end - c_start, bn))
-    trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
-                          NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident, HAS_NA=has_na,
-                          PREC=s.prec, PREC_TAIL=s.tail_prec, F16=F16,
-                          BM16=max(16, bm) if resident or not s.fp16_bm else s.fp16_bm,
-                          num_warps=_warps(bn * bm) if resident else s.trailing_warps or 4,
-                          num_stages=schedules.TRAILING_STAGES)
+    for mode in modes:
+        only16 = mode == F16_ONLY.value and not resident
+        trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
+                              NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident,
+                              HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
+                              BM16=max(16, bm) if resident else bm16,
+                              num_warps=_warps(bn * bm) if resident else
+                              (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
+                              num_stages=s.fp16_stages if only16 and s.fp16_stages
+                              else schedules.TRAILING_STAGES)

@@ -165,6 +165,13 @@ class Schedule:
     # Row chunk of the FP16 route's streamed updates (float16 tiles: twice bm moves the same
     # bytes a load as the FP32 route's bm); 0: bm.
     fp16_bm: int = 0
+    # Trailing launches an update takes with the FP16 route: 1 (both routes in one kernel,
+    # branching per matrix) or 2 (one for each route, each compiled for its own registers).
+    fp16_launches: int = 2
+    # Warps and pipeline stages of the streamed FP16-only launch (fp16_launches 2); 0: as
+    # the FP32 launch's.
+    fp16_warps: int = 0
+    fp16_stages: int = 0
 
 
 def next_pow2(x: int) -> int:

@@ -41,8 +41,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.fp16_storage import (dot16, hot_mask, load_scaled, store_scaled,
-                                                y_scaled)
+from adaptqr.paths.kernels.fp16_storage import (F16_NONE, F16_ONLY, F16_SKIP, dot16, hot_mask,
+                                                load_scaled, store_scaled, y_scaled)
 from adaptqr.paths.kernels.panel import program_matrix
 
 
@@ -191,16 +191,20 @@ def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
 
 
 @triton.jit
-def _fp16_base(C16, SC, b, m, n):
-    """``(sc, base16)``: matrix b's FP16 storage scale (0: the FP32 route) and its C16."""
-    return tl.load(SC + b), C16 + b.to(tl.int64) * n * m
+def _routes(C16, SC, b, m, n, F16: tl.constexpr):
+    """``(sc, base16, do16, do32)`` of matrix b under mode F16 (not F16_NONE): its FP16
+    storage scale (0: the FP32 route), its C16, and which of the two updates this launch
+    runs for it (fp16_storage.F16_BOTH / F16_SKIP / F16_ONLY)."""
+    sc = tl.load(SC + b)
+    return (sc, C16 + b.to(tl.int64) * n * m, (sc > 0.0) & (F16 != F16_SKIP),
+            (sc == 0.0) & (F16 != F16_ONLY))
 
 
 @triton.jit
 def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
-                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = False, BM16: tl.constexpr = 16):
+                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -215,17 +219,17 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     ccmask = cc < c_end
     run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
     if (k0 < na) & run:
-        if F16:
-            sc, base16 = _fp16_base(C16, SC, b, m, n)
-            if sc > 0.0:
-                _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, cc, ccmask, sc,
-                                 NB, BN, BM16, RESIDENT, PREC)
-            else:
-                _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
-                            BM, RESIDENT, PREC, PREC_TAIL)
-        else:
+        if F16 == F16_NONE:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
                         RESIDENT, PREC, PREC_TAIL)
+        else:
+            sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+            if do16:
+                _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, cc, ccmask, sc,
+                                 NB, BN, BM16, RESIDENT, PREC)
+            elif do32:
+                _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
+                            BM, RESIDENT, PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -288,7 +292,7 @@ def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
 def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_split,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      F16: tl.constexpr = False, BM16: tl.constexpr = 16):
+                      F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
@@ -296,17 +300,17 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
     if go:
-        if F16:
-            sc, base16 = _fp16_base(C16, SC, b, m, n)
-            if sc > 0.0:
-                _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
-                            NB, BN, BM16)
-            else:
-                _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
-                             PREC, PREC_TAIL)
-        else:
+        if F16 == F16_NONE:
             _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
                          PREC, PREC_TAIL)
+        else:
+            sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+            if do16:
+                _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
+                            NB, BN, BM16)
+            elif do32:
+                _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
+                             PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -358,20 +362,20 @@ def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_h
 def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw, rows_per_prog,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      F16: tl.constexpr = False, BM16: tl.constexpr = 16):
+                      F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
     ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
-        if F16:
-            sc, base16 = _fp16_base(C16, SC, b, m, n)
-            if sc > 0.0:
-                _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                            sc, NB, BM16, PREC)
-            else:
-                _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
-                             NB, BM, PREC, PREC_TAIL)
-        else:
+        if F16 == F16_NONE:
             _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
                          BM, PREC, PREC_TAIL)
+        else:
+            sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+            if do16:
+                _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
+                            sc, NB, BM16, PREC)
+            elif do32:
+                _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
+                             NB, BM, PREC, PREC_TAIL)
