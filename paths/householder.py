@@ -374,11 +374,12 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     MB = max(16, next_pow2(m - k0))
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
-    grid = (B, triton.cdiv(c_end - c_start, bn))
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
+        bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
+        grid = (B, triton.cdiv(c_end - c_start, bn_l))
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
-                              NB=s.nb, BN=bn, BM=max(16, bm), RESIDENT=resident,
+                              NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else bm16,
                               num_warps=_warps(bn * bm) if resident else

@@ -172,6 +172,8 @@ class Schedule:
     # the FP32 launch's.
     fp16_warps: int = 0
     fp16_stages: int = 0
+    # Column tile of the streamed FP16-only launch; 0: bn.
+    fp16_bn: int = 0
 
 
 def next_pow2(x: int) -> int:

@@ -46,11 +46,14 @@ CALIB = [  # (batch, n, cond, case, seed)
 ]
 #: Schedules compared by ``time`` (names: route, then the knob; EXPERIMENTS.md N3, N4).
 VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
-            "fp32_bn128": {"fp16": False, "bn": 128}, "fp16_bn128": {"bn": 128},
+            "fp32_bn128": {"fp16": False, "bn": 128}, "fp16_1l_bn128": {"bn": 128, "fp16_launches": 1},
             "fp16_1l_bm128": {"fp16_launches": 1, "fp16_bm": 128},
             "fp16_bm128_w8": {"fp16_bm": 128, "fp16_warps": 8},
             "fp16_bm128_s4": {"fp16_bm": 128, "fp16_stages": 4},
-            "fp16_s4": {"fp16_stages": 4}, "fp16_bm128_s2": {"fp16_bm": 128, "fp16_stages": 2}}
+            "fp16_s4": {"fp16_stages": 4}, "fp16_bm128_s2": {"fp16_bm": 128, "fp16_stages": 2},
+            "fp16_s2": {"fp16_stages": 2}, "fp16_bm32": {"fp16_bm": 32},
+            "fp16_bn32": {"fp16_bn": 32}, "fp16_bn128": {"fp16_bn": 128},
+            "fp16_bn32_bm128": {"fp16_bn": 32, "fp16_bm": 128}, "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]
 
@@ -147,8 +150,8 @@ def time_section(res):
             r = check_geqrf(A, Hs, tau)
             row[f"{name}_factor"], row[f"{name}_orth"] = r.worst_factor, r.worst_orth
         row["speedup"] = row["fp32_ms"] / row["fp16_ms"]
-        if "fp32_bn128_ms" in row:
-            row["speedup_bn128"] = row["fp32_bn128_ms"] / row["fp16_bn128_ms"]
+        if "fp32_bn128_ms" in row and "fp16_1l_bn128_ms" in row:
+            row["speedup_bn128"] = row["fp32_bn128_ms"] / row["fp16_1l_bn128_ms"]
         out.append(row)
         print("time", json.dumps(row))
 
