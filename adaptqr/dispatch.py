@@ -354,11 +354,12 @@ class _Runner:
     output, instead of into a static input and again inside the graph.
     """
 
-    __slots__ = ("plan", "routes")
+    __slots__ = ("plan", "routes", "fp16")
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.routes = None
+        self.fp16 = None
 
     def alloc(self, A: torch.Tensor) -> tuple:
         shape = A.shape
@@ -377,6 +378,7 @@ class _Runner:
             load_column_major(src, H)
             features = {}
         self.routes = routes
+        self.fp16 = features.get("fp16_scale")
         factor(self.plan, H, tau, routes, features)
 
     def __call__(self, A: torch.Tensor):
@@ -431,7 +433,7 @@ def run(A: torch.Tensor, path: str | None = None):
             # Settings read while the plan runs are part of the key: a replay must not keep
             # serving a graph captured under other settings (ADAPTQR_DETECT, the split knob).
             gkey = ("adaptqr.geqrf", key, tuple(shape), A.get_device(), config.detect_enabled(),
-                    config.split_min_rows())
+                    config.split_min_rows(), config.fp16())
             result = g.run(gkey, runner, A)
         else:
             result = runner(A)
@@ -439,15 +441,16 @@ def run(A: torch.Tensor, path: str | None = None):
         result = runner(A)
 
     if _log._enabled or config.log_target() is not None:
-        routes = runner.routes
+        routes, fp16 = runner.routes, runner.fp16
         if mode == "graph":
             # A replay does not call the runner, and routes written inside a graph are
             # overwritten by the next replay: probe again, eagerly, for the record.
             a, _, H, _ = _alloc(A, B, m, n)
             a.copy_(A)
-            routes, _ = probe(plan, H)
+            routes, feats = probe(plan, H)
+            fp16 = (feats or {}).get("fp16_scale")
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
-                    rejected=list(plan.rejected), mode=mode, routes=routes)
+                    rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16)
     return result[0], result[1]
 
 

@@ -64,12 +64,16 @@ class Record:
     Fields: ``seq`` (increasing id), ``time`` (unix seconds), ``op`` (``"geqrf"``), ``shape``,
     ``dtype``, ``device``, ``forced`` (the forced path or None), ``plan`` (class -> path),
     ``rejected`` (list of ``(path, reason)``), ``mode`` (``"eager"``/``"graph"``/``"empty"``),
-    ``routes`` (``(B,)`` device tensor, or None when no detector ran: all ``"dense"``).
+    ``routes`` (``(B,)`` device tensor, or None when no detector ran: all ``"dense"``),
+    ``fp16`` (``(B,)`` the route probe's FP16 storage scales, or None: every matrix's trailing
+    update in FP32).
     """
 
-    __slots__ = ("seq", "time", "op", "shape", "dtype", "device", "forced", "plan", "rejected", "mode", "routes")
+    __slots__ = ("seq", "time", "op", "shape", "dtype", "device", "forced", "plan", "rejected", "mode", "routes",
+                 "fp16")
 
-    def __init__(self, *, shape, dtype, device, forced, plan, rejected, mode, routes, op="geqrf"):
+    def __init__(self, *, shape, dtype, device, forced, plan, rejected, mode, routes, op="geqrf",
+                 fp16=None):
         self.seq = next(_seq)
         self.time = time.time()
         self.op = op
@@ -81,6 +85,7 @@ class Record:
         self.rejected = rejected
         self.mode = mode
         self.routes = routes
+        self.fp16 = fp16
 
     def to_dict(self) -> dict:
         """Plain data (str/int/list/dict only); materializes the routes."""
@@ -95,6 +100,11 @@ class Record:
         for r in routes:
             name = ROUTE_CLASSES[r] if 0 <= r < len(ROUTE_CLASSES) else f"code{r}"
             counts[name] = counts.get(name, 0) + 1
+        # The trailing update's precision per matrix (docs/NUMERICS.md "FP16 route").
+        if self.fp16 is None:
+            precision = ["fp32"] * batch
+        else:
+            precision = ["fp16" if s > 0 else "fp32" for s in self.fp16.reshape(-1).tolist()]
         return {
             "seq": self.seq,
             "time": self.time,
@@ -109,6 +119,8 @@ class Record:
             "probed": self.routes is not None,
             "routes": routes,
             "counts": counts,
+            "precision": precision,
+            "precision_counts": {p: precision.count(p) for p in ("fp32", "fp16")},
         }
 
 

@@ -61,9 +61,11 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
             load_column_major(src, H)
         f = probe(H, backend="torch" if backend == "torch" else "auto")
         routes = classify(f)
-        sc = fp16_scales(f["col_norm1"], f["col_norm2"], routes, f["n_active"], f["n_nonzero"],
-                         m) if _fp16_coef(m, n) < float("inf") else torch.zeros(B, device=H.device)
-        return routes, {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "fp16_scale": sc}
+        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"]}
+        if _fp16_coef(m, n) < float("inf"):
+            feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
+                                              f["n_active"], f["n_nonzero"], m)
+        return routes, feats
     return _route_triton(H, src)
 
 
@@ -88,15 +90,19 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
     out = torch.empty((3, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero
     n_active, routes, n_nonzero = out[0], out[1], out[2]
     fp16 = torch.empty(B, dtype=torch.float32, device=dev)
+    coef = _fp16_coef(m, n)
     codes = route_codes()
     route_kernel[(B,)](
         cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, fp16, n, min(m, n),
-        tail_bound_scale(m, n), _fp16_coef(m, n),
+        tail_bound_scale(m, n), coef,
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
         BLOCK_N=ROUTE_BLOCK_N, FP16_NB=FP16_EST_NB, FP16_BUDGET=FP16_BUDGET,
         FP16_TARGET=FP16_TARGET, FP16_EXP_RANGE=FP16_EXP_RANGE,
     )
-    return routes, {"n_active": n_active, "n_nonzero": n_nonzero, "fp16_scale": fp16}
+    feats = {"n_active": n_active, "n_nonzero": n_nonzero}
+    if coef < float("inf"):  # else no matrix can take the route: no float16 copy, no launch
+        feats["fp16_scale"] = fp16
+    return routes, feats
 
 
 def _fp16_coef(m: int, n: int) -> float:

@@ -1,0 +1,135 @@
+"""GPU tests of the FP16 route (issue 8; docs/NUMERICS.md "FP16 route").
+
+- the route kernel's scales are the torch reference's (classify.fp16_scales), per matrix;
+- which matrices take the route: dense with colscale yes, rowscale / band / clustered /
+  rankdef and small n no, NaN no;
+- the public call on a mixed batch passes the bar on every matrix, the FP16 ones differ
+  from the FP32 route (it was taken) and the FP32 ones are bit for bit the FP32 route's;
+- ``ADAPTQR_FP16=0`` gives exactly the FP32 route; the decisions log says which matrix took
+  which precision;
+- adversarial scaling (1e25, 1e-25, 1e-35): finite, under the bar, the scale a power of two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+import pytest
+import torch
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+import adaptqr  # noqa: E402
+from adaptqr import log  # noqa: E402
+from adaptqr.detectors import route  # noqa: E402
+from adaptqr.paths import schedules  # noqa: E402
+from adaptqr.paths.householder import factor_householder  # noqa: E402
+from adaptqr.testing import check_geqrf, generate  # noqa: E402
+
+C = importlib.import_module("adaptqr.detectors.classify")  # the package exports classify()
+
+
+class _Info:
+    def __init__(self, features):
+        self.features = features
+
+
+def _colmajor(B, m, n):
+    return torch.empty_strided((B, m, n), (m * n, 1, m), device="cuda")
+
+
+def _routed(A):
+    B, m, n = A.shape
+    H = _colmajor(B, m, n)
+    routes, f = route(H, src=A)
+    return H, routes, f
+
+
+def _profiles(n, seed):
+    """One batch: 4 dense cond=2, then rowscale, band, clustered, rankdef, dense cond=0."""
+    parts = [generate(4, n, 2, seed, "dense")]
+    for case in ("rowscale", "band", "clustered", "rankdef"):
+        parts.append(generate(1, n, 0, seed + 1, case))
+    parts.append(generate(1, n, 0, seed + 2, "dense"))
+    return torch.cat(parts)
+
+
+def test_route_kernel_scales_match_the_reference():
+    A = _profiles(512, 61)
+    H, routes, f = _routed(A)
+    a = A.double()
+    ref = C.fp16_scales(a.abs().sum(1).float(), a.norm(dim=1).float(), routes, f["n_active"],
+                        f["n_nonzero"], 512)
+    assert torch.equal(f["fp16_scale"], ref), (f["fp16_scale"], ref)
+    got = (f["fp16_scale"] > 0).tolist()
+    assert got == [True] * 4 + [False] * 5, got
+    sc = f["fp16_scale"][:4]
+    assert torch.equal(torch.exp2(torch.log2(sc).round()), sc)  # powers of two
+    n2max = A[:4].double().norm(dim=1).amax(-1)
+    assert bool(((sc.double() * n2max <= C.FP16_TARGET) & (sc.double() * n2max > C.FP16_TARGET / 2)).all())
+
+
+def test_small_n_and_nonfinite_stay_fp32():
+    A = generate(8, 352, 2, 62, "dense")
+    assert "fp16_scale" not in _routed(A)[2]  # below FP16_MIN_N: no route, no copy
+    A = generate(3, 512, 2, 63, "dense")
+    A[1, 7, 9] = float("nan")
+    assert (_routed(A)[2]["fp16_scale"] > 0).tolist() == [True, False, True]
+
+
+def test_fp16_matrices_pass_and_fp32_ones_are_unchanged():
+    A = _profiles(512, 64)
+    B, m, n = A.shape
+    H, routes, f = _routed(A)
+    tau = torch.empty(B, n, device="cuda")
+    factor_householder(H, tau, _Info(f))
+    H32 = _colmajor(B, m, n)
+    H32.copy_(A)
+    tau32 = torch.empty(B, n, device="cuda")
+    base = schedules.schedule_for(m, n)
+    factor_householder(H32, tau32, _Info(f), schedule=dataclasses.replace(base, fp16=False))
+    r = check_geqrf(A, H, tau)
+    assert r.passes_bar, r.summary()
+    on = f["fp16_scale"] > 0
+    # The FP16 matrices went another way (float16 storage moves R by ~1e-4 of its scale)...
+    assert bool((H[on] != H32[on]).any())
+    # ... the others are the FP32 route's, bit for bit.
+    assert torch.equal(H[~on], H32[~on]) and torch.equal(tau[~on], tau32[~on])
+
+
+@pytest.mark.parametrize("n,batch", [(512, 64), (1024, 8), (768, 6)])
+def test_public_call_with_and_without_the_route(n, batch, monkeypatch):
+    A = generate(batch, n, 2, 65 + n, "mixed")
+    log.clear_decisions()
+    log.enable()
+    try:
+        H, tau = adaptqr.geqrf(A)
+        rec = log.decisions(1)[-1]
+        monkeypatch.setenv("ADAPTQR_FP16", "0")
+        H0, tau0 = adaptqr.geqrf(A)
+        rec0 = log.decisions(1)[-1]
+    finally:
+        log.disable()
+    r, r0 = check_geqrf(A, H, tau), check_geqrf(A, H0, tau0)
+    assert r.passes_bar and r0.passes_bar, (r.summary(), r0.summary())
+    assert rec["precision_counts"]["fp16"] > 0, rec
+    assert rec0["precision_counts"] == {"fp32": batch, "fp16": 0}, rec0
+    f16 = torch.tensor([p == "fp16" for p in rec["precision"]], device="cuda")
+    assert torch.equal(H[~f16], H0[~f16])
+    assert bool((H[f16] != H0[f16]).any())
+
+
+@pytest.mark.parametrize("scale,routed", [(1e25, True), (1e-25, True), (1e-35, False)])
+def test_adversarial_scaling(scale, routed):
+    A = generate(8, 512, 2, 66, "dense") * scale
+    H, routes, f = _routed(A)
+    assert bool((f["fp16_scale"] > 0).all()) == routed, f["fp16_scale"]
+    tau = torch.empty(8, 512, device="cuda")
+    factor_householder(H, tau, _Info(f))
+    assert bool(torch.isfinite(H).all() and torch.isfinite(tau).all())
+    r = check_geqrf(A, H, tau)
+    assert r.passes_bar, r.summary()
