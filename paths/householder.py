@@ -184,14 +184,14 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            v16 = _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s, f16)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s,
                           wbuf, None)
         if gend < n:
             npan = triton.cdiv(gend - g0, nb)
             _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf,
-                      f16, v16)
+                      f16)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -260,25 +260,21 @@ def _pairs(s, rb: int) -> bool:
     return s.split_pairs if s.split_pairs is not None else rb <= schedules.PAIRS_MAX_RB
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s, f16=None):
-    """Launch panel k's kernel(s); True when the panel also wrote its FP16-routed matrices'
-    reflectors into the float16 copy (``f16``: (C16, scales), register panels only)."""
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     sep_t = bool(s.t_kernel)
-    from_s = v16 = False
+    from_s = False
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
         sm = split.sm if split is not None else B + 1
         warps, auto_t = schedules.register_panel_plan(B, sm, nb * MB)
         sep_t = auto_t if s.t_kernel is None else s.t_kernel
         from_s = s.t_from_panel if sep_t else s.t_doubling
-        v16 = f16 is not None and s.fp16_v16
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=not sep_t, WRITE_S=from_s,
                                LOG2NB=nb.bit_length() - 1 if from_s and not sep_t else 0,
-                               C16=f16[0] if v16 else None, SC=f16[1] if v16 else None,
-                               V16=v16, num_warps=s.panel_warps or warps)
+                               num_warps=s.panel_warps or warps)
     else:
         wt = not sep_t
         rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
@@ -306,7 +302,6 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s, f16=None
         panel_t_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                              NB=nb, CH=schedules.T_KERNEL_ROWS, HAS_NA=has_na, FROM_S=from_s,
                              num_warps=schedules.T_KERNEL_WARPS)
-    return v16
 
 
 @functools.lru_cache(maxsize=4096)
@@ -340,10 +335,8 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf, f16,
-              v16=False):
-    # f16: (C16, scales) of the FP16 route (one panel an update), else None; v16: the panel
-    # wrote its reflectors into C16 too (streamed column-tile updates read them there).
+def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf, f16):
+    # f16: (C16, scales) of the FP16 route (one panel an update), else None.
     C16, SC = f16 if f16 is not None else (Ht, Ht)
     # One launch a kernel without the FP16 route; with it, one for both routes or one for
     # each (fp16_storage.F16_*; Schedule.fp16_launches).
@@ -388,7 +381,7 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
-                              BM16=max(16, bm) if resident else bm16, V16=v16 and only16,
+                              BM16=max(16, bm) if resident else bm16,
                               num_warps=_warps(bn * bm) if resident else
                               (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
                               num_stages=s.fp16_stages if only16 and s.fp16_stages

@@ -174,9 +174,6 @@ class Schedule:
     fp16_stages: int = 0
     # Column tile of the streamed FP16-only launch; 0: bn.
     fp16_bn: int = 0
-    # Register panels also write their FP16-routed matrices' reflectors in float16 into the
-    # copy, where the FP16-only updates read them (half V's bytes, no conversion).
-    fp16_v16: bool = True
 
 
 def next_pow2(x: int) -> int:

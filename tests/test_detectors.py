@@ -6,6 +6,7 @@ subprocess (the variable must be set before triton is imported).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -479,3 +480,52 @@ def test_lowrank_flow_matches_full_factorization_on_exact_zero_tail():
     H_full, tau_full = geqrf_reference(A)
     torch.testing.assert_close(H, H_full, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(tau, tau_full, rtol=1e-5, atol=1e-5)
+
+
+_FP16_SCRIPT = r"""
+import importlib, json, os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from adaptqr.detectors import route
+from adaptqr.testing import generate
+C = importlib.import_module("adaptqr.detectors.classify")
+parts = [generate(2, 512, 2, 5, "dense", "cpu"), generate(1, 512, 0, 6, "rowscale", "cpu"),
+         generate(1, 512, 0, 7, "rankdef", "cpu"), generate(1, 512, 2, 8, "dense", "cpu") * 1e25,
+         generate(1, 512, 2, 9, "dense", "cpu")]
+A = torch.cat(parts)
+A[5, 4, 5] = float("nan")
+H = torch.empty_strided(A.shape, (512 * 512, 1, 512))
+routes, f = route(H, backend="triton", src=A)
+a = A.double().nan_to_num(0.0)
+ref = C.fp16_scales(a.abs().sum(1).float(), a.norm(dim=1).float(), routes, f["n_active"],
+                    f["n_nonzero"], 512)
+print(json.dumps({"kernel": f["fp16_scale"].tolist(), "ref": ref.tolist(),
+                  "torch": route(H, backend="torch")[1]["fp16_scale"].tolist()}))
+"""
+
+
+def test_fp16_scales_route_kernel_and_reference():
+    # The route kernel's FP16 scales (under the interpreter) against classify.fp16_scales:
+    # dense cond=2 at n = 512 takes the route (a power of two), rowscale, rankdef and a NaN
+    # matrix do not, 1e25 times a dense one does at its own scale.
+    out = json.loads(subprocess.run([sys.executable, "-c", _FP16_SCRIPT], capture_output=True,
+                                    text=True, check=True, env=dict(os.environ, TRITON_INTERPRET="1")
+                                    ).stdout.splitlines()[-1])
+    k, ref = out["kernel"], out["ref"]
+    assert [s > 0 for s in k] == [True, True, False, False, True, False], k
+    assert k[:5] == ref[:5], (k, ref)  # not the NaN matrix: nan_to_num'd for the reference
+    assert out["torch"] == k, out
+    for s in k[:2]:
+        assert s == 2.0 ** round(math.log2(s)) and 4096 <= s * 22.6 <= 2 * 16384
+
+
+def test_fp16_scales_off_below_min_n_and_by_config(monkeypatch):
+    from adaptqr.detectors import route
+
+    A = torch.randn(2, 64, 64)
+    assert "fp16_scale" not in route(A.mT.contiguous().mT, backend="torch")[1]
+    monkeypatch.setenv("ADAPTQR_FP16", "0")
+    A = torch.randn(2, 512, 512) * torch.logspace(0, -2, 512)
+    assert "fp16_scale" not in route(A.mT.contiguous().mT, backend="torch")[1]
+    monkeypatch.delenv("ADAPTQR_FP16")
+    assert (route(A.mT.contiguous().mT, backend="torch")[1]["fp16_scale"] > 0).all()

@@ -51,7 +51,7 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             "fp16_bm128_w8": {"fp16_bm": 128, "fp16_warps": 8},
             "fp16_bm128_s4": {"fp16_bm": 128, "fp16_stages": 4},
             "fp16_s4": {"fp16_stages": 4}, "fp16_bm128_s2": {"fp16_bm": 128, "fp16_stages": 2},
-            "fp16_s2": {"fp16_stages": 2}, "fp16_nov16": {"fp16_v16": False}, "fp16_bm32": {"fp16_bm": 32},
+            "fp16_s2": {"fp16_stages": 2}, "fp16_bm32": {"fp16_bm": 32},
             "fp16_bn32": {"fp16_bn": 32}, "fp16_bn128": {"fp16_bn": 128},
             "fp16_bn32_bm128": {"fp16_bn": 32, "fp16_bm": 128}, "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),

@@ -161,7 +161,7 @@ def route_kernel(
     # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales).
     n2m = tl.max(n2max, axis=0)
     est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
-    f16 = (route == CODE_DENSE) & (n_act == n) & (n_nz == n) & (est <= FP16_BUDGET)
+    f16 = finite & (route == CODE_DENSE) & (n_act == n) & (n_nz == n) & (est <= FP16_BUDGET)
     f16 = f16 & (n2m >= tl.exp2(-FP16_EXP_RANGE)) & (n2m <= tl.exp2(FP16_EXP_RANGE))
     scale = tl.exp2(tl.floor(tl.log2(FP16_TARGET / tl.maximum(n2m, 1e-30))))
     tl.store(fp16_ptr + b, tl.where(f16, scale, 0.0))

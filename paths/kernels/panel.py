@@ -154,7 +154,7 @@ def _t_from_w(Sw, taus, keep, NB: tl.constexpr, LOG2NB: tl.constexpr):
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
                      HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False,
-                     LOG2NB: tl.constexpr = 0, C16=None, SC=None, V16: tl.constexpr = False):
+                     LOG2NB: tl.constexpr = 0):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
@@ -162,10 +162,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     gets column j's ``w = P^T v_j``, whose entries ``i < j`` are ``(V^T V)[i, j]``: for
     :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V), or, with ``WRITE_T``, for
     this kernel's own T (by doubling when ``LOG2NB`` is ``log2 NB``), instead of ``V^T V``
-    from the tile and the NB-step recurrence across the warps. ``V16``: a matrix on the FP16
-    route (``SC[b] > 0``) also gets its reflectors (strictly below the diagonal) in float16
-    at the same place of ``C16`` ((B, n, m); those columns hold nothing else by then), for
-    the FP16 trailing update (kernels/fp16_storage.py).
+    from the tile and the NB-step recurrence across the warps.
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
@@ -204,11 +201,6 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             P = tl.where(sel[:, None], newcol[None, :], P)
             taus = tl.where(sel, tau, taus)
         tl.store(ptrs, P, mask=mask)
-        if V16:
-            if tl.load(SC + b) > 0.0:
-                below_diag = mask & (rows[None, :] > cols[:, None])
-                p16 = C16 + b.to(tl.int64) * n * m + cols[:, None] * m + rows[None, :]
-                tl.store(p16, P.to(tl.float16), mask=below_diag)
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
             keep = colvalid & (cols < na)

@@ -142,20 +142,10 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
 
 
 @triton.jit
-def _load_v16(base, base16, k, r, m, rlim, na, NB: tl.constexpr, pw, V16: tl.constexpr):
-    """:func:`_load_v` in float16: from the copy the register panel wrote into C16 (``V16``),
-    else converted from Ht."""
-    if V16:
-        return _load_v(base16, k, r, m, rlim, na, NB, pw).to(tl.float16)
-    else:
-        return _load_v(base, k, r, m, rlim, na, NB, pw).to(tl.float16)
-
-
-@triton.jit
-def _apply_panel_f16(base, base16, TW, b, k, na, m, n, n_tw, c0, cc, ccmask, sc,
+def _apply_panel_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr,
-                     PREC: tl.constexpr, V16: tl.constexpr):
-    """One panel's update of the column tile ``cc`` (from ``c0``) of a matrix on the FP16 route
+                     PREC: tl.constexpr):
+    """One panel's update of the column tile ``cc`` of a matrix on the FP16 route
     (:mod:`adaptqr.paths.kernels.fp16_storage`): the tile in units of ``sc``, from and back to
     C16 but for the float32 entries (``hot_mask``)."""
     rr = tl.arange(0, BM)
@@ -176,20 +166,15 @@ def _apply_panel_f16(base, base16, TW, b, k, na, m, n, n_tw, c0, cc, ccmask, sc,
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
             C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16, sc)
-            W += dot16(C, tl.trans(_load_v16(base, base16, k, r, m, m, na, NB, n - k, V16)))
+            W += dot16(C, tl.trans(_load_v(base, k, r, m, m, na, NB, n - k)))
         Y16, ys = y_scaled(tl.dot(W, T, input_precision=PREC))
         for r0 in range(k, m, BM):
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
             off = cc[:, None] * m + r[None, :]
             C = load_scaled(base, base16, off, amask, src16, sc)
-            C -= dot16(Y16, _load_v16(base, base16, k, r, m, m, na, NB, n - k, V16)) * ys
-            # Only the first row chunk (R rows) and the first column tile (the next
-            # panel's columns) hold float32 entries: the rest skip Ht's masked store.
-            if (r0 < k + NB) | (c0 < k + 2 * NB):
-                store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
-            else:
-                tl.store(base16 + off, C.to(tl.float16), mask=amask)
+            C -= dot16(Y16, _load_v(base, k, r, m, m, na, NB, n - k)) * ys
+            store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
 
 
 @triton.jit
@@ -219,8 +204,7 @@ def _routes(C16, SC, b, m, n, F16: tl.constexpr):
 def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
-                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    V16: tl.constexpr = False):
+                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -241,8 +225,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
         else:
             sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
             if do16:
-                _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, c0, cc, ccmask, sc,
-                                 NB, BN, BM16, RESIDENT, PREC, V16)
+                _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, cc, ccmask, sc,
+                                 NB, BN, BM16, RESIDENT, PREC)
             elif do32:
                 _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
                             BM, RESIDENT, PREC, PREC_TAIL)

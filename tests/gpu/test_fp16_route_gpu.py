@@ -3,8 +3,8 @@
 - the route kernel's scales are the torch reference's (classify.fp16_scales), per matrix;
 - which matrices take the route: dense with colscale yes, rowscale / band / clustered /
   rankdef and small n no, NaN no;
-- the public call on a mixed batch passes the bar on every matrix, the FP16 ones differ
-  from the FP32 route (it was taken) and the FP32 ones are bit for bit the FP32 route's;
+- the public call on a mixed batch passes the bar on every matrix, and each matrix's
+  residual is at the level of the route it was sent to (float16 storage shows);
 - ``ADAPTQR_FP16=0`` gives exactly the FP32 route; the decisions log says which matrix took
   which precision;
 - adversarial scaling (1e25, 1e-25, 1e-35): finite, under the bar, the scale a power of two.
@@ -31,6 +31,8 @@ from adaptqr.paths.householder import factor_householder  # noqa: E402
 from adaptqr.testing import check_geqrf, generate  # noqa: E402
 
 C = importlib.import_module("adaptqr.detectors.classify")  # the package exports classify()
+# Scaled factor residual between the two routes' levels (FP32 ~0.01, FP16 ~1-4; N3).
+FP32_LEVEL = 0.2
 
 
 class _Info:
@@ -92,13 +94,19 @@ def test_fp16_matrices_pass_and_fp32_ones_are_unchanged():
     tau32 = torch.empty(B, n, device="cuda")
     base = schedules.schedule_for(m, n)
     factor_householder(H32, tau32, _Info(f), schedule=dataclasses.replace(base, fp16=False))
-    r = check_geqrf(A, H, tau)
-    assert r.passes_bar, r.summary()
-    on = f["fp16_scale"] > 0
-    # The FP16 matrices went another way (float16 storage moves R by ~1e-4 of its scale)...
-    assert bool((H[on] != H32[on]).any())
-    # ... the others are the FP32 route's, bit for bit.
-    assert torch.equal(H[~on], H32[~on]) and torch.equal(tau[~on], tau32[~on])
+    r, r32 = check_geqrf(A, H, tau), check_geqrf(A, H32, tau32)
+    assert r.passes_bar and r32.passes_bar, (r.summary(), r32.summary())
+    _routes_taken(r.factor, r32.factor, f["fp16_scale"] > 0)
+
+
+def _routes_taken(factor, factor32, on):
+    """Per-matrix scaled factor residuals: the FP16 route's float16 storage leaves about 1-4
+    (EXPERIMENTS.md N3), the FP32 route's about 0.01. So a matrix the route sent to FP32 that
+    still went through float16 storage, or an FP16 one that did not, shows."""
+    factor, factor32, on = factor.cpu(), factor32.cpu(), on.cpu()
+    assert bool((factor32 <= FP32_LEVEL).all()), factor32
+    assert bool((factor[~on] <= FP32_LEVEL).all()), factor[~on]
+    assert bool((factor[on] > FP32_LEVEL).all()), factor[on]
 
 
 @pytest.mark.parametrize("n,batch", [(512, 64), (1024, 8), (768, 6)])
@@ -118,9 +126,7 @@ def test_public_call_with_and_without_the_route(n, batch, monkeypatch):
     assert r.passes_bar and r0.passes_bar, (r.summary(), r0.summary())
     assert rec["precision_counts"]["fp16"] > 0, rec
     assert rec0["precision_counts"] == {"fp32": batch, "fp16": 0}, rec0
-    f16 = torch.tensor([p == "fp16" for p in rec["precision"]], device="cuda")
-    assert torch.equal(H[~f16], H0[~f16])
-    assert bool((H[f16] != H0[f16]).any())
+    _routes_taken(r.factor, r0.factor, torch.tensor([p == "fp16" for p in rec["precision"]]))
 
 
 @pytest.mark.parametrize("scale,routed", [(1e25, True), (1e-25, True), (1e-35, False)])
