@@ -162,19 +162,20 @@ class Schedule:
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).
     fp16: bool = True
-    # Row chunk of the FP16 route's streamed updates (float16 tiles: twice bm moves the same
-    # bytes a load as the FP32 route's bm); 0: bm.
-    fp16_bm: int = 0
-    # Trailing launches an update takes with the FP16 route: 1 (both routes in one kernel,
-    # branching per matrix) or 2 (one for each route, each compiled for its own registers).
+    # Knobs of the FP16 route's streamed updates, path alone in a graph on the H200
+    # (EXPERIMENTS.md N4, N5; 640x512 / 60x1024 dense, FP32 route 10.05 / 8.80 ms):
+    # * fp16_launches: 1 (both routes in one kernel, branching per matrix: 8.13 / 7.05 ms
+    #   at fp16_bm 128) or 2 (one kernel a route, each with its own register allocation:
+    #   7.85 / 6.94);
+    # * fp16_bm (row chunk; 0: bm): 128 -> 8.20 / 7.13, 32 -> 8.37 / 7.37 (two launches);
+    # * fp16_warps / fp16_stages (of the FP16-only launch; 0: the FP32 launch's): 8 warps
+    #   9.30 / 7.68, 4 stages 8.40 / 7.33, 2 stages 7.88 / 6.98;
+    # * fp16_bn (its column tile; 0: bn): 32 -> 9.01 / 7.56, 128 -> 7.82 / 7.05.
     fp16_launches: int = 2
-    # Warps and pipeline stages of the streamed FP16-only launch (fp16_launches 2); 0: as
-    # the FP32 launch's.
+    fp16_bm: int = 0
     fp16_warps: int = 0
     fp16_stages: int = 0
-    # Column tile of the streamed FP16-only launch; 0: bn.
     fp16_bn: int = 0
-
 
 def next_pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()

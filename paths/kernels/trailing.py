@@ -24,6 +24,12 @@ For small batches (too few column tiles to fill the GPU) one panel's update is s
 rows too: :func:`trailing_w_kernel` accumulates ``W`` with atomics over row slices, then
 :func:`trailing_u_kernel` applies ``A^T -= (W T) V^T`` over (column tile, row slice).
 
+Issue 8's FP16 route (``F16``, :mod:`adaptqr.paths.kernels.fp16_storage`): a matrix with
+``SC[b] > 0`` keeps the trailing columns no panel needs yet in ``C16`` (float16, in units of
+``SC[b]``) and takes :func:`_apply_panel_f16` / :func:`_w_rows_f16` / :func:`_u_rows_f16`;
+the others the float32 update. ``F16`` says which of the two a launch runs (both, or one
+each in two launches).
+
 Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag;
 ``PREC="fp16"`` (an experiment's schedule only, :func:`_dot`) rounds both operands to float16.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
