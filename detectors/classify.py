@@ -66,18 +66,16 @@ FP16_EST_NB = 32
 # Smallest n the FP16 route is offered for (smaller ones are faster than their probe's
 # gain and their gate, 20 n eps32, is tighter: 40x176 measured 17 with float16 products).
 FP16_MIN_N = 512
+# Largest n the FP16 route is offered for. Through the public call (EXPERIMENTS.md N7, run
+# 1805) it was slower at 8x2048 (16.38 against 11.58 ms) and 2x4096 (24.79 against 22.11),
+# whose updates are mostly row-split (trailing_w/u kernels), not yet understood.
+FP16_MAX_N = 1024
 # The float16 copy's unit: a routed matrix is scaled by a power of two that brings its
 # largest column 2-norm to at most this, so no entry, W = C^T V or product overflows 65504.
 FP16_TARGET = 16384.0
 # Largest-column norms outside [2^-FP16_EXP_RANGE, 2^FP16_EXP_RANGE] (7.9e-31 .. 1.3e30)
 # keep the FP32 route: the scale and its inverse stay normal float32 numbers.
 FP16_EXP_RANGE = 100.0
-
-
-# Largest n the FP16 route is offered for. Through the public call (EXPERIMENTS.md N7, run
-# 1805) it was slower at 8x2048 (16.38 against 11.58 ms) and 2x4096 (24.79 against 22.11),
-# whose updates are mostly row-split (trailing_w/u kernels), not yet understood.
-FP16_MAX_N = 1024
 
 
 def fp16_est_scale(m: int, n: int) -> float:

@@ -38,8 +38,10 @@ ROUTE_BLOCK_N = 256
 
 def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None
           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``(routes, {"n_active": ..., "n_nonzero": ...})`` for ``H`` ``(B, m, n)``: ``(B,)`` int32
-    each, on H's device.
+    """``(routes, {"n_active": ..., "n_nonzero": ...[, "fp16_scale": ...]})`` for ``H``
+    ``(B, m, n)``: ``(B,)`` int32 each (``fp16_scale``: float32, the FP16 route's per-matrix
+    scale or 0, present only where the route is offered: :func:`classify.fp16_est_scale`),
+    on H's device.
 
     ``backend``: ``"auto"`` (Triton on CUDA float16/bfloat16/float32, else torch ops),
     ``"triton"`` (forced; runs on CPU tensors under ``TRITON_INTERPRET=1``) or ``"torch"``
@@ -107,7 +109,7 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
 
 def _fp16_coef(m: int, n: int) -> float:
     """:func:`fp16_est_scale`, or inf (every estimate then fails the budget: no matrix takes
-    the FP16 route) when ``ADAPTQR_FP16`` is 0 or the shape is below ``FP16_MIN_N``."""
+    the FP16 route) when ``ADAPTQR_FP16`` is 0 or n is outside ``FP16_MIN_N .. FP16_MAX_N``."""
     from adaptqr import config
 
     coef = fp16_est_scale(m, n) if config.fp16() else 0.0

@@ -20,6 +20,10 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 for columns ``< n_active[b]``; later columns get ``tau = 0`` and hold ``Q1^T A_tail``;
 panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, read with
 n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
+``info.features["fp16_scale"]`` (float32 ``(B,)``, optional, from the route probe): matrix b
+with a scale above 0 keeps its trailing matrix in a float16 copy (issue 8's FP16 route,
+:mod:`adaptqr.paths.kernels.fp16_storage`; the copy is ``B x n x m`` float16, half the
+input's bytes, allocated whenever the feature is given).
 
 Example::
 
