@@ -9,6 +9,10 @@ of the factorization. The ordered kernel list goes to ``$OUT/trace.json``.
 
 ``--cprofile``: also the host's profile of one public call per shape (after warm-up; the
 GPU runs behind, so this is Python and launch time only), the 25 costliest entries.
+``--cond C``: column scaling ``logspace(0, -C, n)`` (qr_v2's ``colscale``; 0: none).
+``--fp16-compare``: the public call twice, with the FP16 route (issue 8) and with
+``ADAPTQR_FP16=0``; ``--fp16-max-n N`` offers the route up to n = N (``classify.FP16_MAX_N``,
+for the sizes it is not offered at yet).
 
 Run there: ``python3 bench/devscripts/trace.py --shapes 2x4096,8x2048``.
 """
@@ -96,16 +100,31 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="2x4096,8x2048")
     ap.add_argument("--cprofile", action="store_true")
+    ap.add_argument("--cond", type=float, default=0.0)
+    ap.add_argument("--fp16-compare", action="store_true")
+    ap.add_argument("--fp16-max-n", type=int, default=0)
     args = ap.parse_args()
+    import importlib
+
     import adaptqr
     from adaptqr.paths import householder
+
+    if args.fp16_max_n:
+        importlib.import_module("adaptqr.detectors.classify").FP16_MAX_N = args.fp16_max_n
 
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
     out = []
     for shape in args.shapes.split(","):
         B, n = (int(x) for x in shape.split("x"))
         A = torch.randn(B, n, n, device="cuda")
+        if args.cond:
+            A *= torch.logspace(0, -args.cond, n, device="cuda")
         out.append(_summary(f"{shape} public", _kernels(lambda: adaptqr.geqrf(A), flush)))
+        if args.fp16_compare:
+            os.environ["ADAPTQR_FP16"] = "0"
+            out.append(_summary(f"{shape} public fp32 route",
+                                _kernels(lambda: adaptqr.geqrf(A), flush)))
+            del os.environ["ADAPTQR_FP16"]
         if args.cprofile:
             _host_profile(lambda: adaptqr.geqrf(A))
         H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")

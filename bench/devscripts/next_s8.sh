@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Prepared in session 7 for the next (H200), issue 8 (EXPERIMENTS.md N7, candidates 1-2):
+#   1. kernel timelines of the public call, FP16 route against ADAPTQR_FP16=0, on 640x512 and
+#      60x1024 (cond 2: where the route is taken) and on 8x2048 with the route offered there
+#      (it lost 16.38 against 11.58 ms through the public call in run 1805)
+#   2. ncu of the FP16-only streamed trailing kernel (640x512, launch 1): registers (158
+#      offline with the device's specialization), blocks an SM, shared memory, stalls
+# Usage there:  ADAPTQR_COMMIT=<sha> bash bench/devscripts/next_s8.sh
+source "$(dirname "$0")/_preamble.sh"
+echo "== 1. traces"
+timeout 200 python3 bench/devscripts/trace.py --shapes 640x512,60x1024,8x2048 --cond 2 \
+  --fp16-compare --fp16-max-n 2048
+echo "== 2. ncu  (t=$(( $(date +%s) - T0 ))s)"
+cat > /tmp/one16.py <<'PY'
+import torch
+from adaptqr.detectors import route
+from adaptqr.paths import householder
+class Info:
+    def __init__(self, f): self.features = f
+B, n = 640, 512
+A = torch.randn(B, n, n, device="cuda") * torch.logspace(0, -2, n, device="cuda")
+H = torch.empty_strided(A.shape, (n * n, 1, n), device="cuda")
+_, f = route(H, src=A)
+tau = torch.empty(B, n, device="cuda")
+householder.factor_householder(H, tau, Info(f))
+torch.cuda.synchronize()
+PY
+timeout 90 ncu --clock-control none -k regex:"^trailing_kernel" --launch-skip 3 --launch-count 1 \
+  --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+  --section WarpStateStats python3 /tmp/one16.py 2>&1 | grep -E "Duration|Throughput|Registers|Grid Size|Achieved Occ|L2 Hit|DRAM|Eligible|Dynamic Shared|Block Limit" | head -24
+echo "== done  (t=$(( $(date +%s) - T0 ))s)"
