@@ -382,6 +382,9 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         only16 = mode == F16_ONLY.value and not resident
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
         grid = (B, triton.cdiv(c_end - c_start, bn_l))
+        # A register cap only where a schedule asks for one (the default launch unchanged).
+        maxnreg = 0 if resident else s.fp16_maxnreg if only16 else s.trailing_maxnreg
+        cap = {"maxnreg": maxnreg} if maxnreg else {}
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
@@ -389,4 +392,4 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
                               num_warps=_warps(bn * bm) if resident else
                               (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
-                              else schedules.TRAILING_STAGES)
+                              else schedules.TRAILING_STAGES, **cap)

@@ -176,6 +176,13 @@ class Schedule:
     fp16_warps: int = 0
     fp16_stages: int = 0
     fp16_bn: int = 0
+    # Register caps (Triton's maxnreg; 0: none) of the streamed FP16-only and FP32 trailing
+    # launches, not measured yet (EXPERIMENTS.md N8, prepared): for sm_90 (triton 3.6,
+    # offline, the device's argument specialization) the FP16-only kernel takes 158
+    # registers at 4 warps (3 blocks an SM), 128 with the cap and no spill (4 blocks); the
+    # FP32 one 230 (2 blocks), 168 with 104 B of spill (3 blocks).
+    fp16_maxnreg: int = 0
+    trailing_maxnreg: int = 0
 
 def next_pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()

@@ -3,14 +3,19 @@
 #   1. kernel timelines of the public call, FP16 route against ADAPTQR_FP16=0, on 640x512 and
 #      60x1024 (cond 2: where the route is taken) and on 8x2048 with the route offered there
 #      (it lost 16.38 against 11.58 ms through the public call in run 1805)
-#   2. ncu of the FP16-only streamed trailing kernel (640x512, launch 1): registers (158
+#   2. N8: register caps (maxnreg) of the FP16-only (128) and FP32 (168) streamed updates,
+#      path alone
+#   3. ncu of the FP16-only streamed trailing kernel (640x512, launch 1): registers (158
 #      offline with the device's specialization), blocks an SM, shared memory, stalls
 # Usage there:  ADAPTQR_COMMIT=<sha> bash bench/devscripts/next_s8.sh
 source "$(dirname "$0")/_preamble.sh"
 echo "== 1. traces"
 timeout 200 python3 bench/devscripts/trace.py --shapes 640x512,60x1024,8x2048 --cond 2 \
   --fp16-compare --fp16-max-n 2048
-echo "== 2. ncu  (t=$(( $(date +%s) - T0 ))s)"
+echo "== 2. register caps  (t=$(( $(date +%s) - T0 ))s)"
+timeout 200 python3 bench/devscripts/fp16_diag.py --sections time --time-cases 3 \
+  --variants fp32,fp16,fp16_r128,fp16_r128_s2,fp32_r168,fp16_r128_r168
+echo "== 3. ncu  (t=$(( $(date +%s) - T0 ))s)"
 cat > /tmp/one16.py <<'PY'
 import torch
 from adaptqr.detectors import route
