@@ -38,6 +38,9 @@ class Explanation:
     - ``gathered``: whether some path takes a sub-batch (one host sync per call)
     - ``capturable``: whether the plan may run as a CUDA graph
     - ``descriptions``: path name -> its description, for the paths of the plan
+    - ``precision``: per matrix ``"fp16"`` when the route probe sends it to the
+      householder path's FP16-resident trailing update (issue 8, docs/NUMERICS.md), else
+      ``"fp32"`` (the path's own precision); ``precision_counts``: their counts
     """
 
     shape: tuple
@@ -56,6 +59,8 @@ class Explanation:
     gathered: bool
     capturable: bool
     descriptions: dict = field(default_factory=dict)
+    precision: list = field(default_factory=list)
+    precision_counts: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Plain data (for JSON)."""
@@ -87,6 +92,10 @@ class Explanation:
             w = max(len(n) for n, _ in self.rejected)
             for name, reason in self.rejected:
                 lines.append(f"    {name:<{w}}  {reason}")
+        if self.precision_counts.get("fp16"):
+            lines.append("")
+            lines.append(f"  trailing update: {self.precision_counts['fp16']} matrices in float16 "
+                         f"storage (FP16 route), {self.precision_counts['fp32']} in FP32")
         if self.routes:
             shown = ", ".join(f"{i}:{c}" for i, c in enumerate(self.classes[:16]))
             more = f", ... ({len(self.classes) - 16} more)" if len(self.classes) > 16 else ""
@@ -117,7 +126,7 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
     with torch.no_grad():
         a, _, H, _ = dispatch._alloc(A, B, m, n)
         a.copy_(A)
-        routes, _ = dispatch.probe(plan, H)
+        routes, feats = dispatch.probe(plan, H)
     if routes is None:
         if not plan.probe:
             note = "no path of the plan reads per-matrix routes for this shape"
@@ -136,6 +145,10 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
     for c, p in zip(classes, matrix_paths):
         counts[c] = counts.get(c, 0) + 1
         path_counts[p] = path_counts.get(p, 0) + 1
+    scales = (feats or {}).get("fp16_scale")
+    scales = scales.reshape(-1).tolist() if scales is not None else [0.0] * B
+    precision = ["fp16" if sc > 0 and p == "householder" else "fp32"
+                 for sc, p in zip(scales, matrix_paths)]
     return Explanation(
         shape=shape,
         dtype=dtype,
@@ -153,4 +166,6 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
         gathered=bool(plan.gathered) and routes is not None,
         capturable=plan.capturable and A.is_cuda,
         descriptions={p.name: p.description for p in plan.paths},
+        precision=precision,
+        precision_counts={k: precision.count(k) for k in ("fp32", "fp16")},
     )

@@ -324,6 +324,20 @@ def test_explain_counts_and_paths(monkeypatch):
     assert d["routes"] == [0, 1, 2, 0, 1, 0] and d["path_counts"] == {"torch": 4, "lr_path": 2}
 
 
+def test_explain_precision_is_fp16_only_on_the_householder_path(monkeypatch):
+    # Scales from the probe mark matrices for the FP16 route, but only the householder path
+    # reads them: on a plan whose dense path is torch every matrix stays "fp32".
+    det = FakeDetectors({})
+    orig = det.probe
+    det.probe = lambda H: dict(orig(H), fp16_scale=torch.tensor([4.0, 0.0, 2.0]))
+    _use(monkeypatch, det)
+    monkeypatch.setattr(dispatch, "factor", lambda *a, **k: None)
+    ex = adaptqr.explain(torch.randn(3, 4, 4))
+    assert ex.matrix_paths == ["torch"] * 3 and ex.precision == ["fp32"] * 3
+    assert ex.precision_counts == {"fp32": 3, "fp16": 0} and "float16" not in str(ex)
+    assert adaptqr.explain(torch.randn(0, 4, 4)).precision == []
+
+
 def test_explain_errors_like_geqrf():
     with pytest.raises(RuntimeError, match="2 dimensions"):
         adaptqr.explain(torch.randn(3))

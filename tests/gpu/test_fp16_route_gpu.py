@@ -5,9 +5,10 @@
   rankdef and small n no, NaN no;
 - the public call on a mixed batch passes the bar on every matrix, and each matrix's
   residual is at the level of the route it was sent to (float16 storage shows);
-- ``ADAPTQR_FP16=0`` gives exactly the FP32 route; the decisions log says which matrix took
+- ``ADAPTQR_FP16=0`` puts every matrix on the FP32 route; the decisions log says which matrix took
   which precision;
-- adversarial scaling (1e25, 1e-25, 1e-35): finite, under the bar, the scale a power of two.
+- adversarial scaling (1e25, 1e-25, 1e-35): finite, under the bar, the scale a power of two;
+- explain() says which matrix takes which precision (not run on the device yet: session 7).
 """
 
 from __future__ import annotations
@@ -139,3 +140,10 @@ def test_adversarial_scaling(scale, routed):
     assert bool(torch.isfinite(H).all() and torch.isfinite(tau).all())
     r = check_geqrf(A, H, tau)
     assert r.passes_bar, r.summary()
+
+
+def test_explain_shows_the_precision_route():
+    A = _profiles(512, 67)
+    ex = adaptqr.explain(A)
+    assert ex.precision == ["fp16"] * 4 + ["fp32"] * 5, ex.precision
+    assert "4 matrices in float16" in str(ex)
