@@ -5,8 +5,9 @@
 #      (it lost 16.38 against 11.58 ms through the public call in run 1805)
 #   2. N8: register caps (maxnreg) of the FP16-only (128) and FP32 (168) streamed updates,
 #      path alone
-#   3. ncu of the FP16-only streamed trailing kernel (640x512, launch 1): registers (158
-#      offline with the device's specialization), blocks an SM, shared memory, stalls
+#   3. ncu of the FP16-only streamed trailing kernel (640x512, the second update's): registers
+#      (158 offline with the device's specialization), blocks an SM, shared memory, stalls
+#   4. issue 9 (C3): FP64 tensor-core GEMM in Triton against cuBLAS, cuSOLVER's FP64 Cholesky
 # Usage there:  ADAPTQR_COMMIT=<sha> bash bench/devscripts/next_s8.sh
 source "$(dirname "$0")/_preamble.sh"
 echo "== 1. traces"
@@ -33,4 +34,6 @@ PY
 timeout 90 ncu --clock-control none -k regex:"^trailing_kernel" --launch-skip 3 --launch-count 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
   --section WarpStateStats python3 /tmp/one16.py 2>&1 | grep -E "Duration|Throughput|Registers|Grid Size|Achieved Occ|L2 Hit|DRAM|Eligible|Dynamic Shared|Block Limit" | head -24
+echo "== 4. fp64 rates  (t=$(( $(date +%s) - T0 ))s)"
+timeout 120 python3 bench/devscripts/fp64_rate.py
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"
