@@ -10,12 +10,18 @@ Run there: ``python3 bench/devscripts/fp64_rate.py`` (JSON to ``$OUT/fp64_rate.j
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
 import torch
 import triton
 import triton.language as tl
+
+_here = os.path.dirname(__file__)
+_spec = importlib.util.spec_from_file_location("devmicro", os.path.join(_here, "micro.py"))
+_micro = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_micro)
 
 
 @triton.jit
@@ -32,18 +38,8 @@ def _mm64(A, B, C, N, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     tl.store(C + rm[:, None] * N + rn[None, :], acc)
 
 
-def _ms(fn, reps=5):
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        out.append(s.elapsed_time(e))
-    return sorted(out)[len(out) // 2]
+def _ms(fn):
+    return _micro.gpu_ms(fn, reps=5)
 
 
 def main():

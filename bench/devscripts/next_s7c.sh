@@ -7,27 +7,12 @@ source "$(dirname "$0")/_preamble.sh"
 echo "== 1. fp16_diag time"
 timeout 200 python3 bench/devscripts/fp16_diag.py --sections time --time-cases 3
 echo "== 2. ncu  (t=$(( $(date +%s) - T0 ))s)"
-cat > /tmp/one16.py <<'PY'
-import torch
-from adaptqr.detectors import route
-from adaptqr.paths import householder
-class Info:
-    def __init__(self, f): self.features = f
-B, n = 640, 512
-A = torch.randn(B, n, n, device="cuda") * torch.logspace(0, -2, n, device="cuda")
-H = torch.empty_strided(A.shape, (n * n, 1, n), device="cuda")
-_, f = route(H, src=A)
-print("routed", int((f["fp16_scale"] > 0).sum()))
-tau = torch.empty(B, n, device="cuda")
-householder.factor_householder(H, tau, Info(f))
-torch.cuda.synchronize()
-PY
 for spec in "trailing_kernel 1" "trailing_kernel 9"; do
   set -- $spec
   echo "-- ncu $1 launch $2"
   timeout 90 ncu --clock-control none -k regex:"^$1" --launch-skip "$2" --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section SchedulerStats \
-    python3 /tmp/one16.py 2>&1 | grep -E "routed|Duration|Throughput|Registers|Grid Size|Achieved Occ|Local|L2 Hit|L1/TEX Hit|DRAM|Eligible|Warp Cycles Per Issued|Dynamic Shared|Block Limit Reg|Block Limit Shared" | head -30
+    python3 bench/devscripts/one_fp16.py 2>&1 | grep -E "routed|Duration|Throughput|Registers|Grid Size|Achieved Occ|Local|L2 Hit|L1/TEX Hit|DRAM|Eligible|Warp Cycles Per Issued|Dynamic Shared|Block Limit Reg|Block Limit Shared" | head -30
 done
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"

@@ -17,23 +17,9 @@ echo "== 2. register caps  (t=$(( $(date +%s) - T0 ))s)"
 timeout 200 python3 bench/devscripts/fp16_diag.py --sections time --time-cases 3 \
   --variants fp32,fp16,fp16_r128,fp16_r128_s2,fp32_r168,fp16_r128_r168
 echo "== 3. ncu  (t=$(( $(date +%s) - T0 ))s)"
-cat > /tmp/one16.py <<'PY'
-import torch
-from adaptqr.detectors import route
-from adaptqr.paths import householder
-class Info:
-    def __init__(self, f): self.features = f
-B, n = 640, 512
-A = torch.randn(B, n, n, device="cuda") * torch.logspace(0, -2, n, device="cuda")
-H = torch.empty_strided(A.shape, (n * n, 1, n), device="cuda")
-_, f = route(H, src=A)
-tau = torch.empty(B, n, device="cuda")
-householder.factor_householder(H, tau, Info(f))
-torch.cuda.synchronize()
-PY
 timeout 90 ncu --clock-control none -k regex:"^trailing_kernel" --launch-skip 3 --launch-count 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-  --section WarpStateStats python3 /tmp/one16.py 2>&1 | grep -E "Duration|Throughput|Registers|Grid Size|Achieved Occ|L2 Hit|DRAM|Eligible|Dynamic Shared|Block Limit" | head -24
+  --section WarpStateStats python3 bench/devscripts/one_fp16.py 2>&1 | grep -E "Duration|Throughput|Registers|Grid Size|Achieved Occ|L2 Hit|DRAM|Eligible|Dynamic Shared|Block Limit" | head -24
 echo "== 4. fp64 rates  (t=$(( $(date +%s) - T0 ))s)"
 timeout 120 python3 bench/devscripts/fp64_rate.py
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"
