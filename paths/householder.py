@@ -87,33 +87,23 @@ def _warps(elements: int) -> int:
     return 16
 
 
-def _feature(info: Any, name: str, B: int, device: torch.device) -> torch.Tensor | None:
-    """``info.features[name]`` as a contiguous ``(B,)`` int32 tensor, or None."""
+def _feature(info: Any, name: str, B: int, device: torch.device,
+             dtype: torch.dtype = torch.int32) -> torch.Tensor | None:
+    """``info.features[name]`` as a contiguous ``(B,)`` tensor of ``dtype``, or None
+    (``n_active`` / ``n_nonzero`` int32; the route probe's ``fp16_scale`` float32, 0 for a
+    matrix on the FP32 route)."""
     feats = getattr(info, "features", None) if info is not None else None
     if not feats:
         return None
-    na = feats.get(name)
-    if na is None:
+    f = feats.get(name)
+    if f is None:
         return None
-    if na.shape != (B,) or na.device != device:
+    if f.shape != (B,) or f.device != device:
         raise ValueError(f"householder: {name} must be a ({B},) tensor on {device}, "
-                         f"got shape {tuple(na.shape)} on {na.device}")
-    if na.dtype != torch.int32 or not na.is_contiguous():
-        na = na.to(torch.int32).contiguous()
-    return na
-
-
-def _fp16_scales(info: Any, B: int, device: torch.device) -> torch.Tensor | None:
-    """``info.features["fp16_scale"]`` (the route probe's per-matrix FP16 storage scale, 0 for
-    the FP32 route) as a contiguous ``(B,)`` float32 tensor, or None."""
-    feats = getattr(info, "features", None) if info is not None else None
-    sc = feats.get("fp16_scale") if feats else None
-    if sc is None:
-        return None
-    if sc.shape != (B,) or sc.device != device:
-        raise ValueError(f"householder: fp16_scale must be a ({B},) tensor on {device}, "
-                         f"got shape {tuple(sc.shape)} on {sc.device}")
-    return sc.to(torch.float32).contiguous()
+                         f"got shape {tuple(f.shape)} on {f.device}")
+    if f.dtype != dtype or not f.is_contiguous():
+        f = f.to(dtype).contiguous()
+    return f
 
 
 def _check(H: torch.Tensor, tau: torch.Tensor) -> None:
@@ -181,7 +171,8 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     split = _SplitWork(H, nb) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
     # The FP16 route (kernels/fp16_storage.py): one panel an update, so group 1 only.
-    sc = _fp16_scales(info, B, H.device) if group == 1 and s.fp16 else None
+    sc = _feature(info, "fp16_scale", B, H.device, torch.float32) \
+        if group == 1 and s.fp16 else None
     f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc) \
         if sc is not None else None
     for g0 in range(0, n, nb * group):
