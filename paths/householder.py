@@ -23,7 +23,9 @@ n_active): columns from it on are exactly zero, and trailing tiles there are ski
 ``info.features["fp16_scale"]`` (float32 ``(B,)``, optional, from the route probe): matrix b
 with a scale above 0 keeps its trailing matrix in a float16 copy (issue 8's FP16 route,
 :mod:`adaptqr.paths.kernels.fp16_storage`; the copy is ``B x n x m`` float16, half the
-input's bytes, allocated whenever the feature is given).
+input's bytes, allocated whenever the feature is given). With the feature the batch is
+cut in groups of ``Schedule.fp16_group`` panels (2: the FP16 update applies both in one
+pass over its tile).
 
 Example::
 
@@ -170,11 +172,16 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
-    # The FP16 route (kernels/fp16_storage.py): one panel an update, so group 1 only.
-    sc = _feature(info, "fp16_scale", B, H.device, torch.float32) \
-        if group == 1 and s.fp16 else None
-    f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc) \
-        if sc is not None else None
+    # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
+    # feature given, the whole batch takes the groups of Schedule.fp16_group.
+    sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
+    f16 = None
+    if sc is not None:
+        if s.fp16_group not in (1, 2):
+            raise ValueError(f"householder: Schedule.fp16_group must be 1 or 2, got "
+                             f"{s.fp16_group}")
+        group = s.fp16_group
+        f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
@@ -371,6 +378,9 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     bm = MB if resident else s.bm
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
+        # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
+        # FP32 launch, which would compile the pair code for nothing.
+        pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
         grid = (B, triton.cdiv(c_end - c_start, bn_l))
         # A register cap only where a schedule asks for one (the default launch unchanged).
@@ -379,7 +389,7 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
-                              BM16=max(16, bm) if resident else bm16,
+                              BM16=max(16, bm) if resident else bm16, PAIR16=pair,
                               num_warps=_warps(bn * bm) if resident else
                               (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
                               num_stages=s.fp16_stages if only16 and s.fp16_stages

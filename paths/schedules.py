@@ -183,6 +183,10 @@ class Schedule:
     # FP32 one 230 (2 blocks), 168 with 104 B of spill (3 blocks).
     fp16_maxnreg: int = 0
     trailing_maxnreg: int = 0
+    # Panels a trailing group when the FP16 route is offered (features["fp16_scale"]; in
+    # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
+    # panels in one pass over its tile, EXPERIMENTS.md N9).
+    fp16_group: int = 2
 
 def next_pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()

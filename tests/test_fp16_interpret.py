@@ -3,7 +3,9 @@
 Per matrix: ``fp16_scale[b] > 0`` sends matrix b's trailing matrix to float16 storage
 (kernels/fp16_storage.py), 0 keeps it on the FP32 update. Checked on the streamed and the
 resident column-tile updates and on the row-split W / U update, with one launch for both
-routes and with one launch a route:
+routes and with one launch a route, and with one panel an update and two
+(``Schedule.fp16_group``: two go through ``_apply_pair_f16`` when streamed, the resident
+loop when resident):
 
 - the FP32-routed matrix is bit for bit what the path gives without the route;
 - the FP16-routed one moves by float16's rounding (more than FP32's, less than 1e-2 of its
@@ -20,7 +22,7 @@ import pytest
 from _interpret import run_script  # tests/_interpret.py (pytest puts tests/ on sys.path)
 
 SCRIPT = textwrap.dedent(r'''
-    import dataclasses, json, math, os
+    import dataclasses, itertools, json, math, os
     os.environ["TRITON_INTERPRET"] = "1"
     import torch
     from adaptqr.paths import schedules
@@ -48,17 +50,19 @@ SCRIPT = textwrap.dedent(r'''
     cases = {"streamed": (2, 96, 96, schedules.Schedule(False, 16, 1, 32, 16)),
              "resident": (2, 96, 96, schedules.Schedule(False, 16, 1, 16, 16)),
              "row split": (2, 640, 40, schedules.Schedule(False, 16, 1, 16, 64))}
-    for name, (B, m, n, s) in cases.items():
+    for (name, (B, m, n, s)), group in itertools.product(cases.items(), (1, 2)):
         A = torch.randn(B, m, n)
         A[0] *= 1e20
         sc = torch.tensor([scale_of(A[0]), 0.0] if B == 2 else [scale_of(A[0])])
-        H0, t0 = run(A, s, None)
+        s = dataclasses.replace(s, fp16_group=group)
+        # The route cuts the batch in groups of fp16_group panels: compare with that group.
+        H0, t0 = run(A, dataclasses.replace(s, group=group), None)
         outs = {}
         for launches in (1, 2):
             outs[launches] = run(A, dataclasses.replace(s, fp16_launches=launches), sc)
         H1, t1 = outs[2]
         print(json.dumps({
-            "name": name,
+            "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
             "launches_same": bool(torch.equal(outs[1][0], H1) and torch.equal(outs[1][1], t1)),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
@@ -72,9 +76,10 @@ def results():
     return run_script(SCRIPT)
 
 
+@pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("name", ["streamed", "resident", "row split"])
-def test_fp16_route_per_matrix(results, name):
-    d = results[name]
+def test_fp16_route_per_matrix(results, name, group):
+    d = results[f"{name} group {group}"]
     assert d["fp32_same"] and d["launches_same"] and d["finite"], d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d

@@ -56,7 +56,13 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             "fp16_bn32_bm128": {"fp16_bn": 32, "fp16_bm": 128}, "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
             "fp16_r128": {"fp16_maxnreg": 128}, "fp16_r128_s2": {"fp16_maxnreg": 128, "fp16_stages": 2},
             "fp32_r168": {"fp16": False, "trailing_maxnreg": 168},
-            "fp16_r128_r168": {"fp16_maxnreg": 128, "trailing_maxnreg": 168}}
+            "fp16_r128_r168": {"fp16_maxnreg": 128, "trailing_maxnreg": 168},
+            # N9: two panels a pass (fp16_group 2, the default) against one
+            "fp16_g1": {"fp16_group": 1},
+            "fp16_g1_r128_s2": {"fp16_group": 1, "fp16_maxnreg": 128, "fp16_stages": 2},
+            "fp16_bm32_s2": {"fp16_bm": 32, "fp16_stages": 2},
+            "fp16_r168": {"fp16_maxnreg": 168},
+            "fp16_bm32_r128": {"fp16_bm": 32, "fp16_maxnreg": 128}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]
 

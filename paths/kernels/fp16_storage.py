@@ -14,9 +14,13 @@ and what underflows is below ``2^-28`` of that norm). One panel's update at colu
   (``c < k + 2 NB``) to ``Ht`` in float32 (those are final, or what the next panel kernel
   reads), everything else back to ``C16``: one float16 rounding an update.
 
-So the panel kernels, the T kernel and the output never see float16. Only for updates of
-one panel (``group == 1``) and matrices with ``n_active == n_nonzero == n`` (every tile runs
-every update: nothing is left behind in ``C16``); the route probe guarantees the latter.
+An update of two panels (``Schedule.fp16_group`` 2) does the same with both panels' ``V``
+in one pass (:func:`adaptqr.paths.kernels.trailing._apply_pair_f16`); its float32 entries are
+then the two panels' R rows and the next two panels' columns.
+
+So the panel kernels, the T kernel and the output never see float16. Only for groups of one
+or two panels and matrices with ``n_active == n_nonzero == n`` (every tile runs every
+update: nothing is left behind in ``C16``); the route probe guarantees the latter.
 """
 
 import triton
@@ -60,16 +64,27 @@ def dot16(a, b):
 
 
 @triton.jit
+def abs_max(Y):
+    return tl.max(tl.max(tl.abs(Y), axis=1), axis=0)
+
+
+@triton.jit
+def y_scale(ymax):
+    """The power of two ``ys`` that keeps values up to ``ymax`` below ``Y_TARGET``."""
+    return tl.exp2(tl.ceil(tl.log2(tl.maximum(ymax, 1e-30) / Y_TARGET)))
+
+
+@triton.jit
 def y_scaled(Y):
     """``(Y16, ys)``: ``Y / ys`` in float16 and the power of two ``ys`` that keeps it below
     ``Y_TARGET`` (so ``Y16 * ys`` is ``Y`` to float16's rounding)."""
-    ymax = tl.max(tl.max(tl.abs(Y), axis=1), axis=0)
-    ys = tl.exp2(tl.ceil(tl.log2(tl.maximum(ymax, 1e-30) / Y_TARGET)))
+    ys = y_scale(abs_max(Y))
     return (Y * (1.0 / ys)).to(tl.float16), ys
 
 
 @triton.jit
-def hot_mask(cc, r, k, NB: tl.constexpr):
-    """``[len(cc), len(r)]``: the entries an update at column ``k`` writes in float32 (the
-    panel's R rows and the next panel's columns)."""
-    return (cc < k + 2 * NB)[:, None] | (r < k + NB)[None, :]
+def hot_mask(cc, r, k, span):
+    """``[len(cc), len(r)]``: the entries an update at column ``k`` of ``span`` reflector
+    columns (its panels) writes in float32: those panels' R rows and the next update's
+    panel columns."""
+    return (cc < k + 2 * span)[:, None] | (r < k + span)[None, :]

@@ -47,8 +47,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.fp16_storage import (F16_NONE, F16_ONLY, F16_SKIP, dot16, hot_mask,
-                                                load_scaled, store_scaled, y_scaled)
+from adaptqr.paths.kernels.fp16_storage import (F16_NONE, F16_ONLY, F16_SKIP, abs_max, dot16,
+                                                hot_mask, load_scaled, store_scaled, y_scale,
+                                                y_scaled)
 from adaptqr.paths.kernels.panel import program_matrix
 
 
@@ -148,25 +149,33 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
 
 
 @triton.jit
-def _apply_panel_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
+def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, sc,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr,
-                     PREC: tl.constexpr):
-    """One panel's update of the column tile ``cc`` of a matrix on the FP16 route
-    (:mod:`adaptqr.paths.kernels.fp16_storage`): the tile in units of ``sc``, from and back to
-    C16 but for the float32 entries (``hot_mask``)."""
+                     PREC: tl.constexpr, PAIR: tl.constexpr):
+    """The update by the ``npan`` (1 or 2) panels from column ``k`` of the column tile ``cc``
+    of a matrix on the FP16 route (:mod:`adaptqr.paths.kernels.fp16_storage`): the tile in
+    units of ``sc``, from and back to C16 but for the float32 entries (``hot_mask``). Streamed
+    tiles of two panels take :func:`_apply_pair_f16` (``PAIR``, set by the launcher exactly
+    when ``npan`` is 2)."""
     rr = tl.arange(0, BM)
     src16 = k > 0
-    T = _load_t(TW, b, k // NB, n_tw, NB)
     if RESIDENT:
         r = k + rr
         amask = ccmask[:, None] & (r < m)[None, :]
         off = cc[:, None] * m + r[None, :]
         C = load_scaled(base, base16, off, amask, src16, sc)
-        Vt = _load_v(base, k, r, m, m, na, NB, n - k)
-        Y16, ys = y_scaled(tl.dot(dot16(C, tl.trans(Vt)), T, input_precision=PREC))
-        C -= dot16(Y16, Vt) * ys
-        store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
+        for i in range(0, npan):
+            kp = k + i * NB
+            Vt = _load_v(base, kp, r, m, m, na, NB, n - kp)
+            T = _load_t(TW, b, kp // NB, n_tw, NB)
+            Y16, ys = y_scaled(tl.dot(dot16(C, tl.trans(Vt)), T, input_precision=PREC))
+            C -= dot16(Y16, Vt) * ys
+        store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, npan * NB), sc)
+    elif PAIR:
+        _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, NB, BN, BM,
+                        PREC)
     else:
+        T = _load_t(TW, b, k // NB, n_tw, NB)
         W = tl.zeros((BN, NB), dtype=tl.float32)
         for r0 in range(k, m, BM):
             r = r0 + rr
@@ -181,6 +190,52 @@ def _apply_panel_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
             C = load_scaled(base, base16, off, amask, src16, sc)
             C -= dot16(Y16, _load_v(base, k, r, m, m, na, NB, n - k)) * ys
             store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
+
+
+@triton.jit
+def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """Panels ``k`` and ``k + NB`` applied to a streamed FP16 tile in one read-update-write
+    pass instead of two (EXPERIMENTS.md N9). In transposed form, with ``C`` the tile::
+
+        W1 = C^T V1,  W2 = C^T V2,  G = V1^T V2      (one sweep over the rows)
+        Y1 = W1 T1,   Y2 = (W2 - Y1 G) T2            (W2 - Y1 G: C^T V2 after panel 1)
+        C^T -= Y1 V1^T + Y2 V2^T                     (second sweep)
+
+    ``V1``, ``V2`` rounded to float16 in every product (``G`` too), as two one-panel updates
+    round them, so the transformation applied is theirs; the tile is rounded once, not twice.
+    """
+    rr = tl.arange(0, BM)
+    src16 = k > 0
+    k2 = k + NB
+    W1 = tl.zeros((BN, NB), dtype=tl.float32)
+    W2 = tl.zeros((BN, NB), dtype=tl.float32)
+    G = tl.zeros((NB, NB), dtype=tl.float32)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        amask = ccmask[:, None] & (r < m)[None, :]
+        C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16,
+                        sc).to(tl.float16)
+        V1 = _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16)
+        V2 = _load_v(base, k2, r, m, m, na, NB, n - k2).to(tl.float16)
+        W1 += tl.dot(C, tl.trans(V1))
+        W2 += tl.dot(C, tl.trans(V2))
+        G += tl.dot(V1, tl.trans(V2))
+    Y1 = tl.dot(W1, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
+    Y2 = tl.dot(W2 - tl.dot(Y1, G, input_precision=PREC), _load_t(TW, b, k2 // NB, n_tw, NB),
+                input_precision=PREC)
+    ys = y_scale(tl.maximum(abs_max(Y1), abs_max(Y2)))
+    Y1h = (Y1 * (1.0 / ys)).to(tl.float16)
+    Y2h = (Y2 * (1.0 / ys)).to(tl.float16)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        amask = ccmask[:, None] & (r < m)[None, :]
+        off = cc[:, None] * m + r[None, :]
+        C = load_scaled(base, base16, off, amask, src16, sc)
+        D = tl.dot(Y1h, _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16))
+        D += tl.dot(Y2h, _load_v(base, k2, r, m, m, na, NB, n - k2).to(tl.float16))
+        C -= D * ys
+        store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, 2 * NB), sc)
 
 
 @triton.jit
@@ -210,13 +265,15 @@ def _routes(C16, SC, b, m, n, F16: tl.constexpr):
 def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
-                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
+                    PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
+                    PAIR16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
     columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
-    F16 (npan 1 only): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
-    with ``SC[b] > 0`` takes :func:`_apply_panel_f16`.
+    F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
+    with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
+    streamed, so both panels go in one pass).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
@@ -231,8 +288,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
         else:
             sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
             if do16:
-                _apply_panel_f16(base, base16, TW, b, k0, na, m, n, n_tw, cc, ccmask, sc,
-                                 NB, BN, BM16, RESIDENT, PREC)
+                _apply_panel_f16(base, base16, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, sc,
+                                 NB, BN, BM16, RESIDENT, PREC, PAIR16)
             elif do32:
                 _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
                             BM, RESIDENT, PREC, PREC_TAIL)
