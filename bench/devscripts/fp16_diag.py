@@ -62,7 +62,16 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             "fp16_g1_r128_s2": {"fp16_group": 1, "fp16_maxnreg": 128, "fp16_stages": 2},
             "fp16_bm32_s2": {"fp16_bm": 32, "fp16_stages": 2},
             "fp16_r168": {"fp16_maxnreg": 168},
-            "fp16_bm32_r128": {"fp16_bm": 32, "fp16_maxnreg": 128}}
+            "fp16_bm32_r128": {"fp16_bm": 32, "fp16_maxnreg": 128},
+            # wider FP16 column tiles for the pair update (the reflector reads amortized;
+            # offline sm_90 registers: bn 128 4 warps 255 + spill, 8 warps 223, 8 warps bm 32
+            # 173; bn 256 8 warps bm 32 249, 16 warps bm 32 127)
+            "fp16_bn128_w8": {"fp16_bn": 128, "fp16_warps": 8},
+            "fp16_bn128_w8_bm32": {"fp16_bn": 128, "fp16_warps": 8, "fp16_bm": 32},
+            "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
+            "fp16_bn256_w8_bm32": {"fp16_bn": 256, "fp16_warps": 8, "fp16_bm": 32},
+            "fp16_bn256_w16_bm32": {"fp16_bn": 256, "fp16_warps": 16, "fp16_bm": 32},
+            "fp16_bn128_r168": {"fp16_bn": 128, "fp16_maxnreg": 168}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]
 

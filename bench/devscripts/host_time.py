@@ -1,0 +1,60 @@
+"""Session 8 (EXPERIMENTS.md D4): the host's share of one eager public call, FP16 route on
+and off (ADAPTQR_FP16 toggled in-process: the route probe reads it at each call).
+
+Per setting: 3 warm-up calls, then 7 calls timed as host enqueue time (perf_counter until
+geqrf returns, GPU idle before) and whole-call time (until synchronized), medians; then one
+call under cProfile (top functions by own time). Run there:
+``python3 bench/devscripts/host_time.py [--shape 640x512]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import time
+
+import torch
+
+import adaptqr
+from adaptqr.testing.generators import generate
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="640x512")
+    args = ap.parse_args()
+    B, n = map(int, args.shape.split("x"))
+    A = generate(B, n, 2, 1029)
+    for fp16 in ("1", "0"):
+        os.environ["ADAPTQR_FP16"] = fp16
+        for _ in range(3):
+            adaptqr.geqrf(A)
+        torch.cuda.synchronize()
+        host, total = [], []
+        for _ in range(7):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            adaptqr.geqrf(A)
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            host.append((t1 - t0) * 1e3)
+            total.append((time.perf_counter() - t0) * 1e3)
+        print(f"{args.shape} ADAPTQR_FP16={fp16}: host enqueue {statistics.median(host):.3f} ms, "
+              f"whole call {statistics.median(total):.3f} ms")
+        torch.cuda.synchronize()
+        pr = cProfile.Profile()
+        pr.enable()
+        adaptqr.geqrf(A)
+        pr.disable()
+        torch.cuda.synchronize()
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(12)
+        print("\n".join(s.getvalue().splitlines()[:30]))
+
+
+if __name__ == "__main__":
+    main()
