@@ -345,7 +345,7 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
     modes = (F16_NONE.value,) if f16 is None else (F16_BOTH.value,) if s.fp16_launches == 1 \
         else (F16_SKIP.value, F16_ONLY.value)
     bm16 = s.fp16_bm or s.bm
-    bn = s.bn
+    bn = min(s.bn, max(32, next_pow2(c_end - c_start))) if s.fit_bn else s.bn
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \

@@ -171,11 +171,15 @@ class Schedule:
     # * fp16_warps / fp16_stages (of the FP16-only launch; 0: the FP32 launch's): 8 warps
     #   9.30 / 7.68, 4 stages 8.40 / 7.33, 2 stages 7.88 / 6.98;
     # * fp16_bn (its column tile; 0: bn): 32 -> 9.01 / 7.56, 128 -> 7.82 / 7.05.
+    # With two panels a pass (fp16_group 2, N9; runs 1847 and 1853, FP32 route 10.05 /
+    # 8.78): bn 64 7.73 / 6.75, bn 128 7.41-7.44 / 6.50 (its reflector reads shared by twice
+    # the columns; 255 registers and a little spill, one block an SM), bn 128 at 8 warps
+    # 7.90 / 6.88, bn 256 at 8 or 16 warps 7.88-7.97 / 6.92-6.98, bm 32 slower everywhere.
     fp16_launches: int = 2
     fp16_bm: int = 0
     fp16_warps: int = 0
     fp16_stages: int = 0
-    fp16_bn: int = 0
+    fp16_bn: int = 128
     # Register caps (Triton's maxnreg; 0: none) of the streamed FP16-only and FP32 trailing
     # launches, not measured yet (EXPERIMENTS.md N8, prepared): for sm_90 (triton 3.6,
     # offline, the device's argument specialization) the FP16-only kernel takes 158
@@ -183,6 +187,10 @@ class Schedule:
     # FP32 one 230 (2 blocks), 168 with 104 B of spill (3 blocks).
     fp16_maxnreg: int = 0
     trailing_maxnreg: int = 0
+    # A column tile no wider than the columns it updates (next power of two, at least 32):
+    # the 32 columns of a group's second panel (fp16_group 2) otherwise take a 64-column
+    # tile, half of it masked.
+    fit_bn: bool = True
     # Panels a trailing group when the FP16 route is offered (features["fp16_scale"]; in
     # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
     # panels in one pass over its tile, EXPERIMENTS.md N9).

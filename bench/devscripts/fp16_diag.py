@@ -71,7 +71,12 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
             "fp16_bn256_w8_bm32": {"fp16_bn": 256, "fp16_warps": 8, "fp16_bm": 32},
             "fp16_bn256_w16_bm32": {"fp16_bn": 256, "fp16_warps": 16, "fp16_bm": 32},
-            "fp16_bn128_r168": {"fp16_bn": 128, "fp16_maxnreg": 168}}
+            "fp16_bn128_r168": {"fp16_bn": 128, "fp16_maxnreg": 168},
+            # with fp16_bn 128 the default (8a5294e on): the FP16 tile 64 wide again, its
+            # stages, the fitted column tile off
+            "fp16_bn64": {"fp16_bn": 64}, "fp16_bn128_s2": {"fp16_stages": 2},
+            "fp16_bn128_s4": {"fp16_stages": 4}, "fp16_nofit": {"fit_bn": False},
+            "fp32_nofit": {"fp16": False, "fit_bn": False}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]
 
@@ -124,7 +129,8 @@ def calib(res):
         f32 = check_geqrf(A, *_factor(A, f, dataclasses.replace(schedules.schedule_for(n, n), fp16=False)))
         r16 = check_geqrf(A, *_factor(A, dict(f, fp16_scale=forced)))
         on = forced > 0
-        routed = f["fp16_scale"] > 0
+        # No feature where the route is not offered (n above classify.FP16_MAX_N): none routed.
+        routed = f["fp16_scale"] > 0 if "fp16_scale" in f else torch.zeros_like(on)
         ratio = (r16.factor.float().cuda() / raw)[on]
         row = {"case": f"{B}x{n} {case} cond={cond}", "forced": int(on.sum()),
                "routed": int(routed.sum()), "fp32_worst": f32.worst_factor,

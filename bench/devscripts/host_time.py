@@ -20,6 +20,7 @@ import time
 import torch
 
 import adaptqr
+import adaptqr.paths.householder as hh
 from adaptqr.testing.generators import generate
 
 
@@ -45,6 +46,32 @@ def main():
             total.append((time.perf_counter() - t0) * 1e3)
         print(f"{args.shape} ADAPTQR_FP16={fp16}: host enqueue {statistics.median(host):.3f} ms, "
               f"whole call {statistics.median(total):.3f} ms")
+        # Host time from the call's start to the path's entry and to its first panel launch
+        # (the GPU idles from the route kernel's end until that launch: D4's trace).
+        marks = {}
+        orig_feature, orig_panel = hh._feature, hh._panel
+
+        def feature(*a, **k):
+            marks.setdefault("path", time.perf_counter())
+            return orig_feature(*a, **k)
+
+        def panel(*a, **k):
+            marks.setdefault("panel", time.perf_counter())
+            return orig_panel(*a, **k)
+
+        hh._feature, hh._panel = feature, panel
+        steps = {"path": [], "panel": []}
+        for _ in range(5):
+            marks.clear()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            adaptqr.geqrf(A)
+            torch.cuda.synchronize()
+            for key in steps:
+                steps[key].append((marks[key] - t0) * 1e3)
+        hh._feature, hh._panel = orig_feature, orig_panel
+        print(f"   host ms from the call's start: to the path {statistics.median(steps['path']):.3f}, "
+              f"to the first panel launch {statistics.median(steps['panel']):.3f}")
         torch.cuda.synchronize()
         pr = cProfile.Profile()
         pr.enable()
