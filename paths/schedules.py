@@ -175,10 +175,12 @@ class Schedule:
     # 8.78): bn 64 7.73 / 6.75, bn 128 7.41-7.44 / 6.50 (its reflector reads shared by twice
     # the columns; 255 registers and a little spill, one block an SM), bn 128 at 8 warps
     # 7.90 / 6.88, bn 256 at 8 or 16 warps 7.88-7.97 / 6.92-6.98, bm 32 slower everywhere.
+    # At bn 128 with fitted tiles (run 1857): 3 stages 7.32 / 6.47, 2 stages 7.19 / 6.42,
+    # 4 stages 7.40 / 6.50.
     fp16_launches: int = 2
     fp16_bm: int = 0
     fp16_warps: int = 0
-    fp16_stages: int = 0
+    fp16_stages: int = 2
     fp16_bn: int = 128
     # Register caps (Triton's maxnreg; 0: none) of the streamed FP16-only and FP32 trailing
     # launches, not measured yet (EXPERIMENTS.md N8, prepared): for sm_90 (triton 3.6,
@@ -189,7 +191,9 @@ class Schedule:
     trailing_maxnreg: int = 0
     # A column tile no wider than the columns it updates (next power of two, at least 32):
     # the 32 columns of a group's second panel (fp16_group 2) otherwise take a 64-column
-    # tile, half of it masked.
+    # tile, half of it masked. Path alone (run 1857), FP16 route 640x512 / 60x1024 / 640x512
+    # mixed: 7.42 / 6.49 / 8.08 -> 7.32 / 6.47 / 8.01 ms; FP32 route unchanged (10.06 / 8.78
+    # / 9.72 -> 10.03 / 8.79 / 9.72).
     fit_bn: bool = True
     # Panels a trailing group when the FP16 route is offered (features["fp16_scale"]; in
     # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
