@@ -28,7 +28,8 @@ Issue 8's FP16 route (``F16``, :mod:`adaptqr.paths.kernels.fp16_storage`): a mat
 ``SC[b] > 0`` keeps the trailing columns no panel needs yet in ``C16`` (float16, in units of
 ``SC[b]``) and takes :func:`_apply_panel_f16` / :func:`_w_rows_f16` / :func:`_u_rows_f16`;
 the others the float32 update. ``F16`` says which of the two a launch runs (both, or one
-each in two launches).
+each in two launches). An update of two panels of such a matrix reads its tile once for
+both (``PAIR16``, :func:`_apply_pair_f16`).
 
 Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag;
 ``PREC="fp16"`` (an experiment's schedule only, :func:`_dot`) rounds both operands to float16.
