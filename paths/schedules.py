@@ -199,6 +199,10 @@ class Schedule:
     # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
     # panels in one pass over its tile, EXPERIMENTS.md N9).
     fp16_group: int = 2
+    # The float32 update of a two-panel group (``group`` or ``fp16_group`` 2) in one pass
+    # over its tile, as the FP16 route's pair update (N9's algebra in PREC). Off: prepared
+    # in session 8, not measured yet (EXPERIMENTS.md N11).
+    pair32: bool = False
 
 def next_pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()

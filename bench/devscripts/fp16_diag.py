@@ -76,7 +76,15 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             # stages, the fitted column tile off
             "fp16_bn64": {"fp16_bn": 64}, "fp16_bn128_s2": {"fp16_stages": 2},
             "fp16_bn128_s4": {"fp16_stages": 4}, "fp16_nofit": {"fit_bn": False},
-            "fp32_nofit": {"fp16": False, "fit_bn": False}}
+            "fp32_nofit": {"fp16": False, "fit_bn": False},
+            # N11 (prepared in session 8): the FP32 update two panels a pass; offline sm_90
+            # registers 255 with 296 B of spill at bm 64, none at bm 32 (4 warps), 242 at 8
+            "fp32_g2": {"fp16": False, "group": 2},
+            "fp32_pair": {"fp16": False, "group": 2, "pair32": True},
+            "fp32_pair_bm32": {"fp16": False, "group": 2, "pair32": True, "bm": 32},
+            "fp32_pair_bm32_w8": {"fp16": False, "group": 2, "pair32": True, "bm": 32,
+                                  "trailing_warps": 8},
+            "fp16_pair32": {"pair32": True}, "fp16_pair32_bm32": {"pair32": True, "bm": 32}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]
 

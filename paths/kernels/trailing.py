@@ -113,10 +113,13 @@ def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
 @triton.jit
 def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                   NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                  RESIDENT: tl.constexpr, PREC: tl.constexpr):
-    """The body of :func:`trailing_kernel` for its column tile ``cc``, products in PREC."""
+                  RESIDENT: tl.constexpr, PREC: tl.constexpr, PAIR: tl.constexpr = False):
+    """The body of :func:`trailing_kernel` for its column tile ``cc``, products in PREC
+    (PAIR: ``npan`` is 2 and the tile streamed: :func:`_apply_pair_fp32`)."""
     rr = tl.arange(0, BM)
-    if RESIDENT:
+    if PAIR:
+        _apply_pair_fp32(base, TW, b, k0, na, m, n, n_tw, cc, ccmask, NB, BN, BM, PREC)
+    elif RESIDENT:
         r = k0 + rr
         amask = ccmask[:, None] & (r < m)[None, :]
         aptr = base + cc[:, None] * m + r[None, :]
@@ -147,6 +150,35 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                     tl.store(aptr, At, mask=amask)
                 # The next panel re-reads columns this program just wrote.
                 tl.debug_barrier()
+
+
+@triton.jit
+def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
+                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """:func:`_apply_pair_f16`'s one pass for two panels on a float32 tile, products in PREC
+    (``Schedule.pair32``; a candidate, off by default: EXPERIMENTS.md N11). The second
+    panel may lie past ``n_active`` (then its ``V`` loads as zeros and its ``T``, never
+    written, is masked to zero so that garbage cannot enter)."""
+    rr = tl.arange(0, BM)
+    k2 = k + NB
+    W1 = tl.zeros((BN, NB), dtype=tl.float32)
+    W2 = tl.zeros((BN, NB), dtype=tl.float32)
+    G = tl.zeros((NB, NB), dtype=tl.float32)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        _, _, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
+        V2 = _load_v(base, k2, r, m, m, na, NB, n - k2)
+        W1 += _dot(At, tl.trans(V1), PREC)
+        W2 += _dot(At, tl.trans(V2), PREC)
+        G += _dot(V1, tl.trans(V2), PREC)
+    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    T2 = tl.where(k2 < na, _load_t(TW, b, k2 // NB, n_tw, NB), 0.0)
+    Y2 = _dot(W2 - _dot(Y1, G, PREC), T2, PREC)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        aptr, amask, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
+        At -= _dot(Y1, V1, PREC) + _dot(Y2, _load_v(base, k2, r, m, m, na, NB, n - k2), PREC)
+        tl.store(aptr, At, mask=amask)
 
 
 @triton.jit
@@ -242,14 +274,15 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
 @triton.jit
 def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
                 NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                RESIDENT: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
+                RESIDENT: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
+                PAIR: tl.constexpr = False):
     """:func:`_apply_panels` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
     if (PREC_TAIL != PREC) & tail:
         _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
-                      RESIDENT, PREC_TAIL)
+                      RESIDENT, PREC_TAIL, PAIR)
     else:
         _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
-                      RESIDENT, PREC)
+                      RESIDENT, PREC, PAIR)
 
 
 @triton.jit
@@ -267,14 +300,15 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    PAIR16: tl.constexpr = False):
+                    PAIR16: tl.constexpr = False, PAIR32: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
     columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
-    streamed, so both panels go in one pass).
+    streamed, so both panels go in one pass). PAIR32: the same for the float32 update
+    (:func:`_apply_pair_fp32`).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
@@ -285,7 +319,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     if (k0 < na) & run:
         if F16 == F16_NONE:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
-                        RESIDENT, PREC, PREC_TAIL)
+                        RESIDENT, PREC, PREC_TAIL, PAIR32)
         else:
             sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
             if do16:
@@ -293,7 +327,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                                  NB, BN, BM16, RESIDENT, PREC, PAIR16)
             elif do32:
                 _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
-                            BM, RESIDENT, PREC, PREC_TAIL)
+                            BM, RESIDENT, PREC, PREC_TAIL, PAIR32)
 
 
 @triton.jit
