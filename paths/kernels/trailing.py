@@ -153,6 +153,28 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
 
 
 @triton.jit
+def _pair_sums(BN: tl.constexpr, NB: tl.constexpr):
+    """Zeroed ``W1``, ``W2`` ([BN, NB]) and ``G`` ([NB, NB]) of a pair update's first sweep."""
+    return (tl.zeros((BN, NB), dtype=tl.float32), tl.zeros((BN, NB), dtype=tl.float32),
+            tl.zeros((NB, NB), dtype=tl.float32))
+
+
+@triton.jit
+def _pair_y(W1, W2, G, TW, b, k, na, n_tw, NB: tl.constexpr, PREC: tl.constexpr,
+            MASK_T2: tl.constexpr):
+    """``(Y1, Y2)`` of the panels at ``k`` and ``k + NB`` from their first sweep's sums:
+    ``Y1 = W1 T1``, ``Y2 = (W2 - Y1 G) T2`` (``W2 - Y1 G`` is ``C^T V2`` after the first
+    panel's update). MASK_T2: the second panel may lie past ``n_active``, where no T was
+    written: masked to zero. (Not on the FP16 route, whose matrices have ``n_active == n``:
+    the mask cost its kernel 16 B of spill, sm_90.)"""
+    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    T2 = _load_t(TW, b, (k + NB) // NB, n_tw, NB)
+    if MASK_T2:
+        T2 = tl.where(k + NB < na, T2, 0.0)
+    return Y1, _dot(W2 - _dot(Y1, G, PREC), T2, PREC)
+
+
+@triton.jit
 def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
     """:func:`_apply_pair_f16`'s one pass for two panels on a float32 tile, products in PREC
@@ -161,9 +183,7 @@ def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
     written, is masked to zero so that garbage cannot enter)."""
     rr = tl.arange(0, BM)
     k2 = k + NB
-    W1 = tl.zeros((BN, NB), dtype=tl.float32)
-    W2 = tl.zeros((BN, NB), dtype=tl.float32)
-    G = tl.zeros((NB, NB), dtype=tl.float32)
+    W1, W2, G = _pair_sums(BN, NB)
     for r0 in range(k, m, BM):
         r = r0 + rr
         _, _, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
@@ -171,9 +191,7 @@ def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
         W1 += _dot(At, tl.trans(V1), PREC)
         W2 += _dot(At, tl.trans(V2), PREC)
         G += _dot(V1, tl.trans(V2), PREC)
-    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
-    T2 = tl.where(k2 < na, _load_t(TW, b, k2 // NB, n_tw, NB), 0.0)
-    Y2 = _dot(W2 - _dot(Y1, G, PREC), T2, PREC)
+    Y1, Y2 = _pair_y(W1, W2, G, TW, b, k, na, n_tw, NB, PREC, True)
     for r0 in range(k, m, BM):
         r = r0 + rr
         aptr, amask, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
@@ -241,9 +259,7 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
     rr = tl.arange(0, BM)
     src16 = k > 0
     k2 = k + NB
-    W1 = tl.zeros((BN, NB), dtype=tl.float32)
-    W2 = tl.zeros((BN, NB), dtype=tl.float32)
-    G = tl.zeros((NB, NB), dtype=tl.float32)
+    W1, W2, G = _pair_sums(BN, NB)
     for r0 in range(k, m, BM):
         r = r0 + rr
         amask = ccmask[:, None] & (r < m)[None, :]
