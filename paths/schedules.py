@@ -183,10 +183,9 @@ class Schedule:
     fp16_stages: int = 2
     fp16_bn: int = 128
     # Register caps (Triton's maxnreg; 0: none) of the streamed FP16-only and FP32 trailing
-    # launches, not measured yet (EXPERIMENTS.md N8, prepared): for sm_90 (triton 3.6,
-    # offline, the device's argument specialization) the FP16-only kernel takes 158
-    # registers at 4 warps (3 blocks an SM), 128 with the cap and no spill (4 blocks); the
-    # FP32 one 230 (2 blocks), 168 with 104 B of spill (3 blocks).
+    # launches (EXPERIMENTS.md N8, N10). One panel a pass (run 1835): the FP16-only cap 128
+    # 7.88 -> 7.73 ms on 640x512, the FP32 cap 168 10.07 -> 10.61 (spill). Two panels a pass
+    # at bn 128 (run 1853): cap 168 7.44 -> 8.90. Off.
     fp16_maxnreg: int = 0
     trailing_maxnreg: int = 0
     # A column tile no wider than the columns it updates (next power of two, at least 32):

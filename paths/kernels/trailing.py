@@ -160,27 +160,12 @@ def _pair_sums(BN: tl.constexpr, NB: tl.constexpr):
 
 
 @triton.jit
-def _pair_y(W1, W2, G, TW, b, k, na, n_tw, NB: tl.constexpr, PREC: tl.constexpr,
-            MASK_T2: tl.constexpr):
-    """``(Y1, Y2)`` of the panels at ``k`` and ``k + NB`` from their first sweep's sums:
-    ``Y1 = W1 T1``, ``Y2 = (W2 - Y1 G) T2`` (``W2 - Y1 G`` is ``C^T V2`` after the first
-    panel's update). MASK_T2: the second panel may lie past ``n_active``, where no T was
-    written: masked to zero. (Not on the FP16 route, whose matrices have ``n_active == n``:
-    the mask cost its kernel 16 B of spill, sm_90.)"""
-    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
-    T2 = _load_t(TW, b, (k + NB) // NB, n_tw, NB)
-    if MASK_T2:
-        T2 = tl.where(k + NB < na, T2, 0.0)
-    return Y1, _dot(W2 - _dot(Y1, G, PREC), T2, PREC)
-
-
-@triton.jit
 def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
     """:func:`_apply_pair_f16`'s one pass for two panels on a float32 tile, products in PREC
     (``Schedule.pair32``; a candidate, off by default: EXPERIMENTS.md N11). The second
-    panel may lie past ``n_active`` (then its ``V`` loads as zeros and its ``T``, never
-    written, is masked to zero so that garbage cannot enter)."""
+    panel may lie past ``n_active``: then its ``V`` loads as zeros, and its ``T``, never
+    written, is masked to zero so that garbage cannot enter."""
     rr = tl.arange(0, BM)
     k2 = k + NB
     W1, W2, G = _pair_sums(BN, NB)
@@ -191,7 +176,9 @@ def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
         W1 += _dot(At, tl.trans(V1), PREC)
         W2 += _dot(At, tl.trans(V2), PREC)
         G += _dot(V1, tl.trans(V2), PREC)
-    Y1, Y2 = _pair_y(W1, W2, G, TW, b, k, na, n_tw, NB, PREC, True)
+    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    T2 = tl.where(k2 < na, _load_t(TW, b, k2 // NB, n_tw, NB), 0.0)
+    Y2 = _dot(W2 - _dot(Y1, G, PREC), T2, PREC)
     for r0 in range(k, m, BM):
         r = r0 + rr
         aptr, amask, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
@@ -270,6 +257,9 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
         W1 += tl.dot(C, tl.trans(V1))
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
+    # Y as in _apply_pair_fp32 but written out here: the same step through a shared helper
+    # cost this kernel 16 B of spill at the default tile (sm_90, offline). No T2 mask: its
+    # matrices have n_active == n.
     Y1 = tl.dot(W1, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
     Y2 = tl.dot(W2 - tl.dot(Y1, G, input_precision=PREC), _load_t(TW, b, k2 // NB, n_tw, NB),
                 input_precision=PREC)
