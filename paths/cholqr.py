@@ -1,0 +1,180 @@
+"""The CholeskyQR path for large square matrices (issue 9), rebuilt into geqrf's form.
+
+``factor_cholqr(H, tau, info)`` factors ``H`` (``(B, n, n)`` float32, column-major, holding
+the input) in place, as :func:`~adaptqr.paths.householder.factor_householder` does, by:
+
+1. ``A`` in float64 (a float32 product is exact there), the Gram matrix ``G = A^T A``
+   (upper block triangle, batched DGEMM: FP64 tensor cores), its Cholesky factor ``R`` and
+   ``R^-1`` (:func:`~adaptqr.paths.cholqr_blocks.chol_inv`), ``Q = A R^-1``. One pass in
+   float64 loses ``~ u64 cond(A)^2`` of orthogonality: about 1e-7 at cond 3e4 (a 4096 qr_v2
+   matrix), far inside the float32 gate, so no second pass is needed where the checks below
+   pass; where they do not, the matrix goes to Householder (a second pass would not save a
+   matrix whose Gram matrix broke down anyway).
+2. Checks per matrix, on the device: a Cholesky pivot breakdown (``FAIL_BREAKDOWN``);
+   ``Q``'s loss of orthogonality estimated from ``PROBES`` fixed random vectors and its
+   column norms (``FAIL_ORTH``, over ``ORTH_MAX``); anything non-finite (``FAIL_NONFINITE``).
+3. Householder reconstruction (LAPACK ``dorhr_col``; Ballard et al. 2015): the unpivoted LU
+   ``Q - S = L U`` with ``S_ii = -sign`` of the pivot gives ``V = L``, ``tau_i = -S_ii U_ii``
+   and ``R_out = S R``: the reflectors, taus and R of Householder QR on the same matrix (a
+   square matrix's last column is geqrf's exception: tau 0). Same numerics as
+   :func:`~adaptqr.paths.cholqr_reference.geqrf_cholqr`, blocked.
+4. The matrices that failed a check are redone by the blocked Householder path (``fallback``;
+   on the CPU, where the Triton leaves run interpreted, the torch reference): one host sync
+   to count them, then a gather, the factorization and a scatter. They are recorded in
+   ``info.notes["fallback"]`` for the decisions log.
+
+Workspace: six ``(B, n, n)`` float64 tensors (12x the input's bytes).
+
+Example::
+
+    >>> import torch
+    >>> from adaptqr.paths.cholqr import capable
+    >>> capable(2, 4096, 4096, torch.float32, "cuda") is None
+    True
+    >>> capable(2, 4096, 2048, torch.float32, "cuda")
+    'cholqr: needs square matrices, got 4096x2048'
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+from adaptqr.paths import cholqr_blocks as cb
+
+__all__ = ["factor_cholqr", "capable", "NAME", "FAIL_BREAKDOWN", "FAIL_ORTH", "FAIL_NONFINITE",
+           "FAIL_REASONS"]
+
+NAME = "cholqr"
+
+FAIL_BREAKDOWN = 1
+FAIL_ORTH = 2
+FAIL_NONFINITE = 4
+FAIL_REASONS = {FAIL_BREAKDOWN: "cholesky breakdown", FAIL_ORTH: "orthogonality estimate",
+                FAIL_NONFINITE: "non-finite result"}
+
+#: Random probe vectors of the orthogonality estimate ``||(Q^T Q - I) X|| / ||X||``.
+PROBES = 4
+#: Largest accepted estimate. The gate is ``||Q^T Q - I||_1 <= 50 n eps32`` (6e-3 at 1024
+#: already); a loss of orthogonality along one direction ``v`` (``e v v^T``, the shape
+#: cond(A)^2 rounding gives) has a 1-norm about ``3 e``, and a random probe sees about
+#: ``e / sqrt(n)`` of it. 1e-6 therefore accepts ``e`` up to about 5e-5 at n = 2048: a
+#: hundredfold below the gate, with room for a probe nearly orthogonal to ``v``. Float64
+#: CholeskyQR of cond 1e5 gives ``e`` about 1e-6.
+ORTH_MAX = 1.0e-6
+
+
+def capable(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str) -> str | None:
+    """None when this path takes ``batch`` matrices ``m x n`` of ``dtype`` on ``device_type``,
+    else the reason it declines."""
+    if device_type != "cuda":
+        return f"cholqr: needs a CUDA tensor, got device type {device_type!r}"
+    if dtype != torch.float32:
+        return f"cholqr: needs float32, got {dtype}"
+    if m != n:
+        return f"cholqr: needs square matrices, got {m}x{n}"
+    if n < 2:
+        return f"cholqr: needs n >= 2, got {n}"
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _probes(n: int, device: torch.device) -> torch.Tensor:
+    """Fixed ``(n, PROBES)`` float64 probe vectors (the same for every call and matrix)."""
+    gen = torch.Generator(device="cpu").manual_seed(0x5EED)
+    return torch.randn(n, PROBES, generator=gen, dtype=torch.float64).to(device)
+
+
+def orth_loss(Q: torch.Tensor) -> torch.Tensor:
+    """Estimate of ``||Q^T Q - I||`` per matrix (``(B,)`` float64; NaN if ``Q`` is not finite):
+    the larger of the probes' relative residual and the worst column norm's distance to 1."""
+    X = _probes(Q.shape[-1], Q.device)
+    Z = Q.mT @ (Q @ X)
+    probe = (Z - X).norm(dim=(-2, -1)) / X.norm()
+    cols = (Q.square().sum(-2) - 1.0).abs().amax(-1)
+    return torch.maximum(probe, cols)
+
+
+def cholqr_fp64(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One float64 CholeskyQR pass, in place: ``A`` (``(B, n, n)`` float64) becomes ``Q``.
+
+    Returns ``(R, fail)``: ``R`` upper (``(B, n, n)`` float64), ``fail`` (``(B,)`` int32,
+    ``FAIL_BREAKDOWN`` where a pivot broke down).
+    """
+    B, _, n = A.shape
+    opts = dict(dtype=torch.float64, device=A.device)
+    G = torch.empty(B, n, n, **opts)
+    cb.gram_upper(A, G)
+    gref = G.diagonal(dim1=-2, dim2=-1).clone()
+    R = torch.zeros(B, n, n, **opts)
+    Ri = torch.zeros(B, n, n, **opts)
+    bad = torch.zeros(B, dtype=torch.int32, device=A.device)
+    cb.chol_inv(G, R, Ri, gref, bad)
+    del G
+    cb.right_upper_mul(A, Ri)
+    return R, bad * FAIL_BREAKDOWN
+
+
+def householder_form(Q: torch.Tensor, R: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(Hc, tau)`` in geqrf's convention from ``Q`` (``(B, n, n)`` float64, overwritten by
+    its LU) and ``R``: ``Hc`` float64 ``(B, n, n)`` (``S R`` on and above the diagonal, ``V``
+    below), ``tau`` float64 ``(B, n)``."""
+    B, _, n = Q.shape
+    LI = torch.zeros_like(Q)
+    UI = torch.zeros_like(Q)
+    S = torch.empty(B, n, dtype=torch.float64, device=Q.device)
+    cb.lu_signs(Q, LI, UI, S, last=n - 1)
+    del LI, UI
+    tau = -S * Q.diagonal(dim1=-2, dim2=-1)
+    tau[:, n - 1] = 0.0
+    lower = torch.ones(n, n, dtype=torch.bool, device=Q.device).tril_(-1)
+    return torch.where(lower, Q, S.unsqueeze(-1) * R), tau
+
+
+def _default_fallback(device: torch.device) -> tuple[str, Callable]:
+    if device.type == "cuda":
+        from adaptqr.paths.householder import NAME as HH, factor_householder
+        return HH, factor_householder
+    from adaptqr.paths.reference import factor_reference
+    return "reference", factor_reference
+
+
+def factor_cholqr(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
+                  fallback: tuple[str, Callable] | None = None) -> None:
+    """Factor ``H`` (``(B, n, n)`` float32, ``H.mT`` contiguous) in place; write ``tau``
+    (``(B, n)``). ``fallback``: ``(name, impl)`` for the matrices CholeskyQR cannot take
+    (default: householder on CUDA, the torch reference elsewhere). Module docstring: steps."""
+    if H.dim() != 3 or H.shape[-1] != H.shape[-2] or H.dtype != torch.float32:
+        raise ValueError(f"cholqr: needs (B, n, n) float32, got shape {tuple(H.shape)} dtype {H.dtype}")
+    if H.stride()[1:] != (1, H.shape[-2]) or tau.shape != H.shape[:2]:
+        raise ValueError(f"cholqr: needs column-major H and tau (B, n), got strides {H.stride()} "
+                         f"and tau shape {tuple(tau.shape)}")
+    B, _, n = H.shape
+    A = H.double()  # keeps H's column-major strides
+    R, fail = cholqr_fp64(A)
+    fail |= torch.where(orth_loss(A) <= ORTH_MAX, 0, FAIL_ORTH).to(torch.int32)
+    Hc, tau_c = householder_form(A, R)
+    del A, R
+    finite = torch.isfinite(Hc).all(-1).all(-1) & torch.isfinite(tau_c).all(-1)
+    fail |= torch.where(finite, 0, FAIL_NONFINITE).to(torch.int32)
+    ok = fail == 0
+    H.copy_(torch.where(ok.view(B, 1, 1), Hc, H))
+    tau.copy_(torch.where(ok.view(B, 1), tau_c, tau))
+    del Hc, tau_c
+    redo = torch.nonzero(~ok).flatten()
+    count = redo.numel()  # the host sync: the fallback's batch size
+    if info is not None and hasattr(info, "notes"):
+        info.notes["fallback"] = None
+    if count == 0:
+        return
+    name, impl = fallback if fallback is not None else _default_fallback(H.device)
+    Hs = H.mT.index_select(0, redo).mT  # still the input there; stays column-major
+    taus = torch.empty(count, n, dtype=tau.dtype, device=tau.device)
+    impl(Hs, taus, None)
+    H.mT.index_copy_(0, redo, Hs.mT)
+    tau.index_copy_(0, redo, taus)
+    if info is not None and hasattr(info, "notes"):
+        info.notes["fallback"] = {"from": NAME, "to": name, "matrices": redo.tolist(),
+                                  "reasons": fail.index_select(0, redo).tolist()}

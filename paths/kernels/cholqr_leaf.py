@@ -1,0 +1,152 @@
+"""Triton leaves of the whole-matrix CholeskyQR path (issue 9): the small sequential steps.
+
+The recursion in :mod:`adaptqr.paths.cholqr_blocks` spends its flops in batched GEMMs; what
+cannot be a GEMM is a factorization of a ``LEAF x LEAF`` (32) float64 diagonal block, one
+program per matrix, whole block in registers:
+
+* :func:`chol_leaf_kernel`: ``G = R^T R`` (upper ``R``, positive diagonal) and ``R^-1``,
+  with a breakdown flag: a pivot at or below ``CHOL_MIN_REL_PIVOT`` of the column's
+  *original* Gram diagonal (``gref``, not the Schur complement the leaf sees) means the column
+  is within about 1e-5 of its norm of the span of the columns before it, in the whole
+  matrix, not only inside the leaf.
+* :func:`lu_leaf_kernel`: the unpivoted LU of ``M - S`` with ``S_ii = -sign`` of the i-th
+  pivot (LAPACK ``dorhr_col``'s choice: every pivot at least 1 in magnitude), ``L^-1`` and
+  ``U^-1``; the column ``last`` (a square matrix's last) is geqrf's exception, ``S_ii =
+  +sign``, and the leaf then skips the inverses (nothing needs them there).
+
+Blocks are sub-blocks of ``(B, n, n)`` float64 tensors (batch stride ``n * n``): entry
+``(i, j)`` of a block at element ``off + i * sr + j * sc`` of its matrix, so row-major and
+column-major storage take the same kernel; ``w <= LEAF`` rows and columns are live, the rest
+of the register tile is the identity, so a partial leaf factors as if it were whole.
+
+Example (interpreter or GPU)::
+
+    >>> import torch
+    >>> from adaptqr.paths.cholqr_blocks import chol_inv_leaf
+    >>> A = torch.randn(2, 40, 8, dtype=torch.float64); G = A.mT @ A
+    >>> R, Ri, bad = chol_inv_leaf(G)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from adaptqr.paths.kernels.cholqr_panel import _eye, _inv_upper
+
+#: Square block of a leaf; a power of two. A [32, 32] float64 tile is 8 KB of registers:
+#: a program of a few warps holds it whole (the warps: cholqr_blocks.LEAF_WARPS).
+LEAF = 32
+LOG2_LEAF = 5
+
+#: Same threshold as the panel kernel's (cholqr_panel.CHOL_MIN_REL_PIVOT), against the
+#: column's original squared norm: a float32 input's Gram matrix in float64 carries about
+#: 1e-13 relative error at 4096 rows, so pivots below 1e-10 are mostly rounding.
+CHOL_MIN_REL_PIVOT = tl.constexpr(1.0e-10)
+
+
+@triton.jit
+def _load_block(P, off, sr, sc, w, NB: tl.constexpr):
+    """The live ``w x w`` block at ``P + off`` (strides ``sr``, ``sc``), identity elsewhere."""
+    ii = tl.arange(0, NB)
+    live = (ii[:, None] < w) & (ii[None, :] < w)
+    x = tl.load(P + off + ii[:, None] * sr + ii[None, :] * sc, mask=live, other=0.0)
+    return tl.where(live, x, _eye(NB))
+
+
+@triton.jit
+def _load_sym_block(P, off, sr, sc, w, NB: tl.constexpr):
+    """The symmetric block whose upper triangle is at ``P + off``: the lower triangle is read
+    from the mirrored addresses (the Gram matrix's lower blocks are never computed)."""
+    ii = tl.arange(0, NB)
+    live = (ii[:, None] < w) & (ii[None, :] < w)
+    up = ii[:, None] <= ii[None, :]
+    x = tl.load(P + off + ii[:, None] * sr + ii[None, :] * sc, mask=live & up, other=0.0)
+    xt = tl.load(P + off + ii[None, :] * sr + ii[:, None] * sc, mask=live & (up == 0), other=0.0)
+    return tl.where(live, tl.where(up, x, xt), _eye(NB))
+
+
+@triton.jit
+def _store_block(P, off, sr, sc, w, x, NB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    tl.store(P + off + ii[:, None] * sr + ii[None, :] * sc, x,
+             mask=(ii[:, None] < w) & (ii[None, :] < w))
+
+
+@triton.jit
+def chol_leaf_kernel(G, R, RI, GREF, BAD, off, sr, sc, n, c0, w, NB: tl.constexpr,
+                     LOG2NB: tl.constexpr):
+    """Matrix ``program_id(0)``: ``R`` (upper) and ``R^-1`` of its ``w x w`` block of ``G``
+    (only the block's upper triangle is read).
+
+    G, R, RI: (B, n, n) float64, one layout (the block at ``off``, strides ``sr``, ``sc``); GREF: (B, n)
+    float64, the original Gram diagonal (columns ``c0..c0+w``); BAD: (B,) int32, set to 1 on
+    a breakdown (kept if already set).
+    """
+    b = tl.program_id(0).to(tl.int64)
+    base = b * n * n
+    ii = tl.arange(0, NB)
+    Gb = _load_sym_block(G + base, off, sr, sc, w, NB)
+    gref = tl.load(GREF + b * n + c0 + ii, mask=ii < w, other=1.0)
+    Rb = tl.zeros((NB, NB), dtype=tl.float64)
+    bad = tl.zeros((NB,), dtype=tl.int32)
+    for i in range(0, NB):
+        row = tl.sum(tl.where(ii[:, None] == i, Gb, 0.0), axis=0)
+        col = tl.sum(tl.where(ii[None, :] == i, Gb, 0.0), axis=1)
+        d = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
+        g0 = tl.sum(tl.where(ii == i, gref, 0.0), axis=0)
+        # NaN fails both comparisons: a non-finite input is a breakdown too.
+        good = (d > CHOL_MIN_REL_PIVOT * g0) & (d < float("inf"))
+        bad = tl.where((ii == i) & (good == 0), 1, bad)
+        rs = 1.0 / tl.sqrt(tl.where(good, d, 1.0))
+        r_row = tl.where(ii >= i, row * rs, 0.0)
+        r_col = tl.where(ii >= i, col * rs, 0.0)
+        Rb = tl.where(ii[:, None] == i, r_row[None, :], Rb)
+        Gb = Gb - r_col[:, None] * r_row[None, :]
+    _store_block(R + base, off, sr, sc, w, Rb, NB)
+    _store_block(RI + base, off, sr, sc, w, _inv_upper(Rb, NB, LOG2NB), NB)
+    flag = tl.max(bad, axis=0)
+    old = tl.load(BAD + b)
+    tl.store(BAD + b, tl.maximum(old, flag))
+
+
+@triton.jit
+def lu_leaf_kernel(M, LI, UI, S, off, sr, sc, n, c0, w, last, NB: tl.constexpr,
+                   LOG2NB: tl.constexpr, NEED_INV: tl.constexpr):
+    """Matrix ``program_id(0)``: ``M - S = L U`` on its ``w x w`` block of ``M``, in place
+    (``L`` strictly below the diagonal, ``U`` on and above); ``S``'s diagonal to ``S[:, c0:]``
+    (float64 +-1); with ``NEED_INV``, ``L^-1`` (unit lower) and ``U^-1`` to LI, UI.
+
+    ``last``: the block-local column that is geqrf's last column of a square matrix (``S_ii
+    = +sign``, pivot about 0, no reflector), or -1.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    base = b * n * n
+    ii = tl.arange(0, NB)
+    Mb = _load_block(M + base, off, sr, sc, w, NB)
+    L = tl.zeros((NB, NB), dtype=tl.float64)
+    U = tl.zeros((NB, NB), dtype=tl.float64)
+    sd = tl.zeros((NB,), dtype=tl.float64)
+    for i in range(0, NB):
+        row = tl.sum(tl.where(ii[:, None] == i, Mb, 0.0), axis=0)
+        col = tl.sum(tl.where(ii[None, :] == i, Mb, 0.0), axis=1)
+        q = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
+        pos = q >= 0
+        si = tl.where(i == last, tl.where(pos, 1.0, -1.0), tl.where(pos, -1.0, 1.0))
+        # Padding columns (i >= w) hold the identity: pivot 1, no shift.
+        si = tl.where(i < w, si, 0.0)
+        piv = q - si
+        urow = tl.where(ii == i, piv, tl.where(ii > i, row, 0.0))
+        # Rows past w are padding; the division there may be 0/0 and is never selected.
+        lcol = tl.where((ii > i) & (ii < w), col / piv, 0.0)
+        U = tl.where(ii[:, None] == i, urow[None, :], U)
+        L = tl.where(ii[None, :] == i, lcol[:, None], L)
+        sd = tl.where(ii == i, si, sd)
+        Mb = Mb - lcol[:, None] * urow[None, :]
+    _store_block(M + base, off, sr, sc, w, tl.where(ii[:, None] > ii[None, :], L, U), NB)
+    tl.store(S + b * n + c0 + ii, sd, mask=ii < w)
+    if NEED_INV:
+        Lu = L + _eye(NB)
+        _store_block(LI + base, off, sr, sc, w,
+                     tl.trans(_inv_upper(tl.trans(Lu), NB, LOG2NB)), NB)
+        _store_block(UI + base, off, sr, sc, w, _inv_upper(U, NB, LOG2NB), NB)
