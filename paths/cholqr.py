@@ -133,6 +133,17 @@ def householder_form(Q: torch.Tensor, R: torch.Tensor) -> tuple[torch.Tensor, to
     return torch.where(lower, Q, S.unsqueeze(-1) * R), tau
 
 
+def cholqr_body(H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Steps 1-3 on ``H`` (read only): ``(Hc, tau, fail)``, float64 ``(B, n, n)`` and ``(B, n)``
+    in geqrf's convention, ``fail`` int32 ``(B,)`` (0 or ``FAIL_*`` bits). No host sync."""
+    A = H.double()  # keeps H's column-major strides
+    R, fail = cholqr_fp64(A)
+    fail |= torch.where(orth_loss(A) <= ORTH_MAX, 0, FAIL_ORTH).to(torch.int32)
+    Hc, tau_c = householder_form(A, R)
+    finite = torch.isfinite(Hc).all(-1).all(-1) & torch.isfinite(tau_c).all(-1)
+    return Hc, tau_c, fail | torch.where(finite, 0, FAIL_NONFINITE).to(torch.int32)
+
+
 def _default_fallback(device: torch.device) -> tuple[str, Callable]:
     if device.type == "cuda":
         from adaptqr.paths.householder import NAME as HH, factor_householder
@@ -151,14 +162,8 @@ def factor_cholqr(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     if H.stride()[1:] != (1, H.shape[-2]) or tau.shape != H.shape[:2]:
         raise ValueError(f"cholqr: needs column-major H and tau (B, n), got strides {H.stride()} "
                          f"and tau shape {tuple(tau.shape)}")
+    Hc, tau_c, fail = cholqr_body(H)
     B, _, n = H.shape
-    A = H.double()  # keeps H's column-major strides
-    R, fail = cholqr_fp64(A)
-    fail |= torch.where(orth_loss(A) <= ORTH_MAX, 0, FAIL_ORTH).to(torch.int32)
-    Hc, tau_c = householder_form(A, R)
-    del A, R
-    finite = torch.isfinite(Hc).all(-1).all(-1) & torch.isfinite(tau_c).all(-1)
-    fail |= torch.where(finite, 0, FAIL_NONFINITE).to(torch.int32)
     ok = fail == 0
     H.copy_(torch.where(ok.view(B, 1, 1), Hc, H))
     tau.copy_(torch.where(ok.view(B, 1), tau_c, tau))

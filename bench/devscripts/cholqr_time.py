@@ -71,6 +71,62 @@ def stages(A):
     return out
 
 
+def graph_parts(A):
+    """GPU time of the path's parts replayed as CUDA graphs (no host launch cost), ms; the
+    leaves alone per warp count; the orthogonality estimates."""
+    from adaptqr.paths import cholqr as cq
+    cb = cq.cb
+    B, n, _ = A.shape
+    H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
+    H.copy_(A)
+    out = {"body_graph_ms": _micro.gpu_ms(lambda: cq.cholqr_body(H), graph=True)}
+    A64 = H.double()
+    opts = dict(dtype=torch.float64, device="cuda")
+    G0 = torch.empty(B, n, n, **opts)
+    cb.gram_upper(A64, G0)
+    G, R, Ri = torch.empty_like(G0), torch.zeros_like(G0), torch.zeros_like(G0)
+    gref = G0.diagonal(dim1=-2, dim2=-1).clone()
+    bad = torch.zeros(B, dtype=torch.int32, device="cuda")
+
+    def chol():
+        G.copy_(G0)
+        cb.chol_inv(G, R, Ri, gref, bad)
+
+    out["gram_graph_ms"] = _micro.gpu_ms(lambda: cb.gram_upper(A64, G), graph=True)
+    out["chol_graph_ms"] = _micro.gpu_ms(chol, graph=True)
+    out["q_graph_ms"] = _micro.gpu_ms(lambda: cb.right_upper_mul(G, Ri), graph=True)
+    chol()
+    cb.right_upper_mul(A64, Ri)
+    out["orth_loss"] = [float(x) for x in cq.orth_loss(A64)]
+    Q0 = A64.clone()
+    M, LI, UI = torch.empty_like(Q0), torch.zeros_like(Q0), torch.zeros_like(Q0)
+    S = torch.empty(B, n, **opts)
+
+    def lu():
+        M.copy_(Q0)
+        cb.lu_signs(M, LI, UI, S, last=n - 1)
+
+    out["lu_graph_ms"] = _micro.gpu_ms(lu, graph=True)
+    leaves = min(64, n // cb.LEAF)
+    for w in (1, 2, 4):
+        cb.LEAF_WARPS = w
+
+        def chol_leaves():
+            for i in range(leaves):
+                c0 = i * cb.LEAF
+                cb.chol_inv(G0, R, Ri, gref, bad, c0, c0 + cb.LEAF)
+
+        def lu_leaves():
+            for i in range(leaves):
+                c0 = i * cb.LEAF
+                cb.lu_signs(M, LI, UI, S, -1, c0, c0 + cb.LEAF, True)
+
+        out[f"chol_leaf_us_w{w}"] = round(1000 * _micro.gpu_ms(chol_leaves, graph=True) / leaves, 2)
+        out[f"lu_leaf_us_w{w}"] = round(1000 * _micro.gpu_ms(lu_leaves, graph=True) / leaves, 2)
+    cb.LEAF_WARPS = 4
+    return out
+
+
 def main():
     from adaptqr.paths.cholqr import factor_cholqr
     from adaptqr.paths.householder import factor_householder
@@ -99,6 +155,7 @@ def main():
                "cholqr_ms": _micro.gpu_ms(cholqr)}
         row["ratio"] = round(row["householder_ms"] / row["cholqr_ms"], 3)
         row["stages"] = stages(A)
+        row["graph"] = graph_parts(A)
         info = _Info()
         load_column_major(A, H)
         factor_cholqr(H, tau, info)
