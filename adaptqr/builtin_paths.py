@@ -3,6 +3,8 @@
 =============  ========  ====================================================================
 name           priority  when it is chosen
 =============  ========  ====================================================================
+cholqr         110       opt-in (``ADAPTQR_CHOLQR=1``): square CUDA float32, ``n >= 2048``;
+                         hands the matrices it cannot take to householder (one host sync).
 householder    100       what its module's ``capable`` accepts (CUDA float32,
                          ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
                          Registered only if ``adaptqr.paths.householder`` imports.
@@ -34,6 +36,7 @@ from adaptqr.registry import ALL_CLASSES, InputSpec, Registry, register_path
 
 _log = logging.getLogger("adaptqr.dispatch")
 
+PRIORITY_CHOLQR = 110  # above householder: where it takes an input (opt-in, n >= 2048) it wins
 PRIORITY_HOUSEHOLDER = 100
 PRIORITY_TORCH = 0
 PRIORITY_REFERENCE = -10  # below torch: never chosen automatically (see module docstring)
@@ -108,5 +111,21 @@ def register_all(registry: Registry) -> None:
             routed=True,  # reads features["n_active"] and skips the negligible tail itself
             reads_routes=_spec_args(hh.uses_routes),
             description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
+            registry=registry,
+        )
+
+    cq = _optional("adaptqr.paths.cholqr")
+    if cq is not None:
+        register_path(
+            cq.factor_cholqr,
+            name="cholqr",
+            supports=_spec_args(cq.supports),
+            classes=ALL_CLASSES,
+            priority=PRIORITY_CHOLQR,
+            # One host sync counts the matrices that fall back to householder.
+            capturable=False,
+            routed=False,  # takes every matrix; hands the ones it cannot take to householder
+            description="float64 CholeskyQR rebuilt into Householder form, square CUDA float32, n >= 2048; "
+                        "opt-in (ADAPTQR_CHOLQR=1); per-matrix fallback to householder",
             registry=registry,
         )

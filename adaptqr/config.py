@@ -36,6 +36,12 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     a dense matrix whose estimated error fits the budget to the float16-resident trailing
     matrix, docs/NUMERICS.md); read when the probe launches, so a captured graph keeps the
     setting it was captured with. ``adaptqr bench --env`` compares the two in one run.
+``ADAPTQR_CHOLQR``
+    ``1`` lets the cholqr path (issue 9: float64 CholeskyQR rebuilt into geqrf's form, per
+    matrix fallback to householder) take square float32 CUDA batches with ``n >=
+    paths.cholqr.CHOLQR_MIN_N`` automatically, and lets ``path="cholqr"`` force it. Default
+    off: on the H200 it is slower than householder so far (docs/EXPERIMENTS.md C6). Read
+    when a plan is chosen (part of the plan cache's key).
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -142,6 +148,11 @@ def detect_enabled() -> bool:
 def fp16() -> bool:
     """``ADAPTQR_FP16`` alone (read by the route probe at each launch; default on)."""
     return _flag("ADAPTQR_FP16", True)
+
+
+def cholqr() -> bool:
+    """``ADAPTQR_CHOLQR`` alone (default off; read with every plan lookup)."""
+    return _flag("ADAPTQR_CHOLQR", False)
 
 
 def commit_hint() -> str | None:

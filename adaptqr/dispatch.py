@@ -207,7 +207,8 @@ def _choose(spec: InputSpec, forced: str | None) -> tuple[tuple, list]:
 
 def plan_for(spec: InputSpec, forced: str | None = None) -> Plan:
     """The (cached) plan for ``spec``; raises ``ValueError`` for an unknown or inapplicable forced path."""
-    key = (spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced, REGISTRY.version)
+    key = (spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced, config.cholqr(),
+           REGISTRY.version)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -260,7 +261,9 @@ def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None):
     return routes, features
 
 
-def _call(path: Path, H, tau, info, spec: InputSpec) -> None:
+def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) -> None:
+    """Run ``path`` on ``H``/``tau``; what it reports in ``info.notes`` goes into ``notes``
+    (for the decisions log) with matrix indices of this batch."""
     try:
         path.impl(H, tau, info)
     except Exception as exc:
@@ -272,16 +275,20 @@ def _call(path: Path, H, tau, info, spec: InputSpec) -> None:
         det = detectors()
         if det is not None and hasattr(det, "finish_tail"):
             det.finish_tail(H, tau, info.features["n_active"])
+    if notes is not None and info.notes:
+        notes.update(info.notes)
 
 
 def _subset(features: dict, idx: torch.Tensor) -> dict:
     return {k: v.index_select(0, idx) for k, v in features.items()}
 
 
-def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features=None) -> None:
+def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features=None,
+           notes: dict | None = None) -> None:
     """Run ``plan`` on the column-major ``H`` ``(B, m, n)`` and ``tau`` ``(B, k)``, in place.
 
-    ``routes``/``features`` come from :func:`probe` (None: all "dense").
+    ``routes``/``features`` come from :func:`probe` (None: all "dense"). ``notes`` (a dict)
+    receives what the paths report (``MatrixInfo.notes``) for the decisions log.
     """
     spec = plan.spec
     if features is None:
@@ -291,7 +298,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
         if routes is None:
             # Nothing is known: every matrix is "dense", so its owner takes the whole batch.
             routes = plan.zero_routes(H.shape[0], H.device)
-        _call(owner, H, tau, MatrixInfo(routes, features), spec)
+        _call(owner, H, tau, MatrixInfo(routes, features), spec, notes)
         return
 
     # Some owner takes only its matrices. Gather them BEFORE the base factors H in place.
@@ -310,7 +317,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
         taus = torch.empty((idx.numel(), tau.shape[1]), dtype=tau.dtype, device=tau.device)
         jobs.append((path, idx, Hs, taus))
     if plan.base is not None:
-        _call(plan.base, H, tau, MatrixInfo(routes, features), spec)
+        _call(plan.base, H, tau, MatrixInfo(routes, features), spec, notes)
     for path, idx, Hs, taus in jobs:
         _call(path, Hs, taus, MatrixInfo(routes.index_select(0, idx), _subset(features, idx)), spec)
         H.mT.index_copy_(0, idx, Hs.mT)
@@ -354,12 +361,13 @@ class _Runner:
     output, instead of into a static input and again inside the graph.
     """
 
-    __slots__ = ("plan", "routes", "fp16")
+    __slots__ = ("plan", "routes", "fp16", "notes")
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.routes = None
         self.fp16 = None
+        self.notes: dict = {}
 
     def alloc(self, A: torch.Tensor) -> tuple:
         shape = A.shape
@@ -379,7 +387,7 @@ class _Runner:
             features = {}
         self.routes = routes
         self.fp16 = features.get("fp16_scale")
-        factor(self.plan, H, tau, routes, features)
+        factor(self.plan, H, tau, routes, features, self.notes)
 
     def __call__(self, A: torch.Tensor):
         outs = self.alloc(A)
@@ -405,7 +413,8 @@ def run(A: torch.Tensor, path: str | None = None):
     m, n = shape[-2], shape[-1]
     B = math.prod(shape[:-2])
     dev_type = "cuda" if A.is_cuda else A.device.type
-    key = (B, m, n, A.dtype, dev_type, forced, REGISTRY.version)
+    # ADAPTQR_CHOLQR changes which paths a plan may choose: part of the key.
+    key = (B, m, n, A.dtype, dev_type, forced, config.cholqr(), REGISTRY.version)
     plan = _plans.get(key)
     if plan is None:
         if not REGISTRY.builtins_loaded:
@@ -450,7 +459,8 @@ def run(A: torch.Tensor, path: str | None = None):
             routes, feats = probe(plan, H)
             fp16 = (feats or {}).get("fp16_scale")
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
-                    rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16)
+                    rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,
+                    fallback=runner.notes.get("fallback"))
     return result[0], result[1]
 
 

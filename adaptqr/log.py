@@ -66,14 +66,15 @@ class Record:
     ``rejected`` (list of ``(path, reason)``), ``mode`` (``"eager"``/``"graph"``/``"empty"``),
     ``routes`` (``(B,)`` device tensor, or None when no detector ran: all ``"dense"``),
     ``fp16`` (``(B,)`` the route probe's FP16 storage scales, or None: every matrix's trailing
-    update in FP32).
+    update in FP32), ``fallback`` (None, or what a path handed on: ``{"from", "to",
+    "matrices", "reasons"}``, e.g. the matrices cholqr could not take).
     """
 
     __slots__ = ("seq", "time", "op", "shape", "dtype", "device", "forced", "plan", "rejected", "mode", "routes",
-                 "fp16")
+                 "fp16", "fallback")
 
     def __init__(self, *, shape, dtype, device, forced, plan, rejected, mode, routes, op="geqrf",
-                 fp16=None):
+                 fp16=None, fallback=None):
         self.seq = next(_seq)
         self.time = time.time()
         self.op = op
@@ -86,6 +87,7 @@ class Record:
         self.mode = mode
         self.routes = routes
         self.fp16 = fp16
+        self.fallback = fallback
 
     def to_dict(self) -> dict:
         """Plain data (str/int/list/dict only); materializes the routes."""
@@ -121,6 +123,7 @@ class Record:
             "counts": counts,
             "precision": precision,
             "precision_counts": {p: precision.count(p) for p in ("fp32", "fp16")},
+            "fallback": self.fallback,
         }
 
 

@@ -109,18 +109,21 @@ class MatrixInfo:
 
     ``routes``: ``(B,)`` int32 device tensor of route codes (all ``ROUTE_DEFAULT`` when no
     detector ran). ``features``: dict name -> ``(B, ...)`` device tensor (e.g. ``"n_active"``,
-    int32 ``(B,)``); empty when no detector ran.
+    int32 ``(B,)``); empty when no detector ran. ``notes``: what the path reports back for
+    the decisions log (plain data, host side), e.g. ``notes["fallback"]``: the matrices it
+    handed to another path and why (:mod:`adaptqr.paths.cholqr`).
 
     >>> info = MatrixInfo(torch.zeros(3, dtype=torch.int32), {})
-    >>> info.routes.shape, info.features
-    (torch.Size([3]), {})
+    >>> info.routes.shape, info.features, info.notes
+    (torch.Size([3]), {}, {})
     """
 
-    __slots__ = ("routes", "features")
+    __slots__ = ("routes", "features", "notes")
 
     def __init__(self, routes: torch.Tensor | None, features: Mapping[str, torch.Tensor] | None = None):
         self.routes = routes
         self.features = features if features is not None else {}
+        self.notes: dict = {}
 
     def __repr__(self) -> str:
         r = None if self.routes is None else tuple(self.routes.shape)
