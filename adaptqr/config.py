@@ -36,6 +36,10 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     a dense matrix whose estimated error fits the budget to the float16-resident trailing
     matrix, docs/NUMERICS.md); read when the probe launches, so a captured graph keeps the
     setting it was captured with. ``adaptqr bench --env`` compares the two in one run.
+``ADAPTQR_FP16_MAX_N``
+    Experiment knob of the route probe: overrides ``detectors.classify.FP16_MAX_N`` (largest
+    n offered the FP16 route), so ``adaptqr bench --env`` can compare it in one run; part of
+    the graph cache's key.
 ``ADAPTQR_CHOLQR``
     ``1`` lets the cholqr path (issue 9: float64 CholeskyQR rebuilt into geqrf's form, per
     matrix fallback to householder) take square float32 CUDA batches with ``n >=
@@ -150,8 +154,23 @@ def fp16() -> bool:
     return _flag("ADAPTQR_FP16", True)
 
 
+def fp16_max_n() -> int | None:
+    """``ADAPTQR_FP16_MAX_N`` alone (None when unset); read when the route probe launches."""
+    raw = _env("ADAPTQR_FP16_MAX_N")
+    if not raw:
+        return None
+    value = _int("ADAPTQR_FP16_MAX_N", 0)
+    if value < 1:
+        raise ValueError(f"ADAPTQR_FP16_MAX_N must be a positive integer, got {raw!r}")
+    return value
+
+
 def cholqr() -> bool:
-    """``ADAPTQR_CHOLQR`` alone (default off; read with every plan lookup)."""
+    """``ADAPTQR_FP16_MAX_N``
+    Experiment knob of the route probe: overrides ``detectors.classify.FP16_MAX_N`` (largest
+    n offered the FP16 route), so ``adaptqr bench --env`` can compare it in one run; part of
+    the graph cache's key.
+``ADAPTQR_CHOLQR`` alone (default off; read with every plan lookup)."""
     return _flag("ADAPTQR_CHOLQR", False)
 
 

@@ -442,7 +442,7 @@ def run(A: torch.Tensor, path: str | None = None):
             # Settings read while the plan runs are part of the key: a replay must not keep
             # serving a graph captured under other settings (ADAPTQR_DETECT, the split knob).
             gkey = ("adaptqr.geqrf", key, tuple(shape), A.get_device(), config.detect_enabled(),
-                    config.split_min_rows(), config.fp16())
+                    config.split_min_rows(), config.fp16(), config.fp16_max_n())
             result = g.run(gkey, runner, A)
         else:
             result = runner(A)

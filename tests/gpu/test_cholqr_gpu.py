@@ -51,8 +51,9 @@ def test_injected_singular_and_cond_1e8_fall_back():
     assert rec["plan"]["dense"] == "cholqr", rec["plan"]
     fb = rec["fallback"]
     assert fb is not None and fb["to"] == "householder", fb
-    assert fb["matrices"] == [1, 2], fb
-    assert fb["reasons"][0] & cq.FAIL_BREAKDOWN, fb
+    # The two injected ones at least (a dense one may go too: its estimate decides).
+    assert {1, 2} <= set(fb["matrices"]), fb
+    assert fb["reasons"][fb["matrices"].index(1)] & cq.FAIL_BREAKDOWN, fb
     r = check_geqrf(A, H, tau)
     assert r.passes_bar, r.summary
 
