@@ -20,7 +20,7 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     Bounds of the graph cache: entries (default 16) and bytes of static buffers
     (default 4 GiB); least recently used entries are evicted first.
 ``ADAPTQR_GRAPH_MAX_INPUT``
-    Inputs larger than this many bytes (default 64 MiB) run eagerly instead of through a
+    Inputs larger than this many bytes (default 128 MiB) run eagerly instead of through a
     graph: their kernels run long enough to hide the launches, and a graph would add a copy
     in, a clone out and a retained pool of twice the input (see ``GRAPH_MAX_INPUT``).
 ``ADAPTQR_SPLIT_MIN_ROWS``
@@ -73,12 +73,14 @@ from typing import NamedTuple
 
 # Largest input (bytes) replayed through a CUDA graph. Below it sit the launch-bound shapes
 # of qr_v2 (20x32: 80 KiB, 40x176: 5 MiB, 40x352: 20 MiB: one to ~20 launches of tens of
-# microseconds of GPU work each); above it the ones whose launches overlap milliseconds of
-# GPU work (8x2048 and 2x4096: 128 MiB, 60x1024: 240 MiB, 640x512: 640 MiB), where a graph
-# only adds two passes over the data and keeps twice the input allocated. Measured on the
-# H200 (docs/EXPERIMENTS.md G1): eager against graphs 640x512 14.45 vs 14.97 ms, 60x1024 9.97
-# vs 10.08, 8x2048 13.37 vs 13.07, 2x4096 26.22 vs 25.74 (graphs keep 256 MiB there).
-GRAPH_MAX_INPUT = 64 << 20
+# microseconds of GPU work each) and, since session 9, 8x2048 and 2x4096 (128 MiB each);
+# above it 60x1024 (240 MiB) and 640x512 (640 MiB), whose launches overlap milliseconds of
+# GPU work. Measured on the H200 (docs/EXPERIMENTS.md G1, G2), eager against graphs: G1
+# (session 1) 640x512 14.45 vs 14.97 ms, 60x1024 9.97 vs 10.08, 8x2048 13.37 vs 13.07,
+# 2x4096 26.22 vs 25.74; G2 (run 2019) 8x2048 11.49 vs 11.16, 2x4096 22.12 vs 21.36 (3 %,
+# more launches since), and with the FP16 route at 2048 eager 9.59 vs graph 9.22. The graph
+# keeps twice the input (256 MiB for these two shapes) in its pool while it is cached.
+GRAPH_MAX_INPUT = 128 << 20
 
 
 @dataclass(frozen=True)

@@ -66,10 +66,12 @@ FP16_EST_NB = 32
 # Smallest n the FP16 route is offered for (smaller ones are faster than their probe's
 # gain and their gate, 20 n eps32, is tighter: 40x176 measured 17 with float16 products).
 FP16_MIN_N = 512
-# Largest n the FP16 route is offered for. Through the public call (EXPERIMENTS.md N7, run
-# 1805) it was slower at 8x2048 (16.38 against 11.58 ms) and 2x4096 (24.79 against 22.11),
-# whose updates are mostly row-split (trailing_w/u kernels), not yet understood.
-FP16_MAX_N = 1024
+# Largest n the FP16 route is offered for. N7 (run 1805, one panel a pass) measured it slower
+# through the public call at 8x2048 (16.38 against 11.58 ms) and 2x4096 (24.79 / 22.11).
+# With the pair update (N9) that changed (G2, run 2019): 8x2048 9.59 ms against 11.49
+# eager (9.22 / 11.16 through a graph), factor residual 1.46 (bar 10); 2x4096 still slower
+# (23.58 / 22.12), so the route stops at 2048.
+FP16_MAX_N = 2048
 # The float16 copy's unit: a routed matrix is scaled by a power of two that brings its
 # largest column 2-norm to at most this, so no entry, W = C^T V or product overflows 65504.
 FP16_TARGET = 16384.0
