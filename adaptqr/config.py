@@ -75,9 +75,9 @@ from typing import NamedTuple
 # of qr_v2 (20x32: 80 KiB, 40x176: 5 MiB, 40x352: 20 MiB: one to ~20 launches of tens of
 # microseconds of GPU work each) and, since session 9, 8x2048 and 2x4096 (128 MiB each);
 # above it 60x1024 (240 MiB) and 640x512 (640 MiB), whose launches overlap milliseconds of
-# GPU work. Measured on the H200 (docs/EXPERIMENTS.md G1, G2), eager against graphs: G1
+# GPU work. Measured on the H200 (docs/EXPERIMENTS.md G1, G3), eager against graphs: G1
 # (session 1) 640x512 14.45 vs 14.97 ms, 60x1024 9.97 vs 10.08, 8x2048 13.37 vs 13.07,
-# 2x4096 26.22 vs 25.74; G2 (run 2019) 8x2048 11.49 vs 11.16, 2x4096 22.12 vs 21.36 (3 %,
+# 2x4096 26.22 vs 25.74; G3 (run 2019) 8x2048 11.49 vs 11.16, 2x4096 22.12 vs 21.36 (3 %,
 # more launches since), and with the FP16 route at 2048 eager 9.59 vs graph 9.22. The graph
 # keeps twice the input (256 MiB for these two shapes) in its pool while it is cached.
 GRAPH_MAX_INPUT = 128 << 20

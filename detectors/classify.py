@@ -68,7 +68,7 @@ FP16_EST_NB = 32
 FP16_MIN_N = 512
 # Largest n the FP16 route is offered for. N7 (run 1805, one panel a pass) measured it slower
 # through the public call at 8x2048 (16.38 against 11.58 ms) and 2x4096 (24.79 / 22.11).
-# With the pair update (N9) that changed (G2, run 2019): 8x2048 9.59 ms against 11.49
+# With the pair update (N9) that changed (G3, run 2019): 8x2048 9.59 ms against 11.49
 # eager (9.22 / 11.16 through a graph), factor residual 1.46 (bar 10); 2x4096 still slower
 # (23.58 / 22.12), so the route stops at 2048.
 FP16_MAX_N = 2048
