@@ -44,7 +44,7 @@ run time; the dispatcher's hot path reads single variables through :func:`forced
     ``1`` lets the cholqr path (issue 9: float64 CholeskyQR rebuilt into geqrf's form, per
     matrix fallback to householder) take square float32 CUDA batches with ``n >=
     paths.cholqr.CHOLQR_MIN_N`` automatically, and lets ``path="cholqr"`` force it. Default
-    off: on the H200 it is slower than householder so far (docs/EXPERIMENTS.md C6). Read
+    off: on the H200 it is slower than householder so far (docs/EXPERIMENTS.md C6, C8). Read
     when a plan is chosen (part of the plan cache's key).
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
@@ -168,11 +168,7 @@ def fp16_max_n() -> int | None:
 
 
 def cholqr() -> bool:
-    """``ADAPTQR_FP16_MAX_N``
-    Experiment knob of the route probe: overrides ``detectors.classify.FP16_MAX_N`` (largest
-    n offered the FP16 route), so ``adaptqr bench --env`` can compare it in one run; part of
-    the graph cache's key.
-``ADAPTQR_CHOLQR`` alone (default off; read with every plan lookup)."""
+    """``ADAPTQR_CHOLQR`` alone (default off; read with every plan lookup)."""
     return _flag("ADAPTQR_CHOLQR", False)
 
 
