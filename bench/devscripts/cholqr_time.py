@@ -71,15 +71,20 @@ def stages(A):
     return out
 
 
+#: (leaf width, warps) of the leaf kernels compared by graph_parts.
+LEAF_CONFIGS = ((32, 4), (32, 2), (64, 4), (64, 8))
+
+
 def graph_parts(A):
-    """GPU time of the path's parts replayed as CUDA graphs (no host launch cost), ms; the
-    leaves alone per warp count; the orthogonality estimates."""
+    """GPU time of the path's parts replayed as CUDA graphs (no host launch cost), ms, and
+    the float64 check of the body's output, per leaf configuration; the orthogonality
+    estimates."""
     from adaptqr.paths import cholqr as cq
+    from adaptqr.testing import check_geqrf
     cb = cq.cb
     B, n, _ = A.shape
     H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
     H.copy_(A)
-    out = {"body_graph_ms": _micro.gpu_ms(lambda: cq.cholqr_body(H), graph=True)}
     A64 = H.double()
     opts = dict(dtype=torch.float64, device="cuda")
     G0 = torch.empty(B, n, n, **opts)
@@ -87,14 +92,13 @@ def graph_parts(A):
     G, R, Ri = torch.empty_like(G0), torch.zeros_like(G0), torch.zeros_like(G0)
     gref = G0.diagonal(dim1=-2, dim2=-1).clone()
     bad = torch.zeros(B, dtype=torch.int32, device="cuda")
+    out = {"gram_graph_ms": _micro.gpu_ms(lambda: cb.gram_upper(A64, G), graph=True),
+           "q_graph_ms": _micro.gpu_ms(lambda: cb.right_upper_mul(G, Ri), graph=True)}
 
     def chol():
         G.copy_(G0)
         cb.chol_inv(G, R, Ri, gref, bad)
 
-    out["gram_graph_ms"] = _micro.gpu_ms(lambda: cb.gram_upper(A64, G), graph=True)
-    out["chol_graph_ms"] = _micro.gpu_ms(chol, graph=True)
-    out["q_graph_ms"] = _micro.gpu_ms(lambda: cb.right_upper_mul(G, Ri), graph=True)
     chol()
     cb.right_upper_mul(A64, Ri)
     out["orth_loss"] = [float(x) for x in cq.orth_loss(A64)]
@@ -106,24 +110,24 @@ def graph_parts(A):
         M.copy_(Q0)
         cb.lu_signs(M, LI, UI, S, last=n - 1)
 
-    out["lu_graph_ms"] = _micro.gpu_ms(lu, graph=True)
-    leaves = min(64, n // cb.LEAF)
-    for w in (1, 2, 4):
-        cb.LEAF_WARPS = w
-
-        def chol_leaves():
-            for i in range(leaves):
-                c0 = i * cb.LEAF
-                cb.chol_inv(G0, R, Ri, gref, bad, c0, c0 + cb.LEAF)
-
-        def lu_leaves():
-            for i in range(leaves):
-                c0 = i * cb.LEAF
-                cb.lu_signs(M, LI, UI, S, -1, c0, c0 + cb.LEAF, True)
-
-        out[f"chol_leaf_us_w{w}"] = round(1000 * _micro.gpu_ms(chol_leaves, graph=True) / leaves, 2)
-        out[f"lu_leaf_us_w{w}"] = round(1000 * _micro.gpu_ms(lu_leaves, graph=True) / leaves, 2)
-    cb.LEAF_WARPS = 4
+    default = (cb.LEAF, cb.LOG2_LEAF, cb.LEAF_WARPS)
+    for leaf, warps in LEAF_CONFIGS:
+        cb.LEAF, cb.LOG2_LEAF, cb.LEAF_WARPS = leaf, leaf.bit_length() - 1, warps
+        tag = f"l{leaf}w{warps}"
+        try:
+            Hc, tau_c, fail = cq.cholqr_body(H)
+            Ho = H.clone()
+            Ho.copy_(Hc)
+            r = check_geqrf(A, Ho, tau_c.float())
+            out[tag] = {"fail": fail.tolist(), "factor": r.worst_factor, "orth": r.worst_orth,
+                        "error": r.error,
+                        "chol_graph_ms": _micro.gpu_ms(chol, graph=True),
+                        "lu_graph_ms": _micro.gpu_ms(lu, graph=True),
+                        "body_graph_ms": _micro.gpu_ms(lambda: cq.cholqr_body(H), graph=True)}
+        except Exception as exc:  # a configuration that does not compile or fit
+            out[tag] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        print(tag, json.dumps(out[tag]), flush=True)
+    cb.LEAF, cb.LOG2_LEAF, cb.LEAF_WARPS = default
     return out
 
 

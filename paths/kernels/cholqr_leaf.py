@@ -77,37 +77,47 @@ def _store_block(P, off, sr, sc, w, x, NB: tl.constexpr):
 def chol_leaf_kernel(G, R, RI, GREF, BAD, off, sr, sc, n, c0, w, NB: tl.constexpr,
                      LOG2NB: tl.constexpr):
     """Matrix ``program_id(0)``: ``R`` (upper) and ``R^-1`` of its ``w x w`` block of ``G``
-    (only the block's upper triangle is read).
+    (only the block's upper triangle is read; the block is scratch afterwards).
 
-    G, R, RI: (B, n, n) float64, one layout (the block at ``off``, strides ``sr``, ``sc``); GREF: (B, n)
-    float64, the original Gram diagonal (columns ``c0..c0+w``); BAD: (B,) int32, set to 1 on
-    a breakdown (kept if already set).
+    G, R, RI: (B, n, n) float64, one layout (the block at ``off``, strides ``sr``, ``sc``);
+    GREF: (B, n) float64, the original Gram diagonal (columns ``c0..c0+w``); BAD: (B,)
+    int32, set to 1 on a breakdown (kept if already set).
+
+    A step reads its pivot row from memory, not from the register tile: each step stores
+    the next pivot row of the updated tile (a masked store, no cross-thread reduction) into
+    the block, and after a barrier every thread loads it in the layout it needs (as a row
+    and, by symmetry, as a column). C6 measured the reduction form at ~1 us a column.
     """
     b = tl.program_id(0).to(tl.int64)
     base = b * n * n
     ii = tl.arange(0, NB)
+    Gp = G + base + off
+    Rp = R + base + off
     Gb = _load_sym_block(G + base, off, sr, sc, w, NB)
-    gref = tl.load(GREF + b * n + c0 + ii, mask=ii < w, other=1.0)
-    Rb = tl.zeros((NB, NB), dtype=tl.float64)
-    bad = tl.zeros((NB,), dtype=tl.int32)
-    for i in range(0, NB):
-        row = tl.sum(tl.where(ii[:, None] == i, Gb, 0.0), axis=0)
-        col = tl.sum(tl.where(ii[None, :] == i, Gb, 0.0), axis=1)
-        d = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
-        g0 = tl.sum(tl.where(ii == i, gref, 0.0), axis=0)
+    live = (ii[:, None] < w) & (ii[None, :] < w)
+    bad = tl.program_id(0) * 0  # an int32 scalar tensor: the loop carries one type
+    for i in range(0, w):
+        tl.debug_barrier()
+        row = tl.load(Gp + i * sr + ii * sc, mask=(ii >= i) & (ii < w), other=0.0)
+        col = tl.load(Gp + i * sr + ii[:, None] * sc, mask=(ii[:, None] >= i) & (ii[:, None] < w),
+                      other=0.0)
+        d = tl.load(Gp + i * sr + i * sc)
+        g0 = tl.load(GREF + b * n + c0 + i)
         # NaN fails both comparisons: a non-finite input is a breakdown too.
         good = (d > CHOL_MIN_REL_PIVOT * g0) & (d < float("inf"))
-        bad = tl.where((ii == i) & (good == 0), 1, bad)
+        bad = tl.where(good, bad, 1)
         rs = 1.0 / tl.sqrt(tl.where(good, d, 1.0))
-        r_row = tl.where(ii >= i, row * rs, 0.0)
-        r_col = tl.where(ii >= i, col * rs, 0.0)
-        Rb = tl.where(ii[:, None] == i, r_row[None, :], Rb)
-        Gb = Gb - r_col[:, None] * r_row[None, :]
-    _store_block(R + base, off, sr, sc, w, Rb, NB)
+        r_row = row * rs
+        tl.store(Rp + i * sr + ii * sc, r_row, mask=ii < w)  # zeros left of the diagonal
+        Gb = Gb - (col * rs) * r_row[None, :]
+        # The next pivot row (columns right of it are all a step reads) for step i + 1.
+        nxt = (ii[:, None] == i + 1) & (ii[None, :] >= i + 1) & live
+        tl.store(Gp + ii[:, None] * sr + ii[None, :] * sc, Gb, mask=nxt)
+    tl.debug_barrier()
+    Rb = _load_block(R + base, off, sr, sc, w, NB)
     _store_block(RI + base, off, sr, sc, w, _inv_upper(Rb, NB, LOG2NB), NB)
-    flag = tl.max(bad, axis=0)
     old = tl.load(BAD + b)
-    tl.store(BAD + b, tl.maximum(old, flag))
+    tl.store(BAD + b, tl.maximum(old, bad))
 
 
 @triton.jit
@@ -118,35 +128,45 @@ def lu_leaf_kernel(M, LI, UI, S, off, sr, sc, n, c0, w, last, NB: tl.constexpr,
     (float64 +-1); with ``NEED_INV``, ``L^-1`` (unit lower) and ``U^-1`` to LI, UI.
 
     ``last``: the block-local column that is geqrf's last column of a square matrix (``S_ii
-    = +sign``, pivot about 0, no reflector), or -1.
+    = +sign``, pivot about 0, no reflector), or -1. As in :func:`chol_leaf_kernel`, a step
+    loads its pivot row and column from the block in memory: step i stores U's row i and
+    L's column i (final) and the updated row and column i + 1 (read by step i + 1).
     """
     b = tl.program_id(0).to(tl.int64)
     base = b * n * n
     ii = tl.arange(0, NB)
+    Mp = M + base + off
     Mb = _load_block(M + base, off, sr, sc, w, NB)
-    L = tl.zeros((NB, NB), dtype=tl.float64)
-    U = tl.zeros((NB, NB), dtype=tl.float64)
-    sd = tl.zeros((NB,), dtype=tl.float64)
-    for i in range(0, NB):
-        row = tl.sum(tl.where(ii[:, None] == i, Mb, 0.0), axis=0)
-        col = tl.sum(tl.where(ii[None, :] == i, Mb, 0.0), axis=1)
-        q = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
+    live = (ii[:, None] < w) & (ii[None, :] < w)
+    for i in range(0, w):
+        tl.debug_barrier()
+        row = tl.load(Mp + i * sr + ii * sc, mask=(ii > i) & (ii < w), other=0.0)
+        col = tl.load(Mp + ii[:, None] * sr + i * sc, mask=(ii[:, None] > i) & (ii[:, None] < w),
+                      other=0.0)
+        q = tl.load(Mp + i * sr + i * sc)
+        # Row i and column i are overwritten below with U's row and L's column: no thread
+        # may store before every thread has loaded them (chol_leaf_kernel needs no such
+        # barrier: R is another tensor there).
+        tl.debug_barrier()
         pos = q >= 0
         si = tl.where(i == last, tl.where(pos, 1.0, -1.0), tl.where(pos, -1.0, 1.0))
-        # Padding columns (i >= w) hold the identity: pivot 1, no shift.
-        si = tl.where(i < w, si, 0.0)
         piv = q - si
-        urow = tl.where(ii == i, piv, tl.where(ii > i, row, 0.0))
-        # Rows past w are padding; the division there may be 0/0 and is never selected.
-        lcol = tl.where((ii > i) & (ii < w), col / piv, 0.0)
-        U = tl.where(ii[:, None] == i, urow[None, :], U)
-        L = tl.where(ii[None, :] == i, lcol[:, None], L)
-        sd = tl.where(ii == i, si, sd)
-        Mb = Mb - lcol[:, None] * urow[None, :]
-    _store_block(M + base, off, sr, sc, w, tl.where(ii[:, None] > ii[None, :], L, U), NB)
-    tl.store(S + b * n + c0 + ii, sd, mask=ii < w)
+        urow = tl.where(ii == i, piv, row)
+        # Rows past w are padding (masked to 0): 0 / piv, never stored.
+        lcol = col / piv
+        tl.store(Mp + i * sr + ii * sc, urow, mask=(ii >= i) & (ii < w))
+        tl.store(Mp + ii[:, None] * sr + i * sc, lcol, mask=(ii[:, None] > i) & (ii[:, None] < w))
+        tl.store(S + b * n + c0 + i, si)
+        Mb = Mb - lcol * urow[None, :]
+        nxt = (((ii[:, None] == i + 1) & (ii[None, :] >= i + 1))
+               | ((ii[None, :] == i + 1) & (ii[:, None] > i + 1))) & live
+        tl.store(Mp + ii[:, None] * sr + ii[None, :] * sc, Mb, mask=nxt)
     if NEED_INV:
-        Lu = L + _eye(NB)
+        tl.debug_barrier()
+        LU = _load_block(M + base, off, sr, sc, w, NB)
+        lower = ii[:, None] > ii[None, :]
+        Lu = tl.where(lower, LU, 0.0) + _eye(NB)
+        U = tl.where(lower, 0.0, LU)
         _store_block(LI + base, off, sr, sc, w,
                      tl.trans(_inv_upper(tl.trans(Lu), NB, LOG2NB)), NB)
         _store_block(UI + base, off, sr, sc, w, _inv_upper(U, NB, LOG2NB), NB)
