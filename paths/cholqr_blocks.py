@@ -19,7 +19,7 @@ about ``n / LEAF`` leaves, each one launch.
 
 Example::
 
-    >>> import os, torch
+    >>> import torch
     >>> from adaptqr.paths import cholqr_blocks as cb
     >>> A = torch.randn(2, 40, 40, dtype=torch.float64)
     >>> G = torch.zeros(2, 40, 40, dtype=torch.float64); cb.gram_upper(A, G)
@@ -115,8 +115,9 @@ def lu_signs(M: torch.Tensor, LI: torch.Tensor, UI: torch.Tensor, S: torch.Tenso
     """``M - S = L U`` (unpivoted; ``S`` diagonal, ``S_ii = -sign`` of the pivot before the
     shift, so ``|U_ii| >= 1``) on the block ``[c0, c1)``, in place.
 
-    ``M``: ``(B, n, n)`` float64: ``L`` (unit, strictly lower) and ``U`` replace it; ``S``: ``(B, n)`` float64, +-1; ``LI``, ``UI``: workspaces of
-    ``M``'s strides for the inverses of the diagonal blocks; ``last``: the column that is
+    ``M``: ``(B, n, n)`` float64: ``L`` (unit, strictly lower) and ``U`` replace it; ``S``:
+    ``(B, n)`` float64, +-1; ``LI``, ``UI``: workspaces of ``M``'s strides for the inverses
+    of the diagonal blocks; ``last``: the column that is
     geqrf's no-reflector exception (a square matrix's last) or -1.
     """
     n = M.shape[-1]

@@ -2,7 +2,7 @@
 
 The recursion in :mod:`adaptqr.paths.cholqr_blocks` spends its flops in batched GEMMs; what
 cannot be a GEMM is a factorization of a ``LEAF x LEAF`` (32) float64 diagonal block, one
-program per matrix, whole block in registers:
+program per matrix, the block in registers:
 
 * :func:`chol_leaf_kernel`: ``G = R^T R`` (upper ``R``, positive diagonal) and ``R^-1``,
   with a breakdown flag: a pivot at or below ``CHOL_MIN_REL_PIVOT`` of the column's
@@ -19,12 +19,17 @@ Blocks are sub-blocks of ``(B, n, n)`` float64 tensors (batch stride ``n * n``):
 column-major storage take the same kernel; ``w <= LEAF`` rows and columns are live, the rest
 of the register tile is the identity, so a partial leaf factors as if it were whole.
 
-Example (interpreter or GPU)::
+Example (on the GPU, or on the CPU under ``TRITON_INTERPRET=1``): one 8-column leaf::
 
     >>> import torch
-    >>> from adaptqr.paths.cholqr_blocks import chol_inv_leaf
-    >>> A = torch.randn(2, 40, 8, dtype=torch.float64); G = A.mT @ A
-    >>> R, Ri, bad = chol_inv_leaf(G)   # doctest: +SKIP
+    >>> from adaptqr.paths.kernels.cholqr_leaf import LEAF, LOG2_LEAF, chol_leaf_kernel
+    >>> A = torch.randn(2, 40, 8, dtype=torch.float64, device="cuda"); G = A.mT @ A
+    >>> R, Ri = torch.zeros_like(G), torch.zeros_like(G)
+    >>> bad = torch.zeros(2, dtype=torch.int32, device="cuda")
+    >>> gref = G.diagonal(dim1=-2, dim2=-1).contiguous()
+    >>> chol_leaf_kernel[(2,)](G, R, Ri, gref, bad, 0, 8, 1, 8, 0, 8, NB=LEAF, LOG2NB=LOG2_LEAF)
+    >>> torch.allclose(R.mT @ R, A.mT @ A), bad.tolist()   # doctest: +SKIP
+    (True, [0, 0])
 """
 
 from __future__ import annotations
