@@ -8,21 +8,8 @@ import torch
 
 import adaptqr
 from adaptqr import dispatch, log
-from adaptqr.registry import REGISTRY
 
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    for var in ("ADAPTQR_LOG", "ADAPTQR_PATH", "ADAPTQR_DETECT", "ADAPTQR_CHOLQR"):
-        monkeypatch.delenv(var, raising=False)
-    before = set(adaptqr.paths_registered())
-    log.disable()
-    adaptqr.clear_decisions()
-    yield
-    for name in set(REGISTRY.names()) - before:
-        REGISTRY.remove(name)
-    log.disable()
-    adaptqr.clear_decisions()
+pytestmark = pytest.mark.usefixtures("clean_dispatch")  # tests/conftest.py
 
 
 def _reasons(plan) -> dict:

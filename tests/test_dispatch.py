@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import types
-
 import pytest
 import torch
 
 import adaptqr
 from adaptqr import dispatch
-from adaptqr.registry import REGISTRY, InputSpec, route_code
+from adaptqr.registry import InputSpec, route_code
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    monkeypatch.delenv("ADAPTQR_PATH", raising=False)
-    monkeypatch.delenv("ADAPTQR_DETECT", raising=False)
-    monkeypatch.delenv("ADAPTQR_LOG", raising=False)
-    before = set(adaptqr.paths_registered())
-    adaptqr.log.disable()
-    adaptqr.clear_decisions()
-    yield
-    for name in set(REGISTRY.names()) - before:
-        REGISTRY.remove(name)
-    adaptqr.log.disable()
-    adaptqr.clear_decisions()
+pytestmark = pytest.mark.usefixtures("clean_dispatch")  # tests/conftest.py
 
 
 class FakeDetectors:

@@ -10,21 +10,10 @@ import torch
 
 import adaptqr
 from adaptqr import dispatch, log
-from adaptqr.registry import REGISTRY, route_code
+from adaptqr.registry import route_code
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    for var in ("ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_PATH", "ADAPTQR_DETECT"):
-        monkeypatch.delenv(var, raising=False)
-    before = set(adaptqr.paths_registered())
-    log.disable()
-    adaptqr.clear_decisions()
-    yield
-    for name in set(REGISTRY.names()) - before:
-        REGISTRY.remove(name)
-    log.disable()
-    adaptqr.clear_decisions()
+pytestmark = pytest.mark.usefixtures("clean_dispatch")  # tests/conftest.py
 
 
 def test_off_builds_no_record(monkeypatch):

@@ -37,7 +37,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.cholqr_panel import _eye, _inv_upper
+from adaptqr.paths.kernels.cholqr_panel import _eye, _inv_upper, _lu_signs
 
 #: Square block of a leaf; a power of two. A [32, 32] float64 tile is 8 KB of registers:
 #: a program of a few warps holds it whole (the warps: cholqr_blocks.LEAF_WARPS).
@@ -135,38 +135,21 @@ def lu_leaf_kernel(M, LI, UI, S, off, sr, sc, n, c0, w, last, NB: tl.constexpr,
     ``last``: the block-local column that is geqrf's last column of a square matrix (``S_ii
     = +sign``, pivot about 0, no reflector), or -1.
 
-    Pivot rows and columns come from the register tile by masked reductions. The
-    through-memory form of :func:`chol_leaf_kernel` was slower here (C9: 6.31 against 5.41
-    ms for 8x2048's LU): a step must then store U's row and L's column and the next pivot
-    row and column, with a second barrier, where the Cholesky stores one row.
+    The panel kernel's :func:`~adaptqr.paths.kernels.cholqr_panel._lu_signs` (pivot rows and
+    columns by masked reductions). The through-memory form of :func:`chol_leaf_kernel` was
+    slower here (C9: 6.31 against 5.41 ms for 8x2048's LU): a step must then store U's row
+    and L's column and the next pivot row and column, with a second barrier. Rows past
+    ``w`` are the identity's (zero below the diagonal), so their multipliers are 0, or NaN
+    in the ``last`` column's step (0 over a pivot of about 0); no such lane is stored.
     """
     b = tl.program_id(0).to(tl.int64)
     base = b * n * n
     ii = tl.arange(0, NB)
-    Mb = _load_block(M + base, off, sr, sc, w, NB)
-    L = tl.zeros((NB, NB), dtype=tl.float64)
-    U = tl.zeros((NB, NB), dtype=tl.float64)
-    sd = tl.zeros((NB,), dtype=tl.float64)
-    for i in range(0, NB):
-        row = tl.sum(tl.where(ii[:, None] == i, Mb, 0.0), axis=0)
-        col = tl.sum(tl.where(ii[None, :] == i, Mb, 0.0), axis=1)
-        q = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
-        pos = q >= 0
-        si = tl.where(i == last, tl.where(pos, 1.0, -1.0), tl.where(pos, -1.0, 1.0))
-        # Padding columns (i >= w) hold the identity: pivot 1, no shift.
-        si = tl.where(i < w, si, 0.0)
-        piv = q - si
-        urow = tl.where(ii == i, piv, tl.where(ii > i, row, 0.0))
-        # Rows past w are padding; the division there may be 0/0 and is never selected.
-        lcol = tl.where((ii > i) & (ii < w), col / piv, 0.0)
-        U = tl.where(ii[:, None] == i, urow[None, :], U)
-        L = tl.where(ii[None, :] == i, lcol[:, None], L)
-        sd = tl.where(ii == i, si, sd)
-        Mb = Mb - lcol[:, None] * urow[None, :]
+    on_diag = ii[:, None] == ii[None, :]
+    L, U, Sd = _lu_signs(_load_block(M + base, off, sr, sc, w, NB), w, last, NB)
     _store_block(M + base, off, sr, sc, w, tl.where(ii[:, None] > ii[None, :], L, U), NB)
-    tl.store(S + b * n + c0 + ii, sd, mask=ii < w)
+    tl.store(S + b * n + c0 + ii, tl.sum(tl.where(on_diag, Sd, 0.0), axis=1), mask=ii < w)
     if NEED_INV:
-        Lu = L + _eye(NB)
         _store_block(LI + base, off, sr, sc, w,
-                     tl.trans(_inv_upper(tl.trans(Lu), NB, LOG2NB)), NB)
+                     tl.trans(_inv_upper(tl.trans(L), NB, LOG2NB)), NB)
         _store_block(UI + base, off, sr, sc, w, _inv_upper(U, NB, LOG2NB), NB)

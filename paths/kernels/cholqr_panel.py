@@ -94,11 +94,13 @@ def _inv_upper(R, NB: tl.constexpr, LOG2NB: tl.constexpr):
 
 
 @triton.jit
-def _lu_signs(M, pw, NB: tl.constexpr):
+def _lu_signs(M, pw, last, NB: tl.constexpr):
     """Unpivoted LU of ``M - S`` (float64 ``[NB, NB]``; only the first ``pw`` columns are
     factored) with ``S_ii = -sign`` of the i-th pivot (sign(0) = +), so every pivot has
-    magnitude at least 1. Returns ``(L, U, Sd)``: L unit lower (rows past ``pw`` keep their
-    multipliers), U upper (identity past ``pw``), ``Sd = diag(S)`` (zero past ``pw``)."""
+    magnitude at least 1; column ``last`` (or none: -1) is geqrf's square-matrix exception,
+    ``S_ii = +sign`` and a pivot of about 0 (no rows below it may be live then). Returns
+    ``(L, U, Sd)``: L unit lower (rows past ``pw`` keep their multipliers), U upper
+    (identity past ``pw``), ``Sd = diag(S)`` (zero past ``pw``)."""
     ii = tl.arange(0, NB)
     L = tl.zeros((NB, NB), dtype=tl.float64)
     U = tl.zeros((NB, NB), dtype=tl.float64)
@@ -108,7 +110,8 @@ def _lu_signs(M, pw, NB: tl.constexpr):
         row = tl.sum(tl.where(ii[:, None] == i, M, 0.0), axis=0)
         col = tl.sum(tl.where(ii[None, :] == i, M, 0.0), axis=1)
         q = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
-        si = tl.where(q >= 0, -1.0, 1.0)
+        pos = q >= 0
+        si = tl.where(i == last, tl.where(pos, 1.0, -1.0), tl.where(pos, -1.0, 1.0))
         piv = q - si
         urow = tl.where(ii == i, piv, tl.where(ii > i, row, 0.0))
         urow = tl.where(act, urow, tl.where(ii == i, 1.0, 0.0))
@@ -193,7 +196,7 @@ def panel_cholqr_kernel(Ht, TAU, TW, NA, GW, GR, CNT4, WS, SP, CNT, k, m, n, pw,
             R = tl.dot(R2, R1)
             # Q's top block (rows k..k+NB-1 by columns), from the same R1, R2 in every program.
             Qtop = tl.trans(tl.dot(tl.trans(R2i), tl.dot(tl.trans(R1i), Xtop)))
-            L, U, Sd = _lu_signs(Qtop, pw, NB)
+            L, U, Sd = _lu_signs(Qtop, pw, -1, NB)
             Ui = _inv_upper(U, NB, LOG2NB)
             # V's top block for T: the first pw rows of L only.
             L1 = tl.where((ii[:, None] < pw) | (ii[:, None] == ii[None, :]), L, 0.0)

@@ -1,0 +1,29 @@
+"""Shared fixtures of the CPU suite."""
+
+from __future__ import annotations
+
+import pytest
+
+import adaptqr
+from adaptqr import log
+from adaptqr.registry import REGISTRY
+
+#: Variables that change what the dispatcher chooses or records.
+DISPATCH_VARS = ("ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_PATH", "ADAPTQR_DETECT",
+                 "ADAPTQR_CHOLQR", "ADAPTQR_FP16_MAX_N")
+
+
+@pytest.fixture
+def clean_dispatch(monkeypatch):
+    """No dispatch variable set, the log off and empty, and the paths a test registers
+    removed afterwards."""
+    for var in DISPATCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    before = set(adaptqr.paths_registered())
+    log.disable()
+    adaptqr.clear_decisions()
+    yield
+    for name in set(REGISTRY.names()) - before:
+        REGISTRY.remove(name)
+    log.disable()
+    adaptqr.clear_decisions()
