@@ -192,16 +192,15 @@ def factor_cholqr(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     del Hc, tau_c
     redo = torch.nonzero(~ok).flatten()
     count = redo.numel()  # the host sync: the fallback's batch size
+    note = None
+    if count:
+        name, impl = fallback if fallback is not None else _default_fallback(H.device)
+        Hs = H.mT.index_select(0, redo).mT  # still the input there; stays column-major
+        taus = torch.empty(count, n, dtype=tau.dtype, device=tau.device)
+        impl(Hs, taus, None)
+        H.mT.index_copy_(0, redo, Hs.mT)
+        tau.index_copy_(0, redo, taus)
+        note = {"from": NAME, "to": name, "matrices": redo.tolist(),
+                "reasons": fail.index_select(0, redo).tolist()}
     if info is not None and hasattr(info, "notes"):
-        info.notes["fallback"] = None
-    if count == 0:
-        return
-    name, impl = fallback if fallback is not None else _default_fallback(H.device)
-    Hs = H.mT.index_select(0, redo).mT  # still the input there; stays column-major
-    taus = torch.empty(count, n, dtype=tau.dtype, device=tau.device)
-    impl(Hs, taus, None)
-    H.mT.index_copy_(0, redo, Hs.mT)
-    tau.index_copy_(0, redo, taus)
-    if info is not None and hasattr(info, "notes"):
-        info.notes["fallback"] = {"from": NAME, "to": name, "matrices": redo.tolist(),
-                                  "reasons": fail.index_select(0, redo).tolist()}
+        info.notes["fallback"] = note
