@@ -251,11 +251,17 @@ class GraphCache:
     """
 
     def __init__(self, backend: Any, capture_on_call: int = CAPTURE_ON_CALL,
-                 get_config: Callable[[], config.Config | config.GraphSettings] = config.graph_settings):
+                 get_config: Callable[[], config.Config | config.GraphSettings] = config.graph_settings,
+                 output_slots: int = OUTPUT_SLOTS):
         if capture_on_call < 1:
             raise ValueError(f"capture_on_call must be >= 1, got {capture_on_call}")
+        if output_slots < 1:
+            raise ValueError(f"output_slots must be >= 1, got {output_slots}")
         self.backend = backend
         self.capture_on_call = capture_on_call
+        # 1 for a caller that always passes out= (its outputs never leave the cache): one
+        # capture and one private pool a key instead of OUTPUT_SLOTS.
+        self.output_slots = output_slots
         self._get_config = get_config
         self._lock = threading.Lock()
         self._capture_lock = threading.Lock()
@@ -458,7 +464,7 @@ class GraphCache:
     def _capture_entry(self, key: Hashable, fn, A: torch.Tensor) -> _Entry:
         """Allocate the static buffers, capture every slot, and size the entry (may raise)."""
         handout = _use_count is not None
-        n_slots = OUTPUT_SLOTS if handout else 1
+        n_slots = self.output_slots if handout else 1
         slots: list[_Slot] = []
         try:
             if is_inplace_plan(fn):

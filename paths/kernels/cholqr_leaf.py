@@ -92,7 +92,8 @@ def chol_leaf_kernel(G, R, RI, GREF, BAD, off, sr, sc, n, c0, w, NB: tl.constexp
     the next pivot row of the updated tile (a masked store, no cross-thread reduction) into
     the block, and after a barrier every thread loads it in the layout it needs (as a row
     and, by symmetry, as a column): a 32-column leaf 31 -> 22 us against the reduction form
-    (C9; C11 splits the 22: 12 the steps, 6 the doubling inverse, 2.5 launch and memory).
+    (C9; C11 splits the 22: 12 the steps, 6 the doubling inverse, 2.5 launch and memory;
+    ``rsqrt`` took 2.3 us off the steps).
     """
     b = tl.program_id(0).to(tl.int64)
     base = b * n * n
@@ -112,7 +113,9 @@ def chol_leaf_kernel(G, R, RI, GREF, BAD, off, sr, sc, n, c0, w, NB: tl.constexp
         # NaN fails both comparisons: a non-finite input is a breakdown too.
         good = (d > CHOL_MIN_REL_PIVOT * g0) & (d < float("inf"))
         bad = tl.where(good, bad, 1)
-        rs = 1.0 / tl.sqrt(tl.where(good, d, 1.0))
+        # rsqrt, not 1 / sqrt: one special function on the column's chain instead of two
+        # (C11: 21.7 -> 19.4 us a 32-column leaf).
+        rs = tl.math.rsqrt(tl.where(good, d, 1.0))
         r_row = row * rs
         tl.store(Rp + i * sr + ii * sc, r_row, mask=ii < w)  # zeros left of the diagonal
         Gb = Gb - (col * rs) * r_row[None, :]
