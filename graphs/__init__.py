@@ -26,11 +26,12 @@ import torch
 from adaptqr.graphs.cache import CAPTURE_ON_CALL, GraphCache, InPlacePlan, is_inplace_plan
 from adaptqr.graphs.capture import CudaGraphBackend
 
-__all__ = ["run", "clear", "stats", "reset_stats", "default_cache", "GraphCache",
+__all__ = ["run", "clear", "new_cache", "stats", "reset_stats", "default_cache", "GraphCache",
            "CudaGraphBackend", "CAPTURE_ON_CALL", "InPlacePlan", "is_inplace_plan"]
 
 _default: GraphCache | None = None
 _default_lock = threading.Lock()
+_own: list[GraphCache] = []  # the caches of new_cache(), cleared by clear() too
 
 
 def default_cache() -> GraphCache:
@@ -55,9 +56,24 @@ def run(key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]], A: 
     return default_cache().run(key, fn, A, out=out, capturable=capturable)
 
 
+def new_cache(get_config: Callable, output_slots: int = 1) -> GraphCache:
+    """A cache of its own on the CUDA backend, for graphs a path captures inside its call (the
+    cholqr body): its own bounds (``get_config() -> config.GraphSettings``), and one output
+    slot by default (for a caller that always passes ``out=``). ``clear()`` clears it too."""
+    cache = GraphCache(backend=CudaGraphBackend(), get_config=get_config, output_slots=output_slots)
+    with _default_lock:
+        _own.append(cache)
+    return cache
+
+
 def clear() -> None:
-    """Free every captured graph and its memory pool; forget every key."""
+    """Free every captured graph and its memory pool (the caches of :func:`new_cache`
+    included); forget every key."""
     default_cache().clear()
+    with _default_lock:
+        own = list(_own)
+    for cache in own:
+        cache.clear()
 
 
 def stats() -> dict:

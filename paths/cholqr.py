@@ -167,36 +167,6 @@ def cholqr_body(H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return Hc, tau_c, fail | torch.where(finite, 0, FAIL_NONFINITE).to(torch.int32)
 
 
-#: Streams ("lanes") the batch is spread over inside the body, each factoring a contiguous
-#: slice of it: the body is a chain of ~900 small dependent launches (leaves of one program
-#: a matrix, GEMMs of 32..256 columns at the lower recursion levels), so one stream leaves
-#: most of the GPU idle; lanes run those chains side by side (C12).
-LANES = 8
-
-
-def _lane_bounds(batch: int, lanes: int) -> list[tuple[int, int]]:
-    """``min(batch, lanes)`` contiguous, nearly equal slices of ``range(batch)``."""
-    k = max(1, min(batch, lanes))
-    cuts = [batch * i // k for i in range(k + 1)]
-    return list(zip(cuts[:-1], cuts[1:]))
-
-
-_local = threading.local()
-
-
-def _lane_streams(device: torch.device, k: int) -> list:
-    """``k`` side streams of this thread on ``device``, the same objects every call (the warm-up
-    and the capture of a graph must use the same streams: cuBLAS sets up a workspace per
-    stream on first use, which must not happen inside a capture)."""
-    streams = getattr(_local, "streams", None)
-    if streams is None:
-        streams = _local.streams = {}
-    have = streams.setdefault(device.index, [])
-    while len(have) < k:
-        have.append(torch.cuda.Stream(device=device))
-    return have[:k]
-
-
 def _body_into(Hin: torch.Tensor, tau: torch.Tensor, fail: torch.Tensor) -> None:
     """:func:`cholqr_body` on ``Hin`` (float32 ``(b, n, n)``), written back in place where a
     matrix passed its checks (``Hin`` is left as it was elsewhere), ``tau`` ``(b, n)`` (0 for
@@ -209,11 +179,7 @@ def _body_into(Hin: torch.Tensor, tau: torch.Tensor, fail: torch.Tensor) -> None
 
 
 class _BodyPlan(InPlacePlan):
-    """The body as an in-place plan of :mod:`adaptqr.graphs` (``outs = (H, tau, fail)``), its
-    batch over :data:`LANES` streams on CUDA."""
-
-    def __init__(self, lanes: int):
-        self.lanes = lanes
+    """The body as an in-place plan of :mod:`adaptqr.graphs`: ``outs = (H, tau, fail)``."""
 
     def alloc(self, A: torch.Tensor) -> tuple:
         B, n, _ = A.shape
@@ -225,19 +191,7 @@ class _BodyPlan(InPlacePlan):
         outs[0].copy_(A)
 
     def body(self, outs: tuple) -> None:
-        H, tau, fail = outs
-        bounds = _lane_bounds(H.shape[0], self.lanes if H.is_cuda else 1)
-        if len(bounds) == 1:
-            _body_into(H, tau, fail)
-            return
-        cur = torch.cuda.current_stream(H.device)
-        streams = _lane_streams(H.device, len(bounds))
-        for s, (b0, b1) in zip(streams, bounds):
-            s.wait_stream(cur)
-            with torch.cuda.stream(s):
-                _body_into(H[b0:b1], tau[b0:b1], fail[b0:b1])
-        for s in streams:
-            cur.wait_stream(s)
+        _body_into(*outs)
 
 
 #: Byte bound of the body's graph cache. A body graph's pool holds its float64 workspaces
@@ -252,8 +206,8 @@ _body_cache_lock = threading.Lock()
 def _body_graph_settings():
     from adaptqr import config
     cfg = config.graph_settings()
-    # Every size goes through a graph: eager, the body is host-bound at any n (C6).
-    return cfg._replace(graph_bytes=BODY_GRAPH_BYTES, graph_max_input=1 << 62)
+    # No input bound: eager, the body is host-bound at any n (C6), so every size replays.
+    return cfg._replace(graph_bytes=BODY_GRAPH_BYTES, graph_max_input=BODY_GRAPH_BYTES)
 
 
 def _body_graphs():
@@ -262,25 +216,21 @@ def _body_graphs():
     if _body_cache is None:
         with _body_cache_lock:
             if _body_cache is None:
-                from adaptqr.graphs import CudaGraphBackend, GraphCache
-                _body_cache = GraphCache(CudaGraphBackend(), get_config=_body_graph_settings,
-                                         output_slots=1)
+                from adaptqr import graphs
+                _body_cache = graphs.new_cache(_body_graph_settings)
     return _body_cache
 
 
 def run_body(H: torch.Tensor, tau: torch.Tensor, fail: torch.Tensor) -> None:
     """Steps 1-3 on ``H`` in place (matrices that fail a check keep their input), ``tau``,
-    ``fail`` (``(B,)`` int32): on CUDA replayed from a graph cached per shape (captured on
-    the second call), the batch over :data:`LANES` streams. No host sync."""
-    from adaptqr.paths import cholqr_blocks
-    lanes = LANES
-    plan = _BodyPlan(lanes)
+    ``fail`` (``(B,)`` int32). No host sync. On CUDA the body is replayed from a graph
+    cached per shape (captured on the second call): eager, its ~900 launches make it
+    host-bound (8x2048: 39 -> 14.9 ms, 2x4096: 77 -> 27.0 ms, C12)."""
     if not H.is_cuda:
-        plan.body((H, tau, fail))
+        _body_into(H, tau, fail)
         return
-    key = (NAME, tuple(H.shape), H.stride(), H.device, lanes, cholqr_blocks.LEAF,
-           cholqr_blocks.LEAF_WARPS)
-    _body_graphs().run(key, plan, H, out=(H, tau, fail))
+    key = (NAME, tuple(H.shape), H.stride(), H.device, cb.LEAF, cb.LEAF_WARPS)
+    _body_graphs().run(key, _BodyPlan(), H, out=(H, tau, fail))
 
 
 def _default_fallback(device: torch.device) -> tuple[str, Callable]:

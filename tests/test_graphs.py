@@ -597,3 +597,37 @@ def test_raw_environment_reads_follow_os_environ(monkeypatch):
     monkeypatch.setattr(config, "_ENV_DATA", None)
     monkeypatch.setenv("ADAPTQR_GRAPHS", "0")
     assert config.graph_settings().graphs is False
+
+
+def test_one_output_slot_with_out_aliasing_the_input():
+    # The cholqr body's use: A is the caller's H, out=(H, tau): one capture, and every call
+    # leaves its own input's factorization in H.
+    be = FakeBackend()
+    c = GraphCache(backend=be, get_config=Cfg(), output_slots=1)
+    plan = GeqrfInPlace()
+    for s in range(5):
+        a = rand(2, 5, 5, seed=s)
+        H = a.mT.contiguous().mT
+        tau = torch.empty(2, 5)
+        c.run("k", plan, H, out=(H, tau))
+        H0, tau0 = torch.geqrf(a)
+        torch.testing.assert_close(H, H0)
+        torch.testing.assert_close(tau, tau0)
+    st = c.stats()
+    assert st["captures"] == 1 and len(be.captured) == 1 and be.replays == 3
+    with pytest.raises(ValueError, match="output_slots must be >= 1, got 0"):
+        GraphCache(backend=be, get_config=Cfg(), output_slots=0)
+
+
+def test_new_cache_is_cleared_by_the_module_clear():
+    own = graphs.new_cache(Cfg())
+    try:
+        be = own.backend = FakeBackend()
+        a = rand(2, 3, 3)
+        for _ in range(3):
+            own.run("k", geqrf_plan, a)
+        assert own.stats()["entries"] == 1 and len(be.captured) == 1
+        graphs.clear()
+        assert own.stats()["entries"] == 0 and be.released == be.captured
+    finally:
+        graphs._own.remove(own)

@@ -6,11 +6,15 @@
 - dense matrices: R's diagonal signs and the reflectors are torch.geqrf's, up to the path's
   accuracy;
 - every qr_v2 test profile at n = 2048 (mixed, rankdef, dense) passes the bar;
+- the body's graph: an eager call, the capturing call and replays, each on new inputs, give
+  each input's factorization; a replayed call with a singular matrix falls back;
 - the Triton leaves on the device agree with the interpreter-tested recursion's definition
   (R^T R = G, R R^-1 = I) at a size with a partial leaf.
 """
 
 from __future__ import annotations
+
+import types
 
 import pytest
 import torch
@@ -93,3 +97,24 @@ def test_leaves_on_device():
     assert float((R.mT @ R - G0).abs().max() / G0.abs().max()) < 1e-13
     assert float((R @ Ri - eye).abs().max()) < 1e-10
     assert bad.tolist() == [0, 0, 0]
+
+
+def test_body_graph_replays_new_inputs_and_falls_back_on_a_replay():
+    B, n = 2, 2048
+    cq._body_graphs().clear()
+    for s in range(4):  # eager, capture (its warm-up's result), two replays
+        A = generate(B, n, 1, 300 + s)
+        if s == 3:
+            A[0, :, 9] = A[0, :, 5]
+        H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
+        H.copy_(A)
+        tau = torch.empty(B, n, device="cuda")
+        info = types.SimpleNamespace(notes={})
+        cq.factor_cholqr(H, tau, info)
+        r = check_geqrf(A, H, tau)
+        assert r.passes_bar, (s, r.summary)
+        fb = info.notes["fallback"]
+        if s == 3:
+            assert fb is not None and 0 in fb["matrices"], fb
+    st = cq._body_graphs().stats()
+    assert (st["captures"], st["hits"]) == (1, 2), st
