@@ -1,6 +1,7 @@
 """Issue 9, C13: cholqr against householder at sizes past the benchmark's (4x4096, 1x8192),
-both called directly (L2 flushed, medians after 3 warm-up calls, Gaussian inputs), with the
-float64 check of cholqr's output: where, if anywhere, the path starts to pay.
+both called directly (L2 flushed, medians after 3 warm-up calls, Gaussian inputs): where, if
+anywhere, the path starts to pay. No float64 check here (check_geqrf at these sizes outlasted
+a 100 s limit); the path's own per-matrix estimate decides, and any fallback is reported.
 
 Run there: ``python3 bench/devscripts/cholqr_sweep.py`` (JSON to ``$OUT/cholqr_sweep.json``).
 """
@@ -21,7 +22,6 @@ from cholqr_lanes import timed  # noqa: E402
 def main():
     from adaptqr.paths import cholqr as cq
     from adaptqr.paths.householder import factor_householder
-    from adaptqr.testing import check_geqrf
 
     rows = []
     for B, n in ((4, 4096), (1, 8192)):
@@ -43,9 +43,7 @@ def main():
         info = types.SimpleNamespace(notes={})
         H.copy_(A)
         cq.factor_cholqr(H, tau, info)
-        r = check_geqrf(A, H, tau)
-        row.update(factor=r.worst_factor, orth=r.worst_orth, bar=r.passes_bar,
-                   fallback=info.notes.get("fallback"))
+        row["fallback"] = info.notes.get("fallback")
         cq._body_graphs().clear()
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -12,5 +12,5 @@ echo "== 2. tests  (t=$(( $(date +%s) - T0 ))s)"
 timeout 200 python3 -m pytest -q tests/gpu/test_cholqr_gpu.py tests/gpu/test_graphs_gpu.py \
   tests/gpu/test_contract_gpu.py -m "gpu and not variant" -p no:cacheprovider -rfE 2>&1 | tail -6
 echo "== 3. sweep  (t=$(( $(date +%s) - T0 ))s)"
-timeout 100 python3 bench/devscripts/cholqr_sweep.py
+timeout 240 python3 bench/devscripts/cholqr_sweep.py
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"
