@@ -19,6 +19,9 @@ the input) in place, as :func:`~adaptqr.paths.householder.factor_householder` do
    and ``R_out = S R``: the reflectors, taus and R of Householder QR on the same matrix (a
    square matrix's last column is geqrf's exception: tau 0). Same numerics as
    :func:`~adaptqr.paths.cholqr_reference.geqrf_cholqr`, blocked.
+Steps 1-3 (:func:`run_body`) are replayed on CUDA from a graph cached per shape (eager they
+are ~900 launches, host-bound: C12). Their float64 workspaces stay in that graph's pool.
+
 4. The matrices that failed a check are redone by the blocked Householder path (``fallback``;
    on the CPU, where the Triton leaves run interpreted, the torch reference): one host sync
    to count them, then a gather, the factorization and a scatter. They are recorded in
@@ -60,8 +63,8 @@ FAIL_NONFINITE = 4
 FAIL_REASONS = {FAIL_BREAKDOWN: "cholesky breakdown", FAIL_ORTH: "orthogonality estimate",
                 FAIL_NONFINITE: "non-finite result"}
 
-#: Smallest n the path takes when ADAPTQR_CHOLQR=1 (issue 9 asks for n >= 2048; where it
-#: pays is not measured yet: at 8x2048 and 2x4096 it is still slower than householder, C6).
+#: Smallest n the path takes when ADAPTQR_CHOLQR=1 (issue 9 asks for n >= 2048). It does not
+#: pay there: 0.61x / 0.79x of householder at 8x2048 / 2x4096 (C13); larger sizes unmeasured.
 CHOLQR_MIN_N = 2048
 
 #: Random probe vectors of the orthogonality estimate ``||(Q^T Q - I) X|| / ||X||``.
