@@ -221,6 +221,33 @@ def split_rows(B: int, rows: int, nb: int, sm_count: int) -> tuple[int, int] | N
     return rb, p
 
 
+def split_capacity(B: int, m: int, n: int, nb: int, sm_count: int) -> int:
+    """The most programs (a power of two, ``PMAX``) any row-split panel of a ``B x m x n``
+    factorization takes: the partials' workspace is sized for it once a call.
+
+    Not the first panel's count: ``split_rows`` halves a program's rows as the panel
+    shortens, so the count can grow (4x4096 on 132 SMs: 32 programs of 128 rows at the
+    first panel, 33 of 64 rows from row 1984 on). A first-panel capacity let those panels
+    write past the workspace (H11).
+
+    >>> split_capacity(4, 4096, 4096, 32, 132), split_rows(4, 4096, 32, 132)
+    (64, (128, 32))
+    """
+    return _split_capacity(B, m, n, nb, sm_count, schedules.split_min_rows())
+
+
+@functools.lru_cache(maxsize=1024)
+def _split_capacity(B: int, m: int, n: int, nb: int, sm_count: int, min_rows: int) -> int:
+    # min_rows (ADAPTQR_SPLIT_MIN_ROWS or its default) is what split_rows reads besides the
+    # arguments: part of the cache key.
+    cap = 0
+    for k in range(0, n, nb):
+        rp = split_rows(B, m - k, nb, sm_count)
+        if rp is not None:
+            cap = max(cap, next_pow2(rp[1]))
+    return cap
+
+
 class _SplitWork:
     """Workspaces of the row-split panel kernel, allocated on first use in a call."""
 
@@ -233,8 +260,7 @@ class _SplitWork:
     def get(self, pmax: int):
         B, m, n = self.H.shape
         if self.bufs is None:
-            first = split_rows(B, m, self.nb, self.sm)
-            cap = next_pow2(first[1]) if first else pmax
+            cap = max(pmax, split_capacity(B, m, n, self.nb, self.sm))
             dev = self.H.device
             self.bufs = (torch.empty((B, 3, cap, SPLIT_WSTR_NB.value * self.nb),
                                      dtype=torch.float32, device=dev),

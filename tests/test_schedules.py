@@ -1,9 +1,12 @@
-"""Schedules of the householder path: the row-split sizing and its experiment override."""
+"""Schedules of the householder path: the row-split sizing, its workspace capacity and its
+experiment override."""
 
 import pytest
+import torch
 
+from adaptqr.paths import householder as hh
 from adaptqr.paths import schedules
-from adaptqr.paths.householder import split_rows
+from adaptqr.paths.householder import split_capacity, split_rows
 
 H200_SMS = 132
 
@@ -91,3 +94,40 @@ def test_row_slices_whole_waves():
     # wave by waves.
     assert row_slices(2, 63, 4032, 64) == (5, 832)
     assert row_slices(2, 63, 4032, 64, H200_SMS) == (2, 2048)
+
+
+def _npow2(x):
+    return 1 << (x - 1).bit_length()
+
+
+@pytest.mark.parametrize("sms", [H200_SMS, 114, 78])
+def test_split_capacity_covers_every_panel(monkeypatch, sms):
+    # The partials' workspace is sized once a call: it must hold every panel's PMAX, not
+    # only the first's (H11: 4x4096 went from 32 programs to 33 at row 1984 and wrote past it).
+    monkeypatch.delenv("ADAPTQR_SPLIT_MIN_ROWS", raising=False)
+    grew = 0
+    for B in range(1, 17):
+        for n in (1024, 1536, 2048, 3072, 4096, 8192):
+            cap = split_capacity(B, n, n, 32, sms)
+            first = split_rows(B, n, 32, sms)
+            worst = max((_npow2(rp[1]) for k in range(0, n, 32)
+                         if (rp := split_rows(B, n - k, 32, sms)) is not None), default=0)
+            assert cap == worst, (B, n, sms)
+            grew += first is not None and worst > _npow2(first[1])
+    assert grew > 0  # shapes where the first panel's count was too small do exist
+
+
+def test_split_capacity_examples_and_workspace(monkeypatch):
+    monkeypatch.delenv("ADAPTQR_SPLIT_MIN_ROWS", raising=False)
+    assert split_rows(4, 4096, 32, H200_SMS) == (128, 32)
+    assert split_rows(4, 4096 - 1984, 32, H200_SMS) == (64, 33)
+    assert split_capacity(4, 4096, 4096, 32, H200_SMS) == 64
+    assert split_capacity(2, 4096, 4096, 32, H200_SMS) == 64   # the benchmark's: unchanged
+    assert split_capacity(8, 2048, 2048, 32, H200_SMS) == 16
+    assert split_capacity(640, 512, 512, 32, H200_SMS) == 0    # no row-split panel at all
+    monkeypatch.setattr(hh, "_sm_count", lambda device: H200_SMS)
+    work = hh._SplitWork(torch.empty(4, 4096, 4096, device="meta"), 32)
+    WS, SP, CNT = work.get(32)  # the first panel's PMAX
+    assert WS.shape[2] == 64 and SP.shape[1] == 64 and CNT.shape == (4, 3 * 4096)
+    monkeypatch.setenv("ADAPTQR_SPLIT_MIN_ROWS", "256")  # part of the cache key
+    assert split_capacity(4, 4096, 4096, 32, H200_SMS) == _npow2(split_rows(4, 4096, 32, H200_SMS)[1])
