@@ -19,16 +19,17 @@ the input) in place, as :func:`~adaptqr.paths.householder.factor_householder` do
    and ``R_out = S R``: the reflectors, taus and R of Householder QR on the same matrix (a
    square matrix's last column is geqrf's exception: tau 0). Same numerics as
    :func:`~adaptqr.paths.cholqr_reference.geqrf_cholqr`, blocked.
-Steps 1-3 (:func:`run_body`) are replayed on CUDA from a graph cached per shape (eager they
-are ~900 launches, host-bound: C12). Their float64 workspaces stay in that graph's pool.
-
 4. The matrices that failed a check are redone by the blocked Householder path (``fallback``;
    on the CPU, where the Triton leaves run interpreted, the torch reference): one host sync
    to count them, then a gather, the factorization and a scatter. They are recorded in
    ``info.notes["fallback"]`` for the decisions log.
 
+Steps 1-3 (:func:`run_body`) are replayed on CUDA from a graph cached per shape: eager they
+are ~900 launches, host-bound (C12).
+
 Workspace: at most four ``(B, n, n)`` float64 tensors at a time (8x the input's bytes;
-``adaptqr bench`` measured 1120 MiB extra for 8x2048, C8).
+``adaptqr bench`` measured 1120 MiB extra for 8x2048, C8). They stay reserved in the body
+graph's pool until ``adaptqr.graphs.clear()``.
 
 Example::
 
