@@ -9,26 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
+import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(__file__))
+from micro import dump, gpu_ms  # noqa: E402
+
 
 def timed(fn, reps=5, warm=3):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        out.append(s.elapsed_time(e))
-    return round(statistics.median(out), 3)
+    """Median ms, 3 untimed calls first: a body graph is captured on the second call."""
+    return round(gpu_ms(fn, reps, warm=warm), 3)
 
 
 class _Info:
@@ -117,12 +108,7 @@ def trsm_rows():
 
 
 def main():
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "git": os.environ.get("ADAPTQR_COMMIT")}
-    res["lanes"] = lanes_rows()
-    res["trsm"] = trsm_rows()
-    with open(os.path.join(os.environ.get("OUT", "/tmp"), "cholqr_lanes.json"), "w") as fh:
-        json.dump(res, fh, indent=1)
+    dump("cholqr_lanes", lanes_rows(), trsm=trsm_rows())
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from cholqr_lanes import timed  # noqa: E402
+from micro import dump  # noqa: E402
 
 
 def main():
@@ -47,9 +48,7 @@ def main():
         cq._body_graphs().clear()
         rows.append(row)
         print(json.dumps(row), flush=True)
-    with open(os.path.join(os.environ.get("OUT", "/tmp"), "cholqr_sweep.json"), "w") as fh:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "git": os.environ.get("ADAPTQR_COMMIT"), "rows": rows}, fh, indent=1)
+    dump("cholqr_sweep", rows)
 
 
 if __name__ == "__main__":

@@ -34,10 +34,12 @@ import torch
 RES: dict = {}
 
 
-def gpu_ms(fn, reps=5, graph=False):
-    """Median ms of fn() (L2 flushed before each), optionally as a CUDA-graph replay."""
+def gpu_ms(fn, reps=5, graph=False, warm=1):
+    """Median ms of fn() (L2 flushed before each) after ``warm`` untimed calls, optionally
+    as a CUDA-graph replay."""
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    fn()
+    for _ in range(warm):
+        fn()
     torch.cuda.synchronize()
     if graph:
         g = torch.cuda.CUDAGraph()
@@ -302,3 +304,10 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def dump(name, rows, **extra):
+    """``$OUT/<name>.json``: device, torch, commit (ADAPTQR_COMMIT), ``rows`` and ``extra``."""
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), f"{name}.json"), "w") as fh:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "git": os.environ.get("ADAPTQR_COMMIT"), "rows": rows, **extra}, fh, indent=1)
