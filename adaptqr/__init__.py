@@ -18,25 +18,11 @@ Example::
 
 __version__ = "0.1.0"
 
-import os as _os
-
-# In a source checkout the layers detectors/, paths/ and graphs/ sit beside this package and
-# are mapped to adaptqr.detectors/.paths/.graphs by pyproject's package-dir. An editable
-# install resolves that mapping through an import hook; where no working install exists (a
-# checkout copied to another machine whose `pip` belongs to another interpreter, or a
-# read-only environment) the hook is missing and those subpackages would not import. Adding
-# the checkout's root to this package's search path maps them the same way. An installed
-# wheel has no such siblings, so this is a no-op there.
-_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
-if _os.path.isfile(_os.path.join(_root, "paths", "householder.py")) and _root not in __path__:
-    __path__.append(_root)
-del _root
-
-from adaptqr import config, log  # noqa: E402
-from adaptqr.api import geqrf  # noqa: E402
-from adaptqr.explain import Explanation, explain  # noqa: E402
-from adaptqr.log import clear_decisions, decisions  # noqa: E402
-from adaptqr.registry import (  # noqa: E402
+from adaptqr import config, log
+from adaptqr.api import geqrf
+from adaptqr.explain import Explanation, explain
+from adaptqr.log import clear_decisions, decisions
+from adaptqr.registry import (
     ROUTE_CLASSES,
     ROUTE_DEFAULT,
     InputSpec,

@@ -55,7 +55,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels.cholqr_panel import panel_cholqr_kernel
-from adaptqr.paths.kernels.fp16_storage import F16_BOTH, F16_NONE, F16_ONLY, F16_SKIP
+from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (SPLIT_WSTR_NB, panel_chunked_kernel, panel_reg_kernel,
                                          panel_split_kernel, panel_t_kernel)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
@@ -366,10 +366,9 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
 def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf, f16):
     # f16: (C16, scales) of the FP16 route (one panel an update), else None.
     C16, SC = f16 if f16 is not None else (Ht, Ht)
-    # One launch a kernel without the FP16 route; with it, one for both routes or one for
-    # each (fp16_storage.F16_*; Schedule.fp16_launches).
-    modes = (F16_NONE.value,) if f16 is None else (F16_BOTH.value,) if s.fp16_launches == 1 \
-        else (F16_SKIP.value, F16_ONLY.value)
+    # One launch a kernel without the FP16 route; with it, one for each route
+    # (fp16_storage.F16_*).
+    modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
     bm16 = s.fp16_bm or s.bm
     bn = min(s.bn, max(32, next_pow2(c_end - c_start))) if s.fit_bn else s.bn
     tiles = triton.cdiv(c_end - c_start, bn)

@@ -164,9 +164,8 @@ class Schedule:
     fp16: bool = True
     # Knobs of the FP16 route's streamed updates, path alone in a graph on the H200
     # (EXPERIMENTS.md N4, N5; 640x512 / 60x1024 dense, FP32 route 10.05 / 8.80 ms):
-    # * fp16_launches: 1 (both routes in one kernel, branching per matrix: 8.13 / 7.05 ms
-    #   at fp16_bm 128) or 2 (one kernel a route, each with its own register allocation:
-    #   7.85 / 6.94);
+    # * one kernel a route, each with its own register allocation (7.85 / 6.94; both routes
+    #   in one kernel, branching per matrix, 8.13 / 7.05 ms at fp16_bm 128, was removed);
     # * fp16_bm (row chunk; 0: bm): 128 -> 8.20 / 7.13, 32 -> 8.37 / 7.37 (two launches);
     # * fp16_warps / fp16_stages (of the FP16-only launch; 0: the FP32 launch's): 8 warps
     #   9.30 / 7.68, 4 stages 8.40 / 7.33, 2 stages 7.88 / 6.98;
@@ -177,7 +176,6 @@ class Schedule:
     # 7.90 / 6.88, bn 256 at 8 or 16 warps 7.88-7.97 / 6.92-6.98, bm 32 slower everywhere.
     # At bn 128 with fitted tiles (run 1857): 3 stages 7.32 / 6.47, 2 stages 7.19 / 6.42,
     # 4 stages 7.40 / 6.50.
-    fp16_launches: int = 2
     fp16_bm: int = 0
     fp16_warps: int = 0
     fp16_stages: int = 2

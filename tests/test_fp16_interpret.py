@@ -57,14 +57,14 @@ SCRIPT = textwrap.dedent(r'''
         s = dataclasses.replace(s, fp16_group=group)
         # The route cuts the batch in groups of fp16_group panels: compare with that group.
         H0, t0 = run(A, dataclasses.replace(s, group=group), None)
-        outs = {}
-        for launches in (1, 2):
-            outs[launches] = run(A, dataclasses.replace(s, fp16_launches=launches), sc)
-        H1, t1 = outs[2]
+        H1, t1 = run(A, s, sc)
+        H2, t2 = run(A, dataclasses.replace(s, fp16_bn=0), sc)
         print(json.dumps({
             "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
-            "launches_same": bool(torch.equal(outs[1][0], H1) and torch.equal(outs[1][1], t1)),
+            "fp32_same_tile": bool(torch.equal(H1[1:], H2[1:]) and torch.equal(t1[1:], t2[1:])),
+            "tile16": float((H1[0] - H2[0]).abs().max() / H1[0].abs().max()),
+            "tau16": float((t1[0] - t2[0]).abs().max()),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)}))
@@ -80,7 +80,11 @@ def results():
 @pytest.mark.parametrize("name", ["streamed", "resident", "row split"])
 def test_fp16_route_per_matrix(results, name, group):
     d = results[f"{name} group {group}"]
-    assert d["fp32_same"] and d["launches_same"] and d["finite"], d
+    assert d["fp32_same"] and d["fp32_same_tile"] and d["finite"], d
+    # Another tile for the FP16 launch: the same products summed in another order, so at
+    # most a few float16 roundings apart (2^-11 each), where a lost or stale tile would be
+    # off by the matrix's scale.
+    assert d["tile16"] < 4e-3 and d["tau16"] < 4e-3, d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,

@@ -295,7 +295,7 @@ def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
 def _routes(C16, SC, b, m, n, F16: tl.constexpr):
     """``(sc, base16, do16, do32)`` of matrix b under mode F16 (not F16_NONE): its FP16
     storage scale (0: the FP32 route), its C16, and which of the two updates this launch
-    runs for it (fp16_storage.F16_BOTH / F16_SKIP / F16_ONLY)."""
+    runs for it (fp16_storage.F16_SKIP / F16_ONLY)."""
     sc = tl.load(SC + b)
     return (sc, C16 + b.to(tl.int64) * n * m, (sc > 0.0) & (F16 != F16_SKIP),
             (sc == 0.0) & (F16 != F16_ONLY))
