@@ -54,7 +54,6 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
-from adaptqr.paths.kernels.cholqr_panel import panel_cholqr_kernel
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (SPLIT_WSTR_NB, panel_chunked_kernel, panel_reg_kernel,
                                          panel_split_kernel, panel_t_kernel)
@@ -66,11 +65,19 @@ __all__ = ["factor_householder", "capable", "NAME"]
 NAME = "householder"
 
 
+def interpreting() -> bool:
+    """Whether the Triton kernels were built for the interpreter (``TRITON_INTERPRET=1`` when
+    they were imported): they then run on CPU tensors too."""
+    return type(panel_reg_kernel).__name__ == "InterpretedFunction"
+
+
 def capable(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str) -> str | None:
     """None when this path takes ``batch`` matrices ``m x n`` of ``dtype`` on ``device_type``,
-    else the reason it declines."""
-    if device_type != "cuda":
-        return f"householder: needs a CUDA tensor, got device type {device_type!r}"
+    else the reason it declines. CPU tensors only under the Triton interpreter (so that
+    ``adaptqr.geqrf(A, path="householder")`` tests these kernels without a GPU)."""
+    if device_type != "cuda" and not (device_type == "cpu" and interpreting()):
+        return (f"householder: needs a CUDA tensor (or a CPU one under TRITON_INTERPRET=1), "
+                f"got device type {device_type!r}")
     if dtype != torch.float32:
         return f"householder: needs float32, got {dtype}"
     if n < 2 or m < n:
@@ -255,7 +262,6 @@ class _SplitWork:
         self.H, self.nb = H, nb
         self.sm = _sm_count(H.device)
         self.bufs = None
-        self.chol = None
 
     def get(self, pmax: int):
         B, m, n = self.H.shape
@@ -267,19 +273,6 @@ class _SplitWork:
                          torch.empty((B, cap, self.nb, self.nb), dtype=torch.float32, device=dev),
                          torch.zeros((B, 3 * n), dtype=torch.int32, device=dev))
         return self.bufs
-
-    def get_cholqr(self, pmax: int):
-        """The CholeskyQR2 panel's Gram partials and sums (float64) and its barrier counters
-        (four a panel), after :meth:`get` (whose capacity they share)."""
-        if self.chol is None:
-            B, m, n = self.H.shape
-            cap = self.bufs[0].shape[2]
-            dev, nn = self.H.device, self.nb * self.nb
-            self.chol = (torch.empty((B, cap, nn), dtype=torch.float64, device=dev),
-                         torch.empty((B, nn), dtype=torch.float64, device=dev),
-                         torch.zeros((B, 4 * triton.cdiv(n, self.nb)), dtype=torch.int32,
-                                     device=dev))
-        return self.chol
 
 
 def _pairs(s, rb: int) -> bool:
@@ -310,17 +303,10 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
             rb, p = rp
             pmax = next_pow2(p)
             WS, SP, CNT = split.get(pmax)
-            if s.cholqr and nb <= rb <= schedules.CHOLQR_MAX_RB and wt:
-                GW, GR, CNT4 = split.get_cholqr(pmax)
-                panel_cholqr_kernel[(B, p)](Ht, tau, TW, na, GW, GR, CNT4, WS, SP, CNT, k, m, n,
-                                            pw, k // nb, n_tw, p, NB=nb, RB=rb, PMAX=pmax,
-                                            LOG2NB=nb.bit_length() - 1, HAS_NA=has_na,
-                                            num_warps=s.cholqr_warps or _warps(4 * nb * rb))
-            else:
-                panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
-                                           n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
-                                           WRITE_T=wt, PAIRS=_pairs(s, rb),
-                                           num_warps=s.split_warps or _warps(nb * rb))
+            panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
+                                       n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
+                                       WRITE_T=wt, PAIRS=_pairs(s, rb),
+                                       num_warps=s.split_warps or _warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,

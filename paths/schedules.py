@@ -85,9 +85,6 @@ THROUGHPUT_MATRICES_PER_SM = 1
 #: Register panel tiles up to this many elements run 4 warps whatever the batch: 40x352's
 #: [16, 512] panels 0.996 -> 0.920 ms at 4 warps (H9's `warps4`).
 PANEL_FEW_WARPS_TILE = 8192
-#: Row-split panels of at most this many rows a program go through the CholeskyQR2 panel:
-#: its float64 tiles ([NB, RB] twice) must stay in registers.
-CHOLQR_MAX_RB = 128
 #: Row-split panels pair their columns (two a grid barrier, ``Schedule.split_pairs``) when a
 #: program holds at most this many rows: there the barrier is a large part of a column step.
 #: Path alone in a graph (EXPERIMENTS.md S3, run 1405): 2x4096 (64 rows a program) 24.92 ->
@@ -136,10 +133,6 @@ class Schedule:
     t_doubling: bool = True
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
-    # Row-split panels by CholeskyQR2 rebuilt into Householder form (kernels/cholqr_panel.py)
-    # where the program's rows fit (CHOLQR_MAX_RB). Off: slower than the Householder column
-    # loop on the H200 (8x2048 panels 11.3 against 7.4 ms, EXPERIMENTS.md C2).
-    cholqr: bool = False
     # Warps of the streamed (non-resident) and row-split trailing kernels; 0: 4. At 4 they
     # spill for sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W
     # and U kernels), at 8 hardly (72 / 0 / 0), yet 8 warps are 10-27 % slower on every
@@ -148,8 +141,6 @@ class Schedule:
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
-    # Warps of the CholeskyQR2 panel; 0: by its float64 tiles (householder._panel).
-    cholqr_warps: int = 0
     # Warps of the row-split Householder panel; 0: by its tile (householder._warps). At 1
     # or 2 its reductions are intra-warp, yet 2x4096 took 30.5 / 24.6 ms against 23.1 at 4
     # (EXPERIMENTS.md P2).

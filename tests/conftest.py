@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import adaptqr
 from adaptqr import log
 from adaptqr.registry import REGISTRY
+
+# tests/interpret/ runs in its own TRITON_INTERPRET=1 session (test_interpret_session.py).
+collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpret"]
 
 #: Variables that change what the dispatcher chooses or records.
 DISPATCH_VARS = ("ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_PATH", "ADAPTQR_DETECT",

@@ -37,17 +37,63 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.cholqr_panel import _eye, _inv_upper, _lu_signs
+from adaptqr.paths.kernels.panel import join_upper_blocks
 
 #: Square block of a leaf; a power of two. A [32, 32] float64 tile is 8 KB of registers:
 #: a program of a few warps holds it whole (the warps: cholqr_blocks.LEAF_WARPS).
 LEAF = 32
 LOG2_LEAF = 5
 
-#: Same threshold as the panel kernel's (cholqr_panel.CHOL_MIN_REL_PIVOT), against the
-#: column's original squared norm: a float32 input's Gram matrix in float64 carries about
-#: 1e-13 relative error at 4096 rows, so pivots below 1e-10 are mostly rounding.
+#: A pivot at or below this fraction of the column's original squared norm is a breakdown:
+#: a float32 input's Gram matrix in float64 carries about 1e-13 relative error at 4096 rows,
+#: so pivots below 1e-10 are mostly rounding.
 CHOL_MIN_REL_PIVOT = tl.constexpr(1.0e-10)
+
+
+@triton.jit
+def _eye(NB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    return tl.where(ii[:, None] == ii[None, :], 1.0, 0.0).to(tl.float64)
+
+
+@triton.jit
+def _inv_upper(R, NB: tl.constexpr, LOG2NB: tl.constexpr):
+    """``R^-1`` of an upper triangular float64 ``[NB, NB]`` with a nonzero diagonal, by
+    doubling (:func:`~adaptqr.paths.kernels.panel.join_upper_blocks` from ``diag(1 / R_ii)``)."""
+    ii = tl.arange(0, NB)
+    on_diag = ii[:, None] == ii[None, :]
+    dg = tl.sum(tl.where(on_diag, R, 0.0), axis=1)
+    return join_upper_blocks(tl.where(on_diag, 1.0 / dg[:, None], 0.0), R, NB, LOG2NB)
+
+
+@triton.jit
+def _lu_signs(M, pw, last, NB: tl.constexpr):
+    """Unpivoted LU of ``M - S`` (float64 ``[NB, NB]``; only the first ``pw`` columns are
+    factored) with ``S_ii = -sign`` of the i-th pivot (sign(0) = +), so every pivot has
+    magnitude at least 1; column ``last`` (or none: -1) is geqrf's square-matrix exception,
+    ``S_ii = +sign`` and a pivot of about 0 (no rows below it may be live then). Returns
+    ``(L, U, Sd)``: L unit lower (rows past ``pw`` keep their multipliers), U upper
+    (identity past ``pw``), ``Sd = diag(S)`` (zero past ``pw``)."""
+    ii = tl.arange(0, NB)
+    L = tl.zeros((NB, NB), dtype=tl.float64)
+    U = tl.zeros((NB, NB), dtype=tl.float64)
+    Sd = tl.zeros((NB, NB), dtype=tl.float64)
+    for i in range(0, NB):
+        act = i < pw
+        row = tl.sum(tl.where(ii[:, None] == i, M, 0.0), axis=0)
+        col = tl.sum(tl.where(ii[None, :] == i, M, 0.0), axis=1)
+        q = tl.sum(tl.where(ii == i, row, 0.0), axis=0)
+        pos = q >= 0
+        si = tl.where(i == last, tl.where(pos, 1.0, -1.0), tl.where(pos, -1.0, 1.0))
+        piv = q - si
+        urow = tl.where(ii == i, piv, tl.where(ii > i, row, 0.0))
+        urow = tl.where(act, urow, tl.where(ii == i, 1.0, 0.0))
+        lcol = tl.where(act & (ii > i), col / piv, 0.0)
+        U = tl.where(ii[:, None] == i, urow[None, :], U)
+        L = tl.where(ii[None, :] == i, lcol[:, None], L)
+        Sd = tl.where((ii[:, None] == i) & (ii[None, :] == i) & act, si, Sd)
+        M = M - lcol[:, None] * urow[None, :]
+    return L + _eye(NB), U, Sd
 
 
 @triton.jit
@@ -139,8 +185,7 @@ def lu_leaf_kernel(M, LI, UI, S, off, sr, sc, n, c0, w, last, NB: tl.constexpr,
     ``last``: the block-local column that is geqrf's last column of a square matrix (``S_ii
     = +sign``, pivot about 0, no reflector), or -1.
 
-    The panel kernel's :func:`~adaptqr.paths.kernels.cholqr_panel._lu_signs` (pivot rows and
-    columns by masked reductions). The through-memory form of :func:`chol_leaf_kernel` was
+    :func:`_lu_signs` in a leaf (pivot rows and columns by masked reductions). The through-memory form of :func:`chol_leaf_kernel` was
     slower here (C9: 6.31 against 5.41 ms for 8x2048's LU): a step must then store U's row
     and L's column and the next pivot row and column, with a second barrier. Rows past
     ``w`` are the identity's (zero below the diagonal), so their multipliers are 0, or NaN

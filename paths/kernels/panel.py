@@ -7,7 +7,9 @@ column ``j`` of matrix ``b`` is the contiguous row ``Ht[b, j, :]``. A panel is t
 Three kernels, one algorithm (right-looking, column by column, LAPACK ``dlarfg`` conventions:
 ``beta = -sign(alpha) * norm`` with sign(0) = +, ``tau = 0`` and ``beta = alpha`` for a zero
 sub-column; the norm is scaled by the sub-column's max-abs so 1e30/1e-30 inputs neither
-overflow nor underflow):
+overflow nor underflow, and a column whose largest entry leaves ``[2^-60, 2^60]`` is first
+scaled by a power of two (:func:`range_scale`, as ``slarfg`` rescales tiny columns): no
+quotient or reciprocal then sees a subnormal operand, for any finite input):
 
 * :func:`panel_reg_kernel`: the panel tile ``[NB, MB]`` (MB = next pow2 of ``m - k``) lives
   in registers for the whole factorization; loaded once, stored once. Also the whole QR of a
@@ -62,26 +64,62 @@ def program_matrix(Ht, NA, m, n, HAS_NA: tl.constexpr):
     return b, base, na
 
 
+#: A column step works on its column times a power of two when the column's largest entry
+#: is outside ``[SAFE_LO, SAFE_HI]``: ``SAFE_UP`` for a tiny one, ``1 / SAFE_UP`` for a huge
+#: one. Then every divisor lies in ``[2^-69, 2^60]`` and every reciprocal is finite. Without
+#: it, a subnormal column overflowed ``1 / (alpha - beta)`` (NaN for ``randn * 1e-40``),
+#: and so did a repeated column, whose residual shrinks by about eps32 a step into the
+#: subnormal range (issue 22). The GPU's ``sqrt.approx.ftz`` and, possibly, ``div.full``
+#: flush subnormal operands; ``mul.f32`` keeps them, so scaling is by multiplication only.
+SAFE_LO = tl.constexpr(8.673617379884035e-19)   # 2^-60
+SAFE_HI = tl.constexpr(1.152921504606847e18)    # 2^60
+SAFE_UP = tl.constexpr(1.2089258196146292e24)   # 2^80
+
+
 @triton.jit
-def _reflector(alpha, ss, s, active):
-    """dlarfg scalars from ``alpha``, the scaled sum of squares ``ss`` of the sub-column
-    divided by ``s`` (its max-abs, or 1). Returns ``(tau, beta, scale, do)``; ``do`` says a
-    reflector is generated (else tau = 0 and the column is left as it is)."""
-    xnorm = s * tl.sqrt(ss)
-    mx = tl.maximum(tl.abs(alpha), xnorm)
+def range_scale(x):
+    """The power of two ``p`` that brings ``x`` (>= 0) into ``[2^-69, 2^60]``: ``SAFE_UP`` below
+    ``SAFE_LO``, ``1 / SAFE_UP`` above ``SAFE_HI``, else (and for 0, NaN) 1."""
+    return tl.where((x < SAFE_LO) & (x > 0.0), SAFE_UP,
+                    tl.where(x > SAFE_HI, 1.0 / SAFE_UP, 1.0))
+
+
+@triton.jit
+def scaled_by_max(x, amax):
+    """``(x / s, s)`` with ``s = amax`` (1 for a zero ``amax``), as ``(x q) (1 / (s q))`` for the
+    power of two ``q = range_scale(amax)``: no subnormal divisor, entries at most 1."""
+    q = range_scale(amax)
+    s = tl.where(amax > 0.0, amax, 1.0)
+    return (x * q) * (1.0 / (s * q)), s
+
+
+@triton.jit
+def _reflector(alpha, amax, ss, active):
+    """dlarfg scalars from ``alpha``, the sub-column's max-abs ``amax`` and its sum of squares
+    ``ss`` over ``s = amax`` (1 for 0; :func:`scaled_by_max`). Returns ``(tau, beta, scale,
+    p, do)``: the reflector's vector below its unit top is ``(x * p) * scale`` for the
+    sub-column ``x`` (``p`` a power of two, :func:`range_scale` of ``max(|alpha|, amax)``;
+    ``1 / (alpha - beta)`` itself may not be representable); ``do`` says a reflector is
+    generated (else tau = 0, scale = 0 and the column is left as it is).
+
+    The norm is formed as ``(s p) sqrt(ss)``, never as ``s sqrt(ss)``: for a subnormal
+    ``s`` the latter keeps a few bits, and a tau from it does not match the exactly scaled
+    ``v`` (orthogonality 2e5 n eps32 on a repeated column, issue 22)."""
+    p = range_scale(tl.maximum(tl.abs(alpha), amax))
+    ap = alpha * p
+    xnp = (tl.where(amax > 0.0, amax, 1.0) * p) * tl.sqrt(ss)  # xnorm * p
+    mx = tl.maximum(tl.abs(ap), xnp)
     mxs = tl.where(mx > 0, mx, 1.0)
-    a_ = alpha / mxs
-    x_ = xnorm / mxs
+    a_ = ap / mxs
+    x_ = xnp / mxs
     nrm = mxs * tl.sqrt(a_ * a_ + x_ * x_)
-    # `xnorm != 0` (not `> 0`) so that a NaN norm still goes through and propagates.
-    do = active & (xnorm != 0.0)
-    beta = tl.where(alpha >= 0, -nrm, nrm)
-    beta = tl.where(do, beta, alpha)
-    den_tau = tl.where(do, beta, 1.0)
-    tau = tl.where(do, (beta - alpha) / den_tau, 0.0)
-    den = tl.where(do, alpha - beta, 1.0)
-    scale = tl.where(do, 1.0 / den, 0.0)
-    return tau, beta, scale, do
+    # `!= 0` (not `> 0`) so that a NaN norm still goes through and propagates.
+    do = active & (xnp != 0.0)
+    beta_p = tl.where(alpha >= 0, -nrm, nrm)
+    tau = tl.where(do, (beta_p - ap) / tl.where(do, beta_p, 1.0), 0.0)
+    scale = tl.where(do, 1.0 / tl.where(do, ap - beta_p, 1.0), 0.0)
+    beta = tl.where(do, beta_p * (1.0 / p), alpha)
+    return tau, beta, scale, p, do
 
 
 @triton.jit
@@ -186,18 +224,17 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
             xb = tl.where(below, x, 0.0)
             amax = tl.max(tl.abs(xb), axis=0)
-            s = tl.where(amax > 0, amax, 1.0)
-            xs = xb / s
-            ss = tl.sum(xs * xs, axis=0)
-            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
+            xs, _ = scaled_by_max(xb, amax)
+            tau, beta, scale, p, do = _reflector(alpha, amax, tl.sum(xs * xs, axis=0), c < na)
+            vb = (xb * p) * scale
             # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
-            v = tl.where(is_top, 1.0, xb * scale)
+            v = tl.where(is_top, 1.0, vb)
             w = tl.sum(P * v[None, :], axis=1)
             if WRITE_S:
                 # Rows i < j of P are stored reflectors, zero where v is: w[i] = v_i^T v_j.
                 tl.store(_t_slot(TW, b, tw_index, n_tw, NB) + j * NB + jj, w)
             P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
-            newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+            newcol = tl.where(is_top, beta, tl.where(below & do, vb, x))
             P = tl.where(sel[:, None], newcol[None, :], P)
             taus = tl.where(sel, tau, taus)
         tl.store(ptrs, P, mask=mask)
@@ -293,18 +330,18 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 x = tl.load(base + c * m + r, mask=r < m, other=0.0)
                 amax = tl.maximum(amax, tl.abs(x))
             amax_s = tl.max(amax, axis=0)
-            s = tl.where(amax_s > 0, amax_s, 1.0)
             ds = tl.zeros((NB,), dtype=tl.float32)
             for r0 in range(c + 1, m, CH):
                 r = r0 + rr
                 msk = colvalid[:, None] & (r < m)[None, :]
                 P = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
-                xs = tl.load(base + c * m + r, mask=r < m, other=0.0) / s
+                xs, s = scaled_by_max(tl.load(base + c * m + r, mask=r < m, other=0.0), amax_s)
                 ds += tl.sum(P * xs[None, :], axis=1)
-            # ds = x^T P / s, so (x/s)^T (x/s) = ds_j / s.
-            ss = tl.sum(tl.where(sel, ds, 0.0), axis=0) / s
-            tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-            w = top + (scale * s) * ds
+            # ds = P^T x / s; its entry j is x^T x / s, and (x / s)^T (x / s) that over s.
+            ssq, _ = scaled_by_max(tl.sum(tl.where(sel, ds, 0.0), axis=0), amax_s)
+            tau, beta, scale, p, do = _reflector(alpha, amax_s, ssq, c < na)
+            # P^T v = (s p scale) ds, and s p scale = s p / (p (alpha - beta)) <= 1.
+            w = top + ((s * p) * scale) * ds
             newtop = tl.where(jj > j, top - tau * w, tl.where(sel, beta, top))
             tl.store(base + cols * m + c, newtop, mask=colvalid)
             for r0 in range(c + 1, m, CH):
@@ -313,7 +350,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 pp = base + cols[:, None] * m + r[None, :]
                 P = tl.load(pp, mask=msk, other=0.0)
                 x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
-                v = x * scale
+                v = (x * p) * scale
                 P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
                 P = tl.where(sel[:, None] & do, v[None, :], P)
                 tl.store(pp, P, mask=msk)
@@ -425,26 +462,29 @@ def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, 
     sel = jj == j
     is_top = rows == c
     below = rows > c
-    s = tl.where(amax > 0, amax, 1.0)
     plain = _unscaled_ok(amax, tl.sum(tl.abs(D), axis=0))
     if plain:
-        d = D / s
+        d, s = scaled_by_max(D, amax)
     else:
         # Its own slot: slower programs may still be reading this round's slot.
         fslot = wsb + 2 * PMAX * WSTR
-        tl.store(fslot + p * WSTR + jj, tl.sum(P_ * (xb / s)[None, :], axis=1))
+        xs, s = scaled_by_max(xb, amax)
+        tl.store(fslot + p * WSTR + jj, tl.sum(P_ * xs[None, :], axis=1))
         _grid_barrier(cntb, n + c, P)
         d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
                            other=0.0, volatile=True), axis=0)
     alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
-    ss = tl.sum(tl.where(sel, d, 0.0), axis=0) / s
-    tau, beta, scale, do = _reflector(alpha, ss, s, c < na)
-    w = top + (scale * s) * d
-    v = tl.where(is_top, 1.0, xb * scale)
+    # d = P^T x / s: its entry j is x^T x / s (as in panel_chunked_kernel).
+    ssq, _ = scaled_by_max(tl.sum(tl.where(sel, d, 0.0), axis=0), amax)
+    tau, beta, scale, ps, do = _reflector(alpha, amax, ssq, c < na)
+    w = top + ((s * ps) * scale) * d
+    vb = (xb * ps) * scale
+    v = tl.where(is_top, 1.0, vb)
     P_ = tl.where((jj > j)[:, None], P_ - (tau * w)[:, None] * v[None, :], P_)
-    newcol = tl.where(is_top, beta, tl.where(below & do, xb * scale, x))
+    newcol = tl.where(is_top, beta, tl.where(below & do, vb, x))
     P_ = tl.where(sel[:, None], newcol[None, :], P_)
-    return P_, tl.where(sel, tau, taus), plain, tau, scale, w
+    # scale * ps: 1 / (alpha - beta), finite wherever the column pair uses it (plain rounds).
+    return P_, tl.where(sel, tau, taus), plain, tau, scale * ps, w
 
 
 @triton.jit
@@ -531,8 +571,7 @@ SPLIT_WSTR_NB = tl.constexpr(6)
 def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index, n_tw, P,
                   NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr):
     """The column loop of :func:`panel_split_kernel` on this program's rows ``P_`` (``[NB,
-    RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T.
-    Also the fallback of :mod:`adaptqr.paths.kernels.cholqr_panel`."""
+    RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T."""
     WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
     wsb = WS + b.to(tl.int64) * 3 * PMAX * WSTR
     cntb = CNT + b.to(tl.int64) * 3 * n
@@ -600,7 +639,8 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     done = 1
     if pair:
         a2 = tl.sum(tl.where(sel2, top2, 0.0), axis=0) - g * x1
-        tau2, beta2, scale2, do2 = _reflector(a2, tl.maximum(ny2, 0.0), 1.0, c + 1 < na)
+        tau2, beta2, scale2, p2, do2 = _reflector(a2, 1.0, tl.maximum(ny2, 0.0), c + 1 < na)
+        scale2 = scale2 * p2  # finite: the pair's sums are in the unscaled range
         col_c1 = top2 - h * x1                             # every column at row c + 1
         S = E - g * (D - top2 * x1) - h * xy + h * g * nx2  # sum over rows > c + 1 of P' y'
         w2 = col_c1 + scale2 * S

@@ -1,0 +1,60 @@
+"""The degenerate-input property suite (issue 22), shared by the CPU interpreter run
+(tests/interpret/) and the GPU run (tests/gpu/): hypothesis draws a structure, a size, a batch
+and seeds; the batch holds the degenerate matrix among random ones (so that every kernel
+variant a batch size selects, and the FP16 and low-rank routes of its neighbours, are
+exercised); every matrix must pass :func:`adaptqr.testing.degenerate.judge`, and a NaN or
+Inf matrix must leave the others as they are without it (the same bits as the same batch
+with that matrix replaced by a finite one).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+import adaptqr
+from adaptqr.testing.degenerate import STRUCTURES, degenerate, judge
+
+#: Examples a run: the GPU run on the H200 takes DEGENERATE_EXAMPLES (2000 there).
+EXAMPLES = int(os.environ.get("DEGENERATE_EXAMPLES", "0") or 0)
+#: Fixed so that CI draws the same examples every run.
+SEED = 22
+
+
+def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: str,
+                path: str | None = None) -> None:
+    """Factor a batch of ``batch`` matrices ``n x n`` on ``device``, matrix ``pos`` of the given
+    structure, the others random dense ones, and assert every verdict."""
+    A = torch.randn(batch, n, n, generator=torch.Generator().manual_seed(s)).to(device)
+    A[pos] = degenerate(structure, n, seed=s + 1, device=device)
+    keep = A.clone()
+    H, tau = adaptqr.geqrf(A, path=path)
+    assert torch.equal(A.nan_to_num(1.0), keep.nan_to_num(1.0)), "the input was modified"
+    bad = [(b, v.why) for b, v in enumerate(judge(A.cpu(), H.cpu(), tau.cpu())) if not v.ok]
+    assert not bad, f"{structure} n={n} batch={batch} pos={pos} seed={s}: {bad}"
+    if structure in ("nan", "inf"):
+        A2 = A.clone()
+        A2[pos] = torch.randn(n, n, generator=torch.Generator().manual_seed(s + 2)).to(device)
+        H2, tau2 = adaptqr.geqrf(A2, path=path)
+        others = [b for b in range(batch) if b != pos]
+        assert torch.equal(H[others], H2[others]) and torch.equal(tau[others], tau2[others]), \
+            f"{structure} n={n}: a non-finite matrix changed its neighbours' factors"
+
+
+def property_test(sizes, batches, device, path=None, examples=40):
+    """A hypothesis test over :data:`STRUCTURES` x ``sizes`` x ``batches``."""
+
+    @seed(SEED)
+    @settings(max_examples=EXAMPLES or examples, deadline=None, derandomize=False,
+              suppress_health_check=list(HealthCheck), database=None)
+    @given(structure=st.sampled_from(STRUCTURES), n=st.sampled_from(sizes),
+           batch=st.sampled_from(batches), data=st.data())
+    def test(structure, n, batch, data):
+        pos = data.draw(st.integers(0, batch - 1), label="pos")
+        s = data.draw(st.integers(0, 2**31 - 1), label="seed")
+        check_batch(structure, n, batch, pos, s, device, path)
+
+    return test

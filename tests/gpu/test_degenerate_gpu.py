@@ -1,0 +1,27 @@
+"""Issue 22's degenerate inputs on the GPU, through the public API (dispatcher, probes,
+routes, graphs). Sizes and batches select every kernel: the fused small kernel (n <= 64),
+register panels (one warp's T kernel from 132 matrices on), the row-split panel (few large
+matrices), the FP16 route (512 <= n <= 2048, the dense neighbours) and the low-rank route
+(the rank-deficient structures). ``DEGENERATE_EXAMPLES=2000`` on the H200."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA device", allow_module_level=True)
+
+from degenerate_suite import check_batch, property_test  # noqa: E402
+
+test_small_batches = property_test((16, 32, 64, 96, 176, 352, 512, 1024, 2048), (1, 2, 3, 8),
+                                   "cuda", examples=200)
+test_throughput_batches = property_test((32, 96, 176), (140,), "cuda", examples=20)
+
+
+@pytest.mark.parametrize("n", [16, 96, 512, 2048])
+@pytest.mark.parametrize("structure", ["repeated", "subnormal", "huge", "nan"])
+def test_issue_cases(structure, n):
+    # The issue's reports: torch.ones-like repeated columns, randn * 1e-40, near the top.
+    check_batch(structure, n, 2, 0, n, "cuda")

@@ -1,0 +1,32 @@
+"""Issue 22's degenerate inputs through the public API on the CPU: ``path="householder"``
+under TRITON_INTERPRET=1 runs the Triton kernels themselves. Sizes pick the fused small
+kernel (n <= 64, one launch) and the register panel with its trailing updates (n = 72, 96);
+a shrunken register budget sends n = 40 to the row-chunked panel."""
+
+from __future__ import annotations
+
+import pytest
+
+from degenerate_suite import check_batch, property_test
+
+pytestmark = pytest.mark.interpret
+
+test_fused_and_register_panels = property_test((8, 16, 40, 72), (1, 2, 3), "cpu",
+                                               path="householder", examples=60)
+
+
+@pytest.mark.parametrize("structure", ["repeated", "subnormal", "cancel", "rank1", "nan"])
+def test_chunked_panel(structure, monkeypatch):
+    from adaptqr.paths import schedules
+
+    # A [16, 64] tile no longer fits: every panel of n = 40 streams its rows.
+    monkeypatch.setattr(schedules, "REG_PANEL_MAX_TILE", 16 * 32)
+    monkeypatch.setattr(schedules, "SMALL_MAX_TILE", 16 * 16)
+    check_batch(structure, 40, 2, 0, 7, "cpu", path="householder")
+
+
+def test_every_structure_at_a_panel_boundary():
+    from adaptqr.testing.degenerate import STRUCTURES
+
+    for structure in STRUCTURES:  # n = 96: six panels of 16, every trailing variant
+        check_batch(structure, 96, 2, 1, 11, "cpu", path="householder")
