@@ -90,10 +90,40 @@ def fp16_est_scale(m: int, n: int) -> float:
     return FP16_EST_COEF * 4096.0 * math.sqrt(m) / n
 
 
+# Per-matrix prescaling (issue 22). A matrix whose largest column 2-norm is outside
+# [2^-PRESCALE_EXP_RANGE, 2^PRESCALE_EXP_RANGE] is multiplied by a power of two before it is
+# factored (its largest column norm then in [1, 2)) and R is multiplied back after: V and
+# tau do not change under such a scaling, and no intermediate of the trailing updates is
+# then subnormal (the tensor-core products lost randn * 1e-40: factor residual 7e3 n eps32
+# on the H200, against LAPACK's 1.9) or overflows. Inside the range nothing is scaled, so
+# the results of such matrices stay bit for bit what they were.
+PRESCALE_EXP_RANGE = 40
+
+
+def prescale_exponents(n2max: torch.Tensor, finite: torch.Tensor) -> torch.Tensor:
+    """``(B,)`` int32 exponents ``e``: matrix b is factored as ``A * 2^e``. ``n2max``: its
+    largest column 2-norm (inf where that overflowed: e = -64, entries then at most 2^64);
+    0 inside the range, for a zero matrix and for a non-finite one (``finite`` False)."""
+    _, ex = torch.frexp(n2max.to(torch.float32))
+    lg = (ex - 1).to(torch.int32)  # floor(log2(n2max)), subnormals included
+    lg = torch.where(torch.isinf(n2max), torch.full_like(lg, 64), lg)
+    out = (n2max > 0) & ((lg < -PRESCALE_EXP_RANGE) | (lg >= PRESCALE_EXP_RANGE))
+    return torch.where(out & finite, -lg, torch.zeros_like(lg)).to(torch.int32)
+
+
+def times_pow2(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``x * 2^e`` (float32, int ``e`` of any sign up to 2^8) as two exact products."""
+    e = e.to(torch.int64)
+    e1 = torch.div(e, 2, rounding_mode="floor")
+    return (x * torch.pow(2.0, e1.to(x.dtype))) * torch.pow(2.0, (e - e1).to(x.dtype))
+
+
 def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
-                n_active: torch.Tensor, n_nonzero: torch.Tensor, m: int) -> torch.Tensor:
+                n_active: torch.Tensor, n_nonzero: torch.Tensor, m: int,
+                prescale: torch.Tensor | None = None) -> torch.Tensor:
     """``(B,)`` float32 FP16 storage scales from the column 1- and 2-norms ``(B, n)``: a power
-    of two for a matrix that takes the FP16 route, 0 for the FP32 route.
+    of two for a matrix that takes the FP16 route, 0 for the FP32 route. With ``prescale``
+    (:func:`prescale_exponents`) the scale is that of the prescaled matrix.
 
     The route needs a finite "dense" matrix with ``n_active == n_nonzero == n`` (the trailing
     kernels then run every tile of every update, so nothing stays in the float16 copy) and
@@ -110,6 +140,8 @@ def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
     ok = (routes == route_codes()["dense"]) & (n_active == n) & (n_nonzero == n)
     ok &= (est <= FP16_BUDGET) & (n2max >= 2.0 ** -FP16_EXP_RANGE) \
         & (n2max <= 2.0 ** FP16_EXP_RANGE)
+    if prescale is not None:
+        n2max = times_pow2(n2max, prescale)
     scale = torch.exp2(torch.floor(torch.log2(FP16_TARGET / n2max.clamp_min(1e-30))))
     return torch.where(ok, scale, torch.zeros_like(scale)).to(torch.float32)
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import torch
 
-from .classify import (FP16_BUDGET, FP16_EST_NB, FP16_EXP_RANGE, FP16_TARGET, classify,
-                       fp16_est_scale, fp16_scales, route_codes, tail_bound_scale)
+from .classify import (FP16_BUDGET, FP16_EST_NB, FP16_EXP_RANGE, FP16_TARGET,
+                       PRESCALE_EXP_RANGE, classify, fp16_est_scale, fp16_scales,
+                       prescale_exponents, route_codes, tail_bound_scale)
 from .probe import BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_triton
 
 # Rows per chunk of the column kernel and its warps: a [32, 32] float32 tile over 4 warps is
@@ -38,10 +39,11 @@ ROUTE_BLOCK_N = 256
 
 def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None
           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``(routes, {"n_active": ..., "n_nonzero": ...[, "fp16_scale": ...]})`` for ``H``
-    ``(B, m, n)``: ``(B,)`` int32 each (``fp16_scale``: float32, the FP16 route's per-matrix
-    scale or 0, present only where the route is offered: :func:`classify.fp16_est_scale`),
-    on H's device.
+    """``(routes, {"n_active": ..., "n_nonzero": ..., "prescale": ...[, "fp16_scale": ...]})``
+    for ``H`` ``(B, m, n)``: ``(B,)`` int32 each (``prescale``: the exponent ``e`` of
+    :func:`classify.prescale_exponents`, the path factors ``H * 2^e``; ``fp16_scale``:
+    float32, the FP16 route's per-matrix scale or 0, present only where the route is
+    offered: :func:`classify.fp16_est_scale`), on H's device.
 
     ``backend``: ``"auto"`` (Triton on CUDA float16/bfloat16/float32, else torch ops),
     ``"triton"`` (forced; runs on CPU tensors under ``TRITON_INTERPRET=1``) or ``"torch"``
@@ -63,10 +65,12 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
             load_column_major(src, H)
         f = probe(H, backend="torch" if backend == "torch" else "auto")
         routes = classify(f)
-        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"]}
+        n2max = f["col_norm2"].amax(dim=-1) if n else f["col_norm2"].new_zeros(B)
+        pexp = prescale_exponents(n2max, ~f["nonfinite"].bool())
+        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "prescale": pexp}
         if _fp16_coef(m, n) < float("inf"):
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
-                                              f["n_active"], f["n_nonzero"], m)
+                                              f["n_active"], f["n_nonzero"], m, pexp)
         return routes, feats
     return _route_triton(H, src)
 
@@ -89,19 +93,21 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
         s, s.stride(0), s.stride(1), s.stride(2),
         BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None, num_warps=ROUTE_WARPS,
     )
-    out = torch.empty((3, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero
-    n_active, routes, n_nonzero = out[0], out[1], out[2]
+    out = torch.empty((4, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, e
+    n_active, routes, n_nonzero, pexp = out[0], out[1], out[2], out[3]
     fp16 = torch.empty(B, dtype=torch.float32, device=dev)
     coef = _fp16_coef(m, n)
     codes = route_codes()
     route_kernel[(B,)](
-        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, fp16, n, min(m, n),
+        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, fp16, pexp, n,
+        min(m, n),
         tail_bound_scale(m, n), coef,
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
         BLOCK_N=ROUTE_BLOCK_N, FP16_NB=FP16_EST_NB, FP16_BUDGET=FP16_BUDGET,
         FP16_TARGET=FP16_TARGET, FP16_EXP_RANGE=FP16_EXP_RANGE,
+        PRESCALE_EXP_RANGE=PRESCALE_EXP_RANGE,
     )
-    feats = {"n_active": n_active, "n_nonzero": n_nonzero}
+    feats = {"n_active": n_active, "n_nonzero": n_nonzero, "prescale": pexp}
     if coef < float("inf"):  # else no matrix can take the route: no float16 copy, no launch
         feats["fp16_scale"] = fp16
     return routes, feats

@@ -170,7 +170,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         NB = next_pow2(max(n, 16))
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
-                               NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False,
+                               NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False, FLOOR=0.0,
                                num_warps=_warps(NB * MB))
         return
 

@@ -498,7 +498,7 @@ H = torch.empty_strided(A.shape, (512 * 512, 1, 512))
 routes, f = route(H, backend="triton", src=A)
 a = A.double().nan_to_num(0.0)
 ref = C.fp16_scales(a.abs().sum(1).float(), a.norm(dim=1).float(), routes, f["n_active"],
-                    f["n_nonzero"], 512)
+                    f["n_nonzero"], 512, f["prescale"])
 print(json.dumps({"kernel": f["fp16_scale"].tolist(), "ref": ref.tolist(),
                   "torch": route(H, backend="torch")[1]["fp16_scale"].tolist()}))
 """
@@ -507,7 +507,7 @@ print(json.dumps({"kernel": f["fp16_scale"].tolist(), "ref": ref.tolist(),
 def test_fp16_scales_route_kernel_and_reference():
     # The route kernel's FP16 scales (under the interpreter) against classify.fp16_scales:
     # dense cond=2 at n = 512 takes the route (a power of two), rowscale, rankdef and a NaN
-    # matrix do not, 1e25 times a dense one does at its own scale.
+    # matrix do not, 1e25 times a dense one does at the scale of its prescaled copy.
     out = json.loads(subprocess.run([sys.executable, "-c", _FP16_SCRIPT], capture_output=True,
                                     text=True, check=True, env=dict(os.environ, TRITON_INTERPRET="1")
                                     ).stdout.splitlines()[-1])
@@ -545,3 +545,45 @@ def test_fp16_route_range_and_its_knob(monkeypatch):
     monkeypatch.setenv("ADAPTQR_FP16_MAX_N", "-3")
     with pytest.raises(ValueError, match="ADAPTQR_FP16_MAX_N"):
         C.fp16_est_scale(2048, 2048)
+
+
+def test_prescale_exponents_rule():
+    # Inside [2^-40, 2^40]: 0 (results unchanged); outside: largest column norm to [1, 2);
+    # subnormal norms, an overflowed norm (inf: entries to at most 2^64), zero and non-finite
+    # matrices.
+    from adaptqr.detectors.classify import prescale_exponents
+
+    n2 = torch.tensor([1.0, 2.0 ** 39.5, 2.0 ** 40, 2.0 ** -41, 3e-40, float("inf"), 0.0, 1e30])
+    finite = torch.tensor([True] * 7 + [False])
+    e = prescale_exponents(n2, finite).tolist()
+    assert e == [0, 0, -40, 42, 132, -64, 0, 0], e
+    for x, k in zip(n2[[2, 3, 4]].tolist(), (-40, 42, 132)):
+        assert 1.0 <= x * 2.0 ** k < 2.0
+
+
+def test_prescale_round_trip_keeps_v_and_tau():
+    # geqrf of A * 2^e, R scaled back: the same (H, tau) as geqrf of A (exactly, powers of two)
+    from adaptqr.detectors.scale import prescale, unscale
+
+    A = torch.randn(3, 9, 7, dtype=torch.float64)
+    e = torch.tensor([0, 70, -90], dtype=torch.int32)
+    H = A.mT.contiguous().mT.clone()
+    prescale(H, e)
+    Hs, tau_s = torch.geqrf(H)
+    Hs = Hs.mT.contiguous().mT
+    unscale(Hs, e)
+    H0, tau0 = torch.geqrf(A)
+    torch.testing.assert_close(Hs, H0, rtol=1e-12, atol=0)
+    torch.testing.assert_close(tau_s, tau0, rtol=1e-12, atol=0)
+
+
+def test_route_reports_prescale():
+    from adaptqr.detectors import route
+
+    A = torch.randn(3, 16, 16)
+    A[1] *= 1e-30
+    A[2] = (A[2].double() * 1e-40).float()
+    H = A.mT.contiguous().mT.clone()
+    _, f = route(H, backend="torch")
+    e = f["prescale"].tolist()
+    assert e[0] == 0 and e[1] > 90 and e[2] > 125, e

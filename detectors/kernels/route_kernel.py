@@ -83,15 +83,17 @@ def route_columns_kernel(
     exact = (mx <= SQ_MAX_ABS) & ((ss >= m * SQ_MIN_SUM) | (mx == 0.0))
     n2 = tl.sqrt(ss)
     if tl.min(exact.to(tl.int32), axis=0) == 0:
-        # Huge or tiny columns in this tile: squares of entries divided by the column's max
-        # (a division: the reciprocal of a subnormal max overflows).
-        safe = tl.where(mx > 0.0, mx, 1.0)
+        # Huge or tiny columns in this tile: squares of entries over the column's max, both
+        # scaled by a power of two first (no subnormal divisor, no overflowing reciprocal).
+        q = tl.where((mx < 8.673617379884035e-19) & (mx > 0.0), 1.2089258196146292e24,
+                     tl.where(mx > 1.152921504606847e18, 8.271806125530277e-25, 1.0))
+        inv = 1.0 / (tl.where(mx > 0.0, mx, 1.0) * q)
         acc2 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
         for i0 in range(0, m, BLOCK_M):
             rows = i0 + tl.arange(0, BLOCK_M)
             mask = cmask[:, None] & (rows < m)[None, :]
             a = tl.abs(tl.load(base + rows[None, :] * row_step, mask=mask, other=0.0).to(tl.float32))
-            y = tl.where(a <= 3.4028234663852886e38, a, 0.0) / safe[:, None]
+            y = (tl.where(a <= 3.4028234663852886e38, a, 0.0) * q[:, None]) * inv[:, None]
             acc2 += y * y
         n2 = tl.where(exact, n2, mx * tl.sqrt(tl.sum(acc2, axis=1)))
     out = b.to(tl.int64) * n + cols
@@ -106,10 +108,11 @@ def route_kernel(
     n1_ptr, n2_ptr, below_ptr, bad_ptr,  # (B, n) contiguous
     n_active_ptr, routes_ptr, n_nonzero_ptr,  # (B,) int32
     fp16_ptr,                            # (B,) float32
+    exp_ptr,                             # (B,) int32: prescale exponents
     n, k, bound_scale, fp16_coef,
     CODE_DENSE: tl.constexpr, CODE_LOWRANK: tl.constexpr, CODE_UPPER: tl.constexpr,
     BLOCK_N: tl.constexpr, FP16_NB: tl.constexpr, FP16_BUDGET: tl.constexpr,
-    FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr,
+    FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr, PRESCALE_EXP_RANGE: tl.constexpr,
 ):
     b = tl.program_id(0)
     base = b.to(tl.int64) * n
@@ -158,10 +161,21 @@ def route_kernel(
     # Exactly-zero column suffix (classify.nonzero_columns): none for a non-finite matrix.
     n_nz = tl.where(nonfinite, n, tl.max(last_nz, axis=0))
     tl.store(n_nonzero_ptr + b, n_nz)
-    # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales).
+    # Prescale exponent (classify.prescale_exponents): floor(log2) through a power of two
+    # for subnormal norms (lg2.approx flushes them) and 64 for an overflowed one.
     n2m = tl.max(n2max, axis=0)
+    tiny = n2m < 8.673617379884035e-19  # 2^-60
+    lg = tl.floor(tl.log2(tl.where(tiny, n2m * 1.8446744073709552e19, n2m)))  # 2^64
+    lg = (lg - tl.where(tiny, 64.0, 0.0)).to(tl.int32)
+    lg = tl.where(n2m == float("inf"), 64, lg)
+    outside = (n2m > 0.0) & ((lg < -PRESCALE_EXP_RANGE) | (lg >= PRESCALE_EXP_RANGE))
+    pexp = tl.where(outside & finite, -lg, 0)
+    tl.store(exp_ptr + b, pexp)
+    # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales), of the prescaled matrix.
     est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
     f16 = finite & (route == CODE_DENSE) & (n_act == n) & (n_nz == n) & (est <= FP16_BUDGET)
     f16 = f16 & (n2m >= tl.exp2(-FP16_EXP_RANGE)) & (n2m <= tl.exp2(FP16_EXP_RANGE))
-    scale = tl.exp2(tl.floor(tl.log2(FP16_TARGET / tl.maximum(n2m, 1e-30))))
+    p1 = pexp // 2
+    n2s = (n2m * tl.exp2(p1.to(tl.float32))) * tl.exp2((pexp - p1).to(tl.float32))
+    scale = tl.exp2(tl.floor(tl.log2(FP16_TARGET / tl.maximum(n2s, 1e-30))))
     tl.store(fp16_ptr + b, tl.where(f16, scale, 0.0))

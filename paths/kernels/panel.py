@@ -74,6 +74,14 @@ def program_matrix(Ht, NA, m, n, HAS_NA: tl.constexpr):
 SAFE_LO = tl.constexpr(8.673617379884035e-19)   # 2^-60
 SAFE_HI = tl.constexpr(1.152921504606847e18)    # 2^60
 SAFE_UP = tl.constexpr(1.2089258196146292e24)   # 2^80
+#: Blocked factorizations leave a sub-column whose norm is below this as it is (tau = 0):
+#: the dispatcher prescales every matrix whose largest column norm is outside [2^-40, 2^40]
+#: (adaptqr.detectors.scale), so such a column is below 2^-70 of its matrix, far under
+#: eps32. A repeated column's residual otherwise went on into the subnormal range, where
+#: the H200 gave reflectors whose tau no longer matched v (orthogonality 2e4 n eps32 at
+#: n = 1024; the interpreter was exact): its norm is then dominated by normal entries.
+#: Not for the one-launch small QR, which has no prescaling (its floor is 0).
+NEGLIGIBLE_SUBCOLUMN = tl.constexpr(7.703719777548943e-34)  # 2^-110
 
 
 @triton.jit
@@ -94,13 +102,14 @@ def scaled_by_max(x, amax):
 
 
 @triton.jit
-def _reflector(alpha, amax, ss, active):
+def _reflector(alpha, amax, ss, active, FLOOR: tl.constexpr):
     """dlarfg scalars from ``alpha``, the sub-column's max-abs ``amax`` and its sum of squares
     ``ss`` over ``s = amax`` (1 for 0; :func:`scaled_by_max`). Returns ``(tau, beta, scale,
     p, do)``: the reflector's vector below its unit top is ``(x * p) * scale`` for the
     sub-column ``x`` (``p`` a power of two, :func:`range_scale` of ``max(|alpha|, amax)``;
     ``1 / (alpha - beta)`` itself may not be representable); ``do`` says a reflector is
-    generated (else tau = 0, scale = 0 and the column is left as it is).
+    generated (else tau = 0, scale = 0 and the column is left as it is): the sub-column's
+    norm is not 0 and not below ``FLOOR`` (:data:`NEGLIGIBLE_SUBCOLUMN`, or 0).
 
     The norm is formed as ``(s p) sqrt(ss)``, never as ``s sqrt(ss)``: for a subnormal
     ``s`` the latter keeps a few bits, and a tau from it does not match the exactly scaled
@@ -113,8 +122,8 @@ def _reflector(alpha, amax, ss, active):
     a_ = ap / mxs
     x_ = xnp / mxs
     nrm = mxs * tl.sqrt(a_ * a_ + x_ * x_)
-    # `!= 0` (not `> 0`) so that a NaN norm still goes through and propagates.
-    do = active & (xnp != 0.0)
+    # `!= 0` and `not <` (not `> 0`, `>=`) so that a NaN norm still goes through and propagates.
+    do = active & (xnp != 0.0) & ~(xnp < FLOOR * p)
     beta_p = tl.where(alpha >= 0, -nrm, nrm)
     tau = tl.where(do, (beta_p - ap) / tl.where(do, beta_p, 1.0), 0.0)
     scale = tl.where(do, 1.0 / tl.where(do, ap - beta_p, 1.0), 0.0)
@@ -192,7 +201,7 @@ def _t_from_w(Sw, taus, keep, NB: tl.constexpr, LOG2NB: tl.constexpr):
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
                      HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False,
-                     LOG2NB: tl.constexpr = 0):
+                     LOG2NB: tl.constexpr = 0, FLOOR: tl.constexpr = NEGLIGIBLE_SUBCOLUMN):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
@@ -200,7 +209,8 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     gets column j's ``w = P^T v_j``, whose entries ``i < j`` are ``(V^T V)[i, j]``: for
     :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V), or, with ``WRITE_T``, for
     this kernel's own T (by doubling when ``LOG2NB`` is ``log2 NB``), instead of ``V^T V``
-    from the tile and the NB-step recurrence across the warps.
+    from the tile and the NB-step recurrence across the warps. ``FLOOR``: 0 for the
+    one-launch small QR (see :data:`NEGLIGIBLE_SUBCOLUMN`).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
@@ -225,7 +235,8 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             xb = tl.where(below, x, 0.0)
             amax = tl.max(tl.abs(xb), axis=0)
             xs, _ = scaled_by_max(xb, amax)
-            tau, beta, scale, p, do = _reflector(alpha, amax, tl.sum(xs * xs, axis=0), c < na)
+            tau, beta, scale, p, do = _reflector(alpha, amax, tl.sum(xs * xs, axis=0), c < na,
+                                                 FLOOR)
             vb = (xb * p) * scale
             # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
             v = tl.where(is_top, 1.0, vb)
@@ -339,7 +350,8 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 ds += tl.sum(P * xs[None, :], axis=1)
             # ds = P^T x / s; its entry j is x^T x / s, and (x / s)^T (x / s) that over s.
             ssq, _ = scaled_by_max(tl.sum(tl.where(sel, ds, 0.0), axis=0), amax_s)
-            tau, beta, scale, p, do = _reflector(alpha, amax_s, ssq, c < na)
+            tau, beta, scale, p, do = _reflector(alpha, amax_s, ssq, c < na,
+                                                 NEGLIGIBLE_SUBCOLUMN)
             # P^T v = (s p scale) ds, and s p scale = s p / (p (alpha - beta)) <= 1.
             w = top + ((s * p) * scale) * ds
             newtop = tl.where(jj > j, top - tau * w, tl.where(sel, beta, top))
@@ -476,7 +488,7 @@ def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, 
     alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
     # d = P^T x / s: its entry j is x^T x / s (as in panel_chunked_kernel).
     ssq, _ = scaled_by_max(tl.sum(tl.where(sel, d, 0.0), axis=0), amax)
-    tau, beta, scale, ps, do = _reflector(alpha, amax, ssq, c < na)
+    tau, beta, scale, ps, do = _reflector(alpha, amax, ssq, c < na, NEGLIGIBLE_SUBCOLUMN)
     w = top + ((s * ps) * scale) * d
     vb = (xb * ps) * scale
     v = tl.where(is_top, 1.0, vb)
@@ -639,7 +651,8 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     done = 1
     if pair:
         a2 = tl.sum(tl.where(sel2, top2, 0.0), axis=0) - g * x1
-        tau2, beta2, scale2, p2, do2 = _reflector(a2, 1.0, tl.maximum(ny2, 0.0), c + 1 < na)
+        tau2, beta2, scale2, p2, do2 = _reflector(a2, 1.0, tl.maximum(ny2, 0.0), c + 1 < na,
+                                                  NEGLIGIBLE_SUBCOLUMN)
         scale2 = scale2 * p2  # finite: the pair's sums are in the unscaled range
         col_c1 = top2 - h * x1                             # every column at row c + 1
         S = E - g * (D - top2 * x1) - h * xy + h * g * nx2  # sum over rows > c + 1 of P' y'

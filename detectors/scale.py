@@ -1,0 +1,70 @@
+"""Per-matrix prescaling (issue 22): factor ``A * 2^e`` instead of ``A`` where ``A``'s scale
+is extreme, and scale R back.
+
+``e = features["prescale"][b]`` comes from :func:`adaptqr.detectors.route`
+(:func:`adaptqr.detectors.classify.prescale_exponents`: 0 unless the largest column 2-norm
+is outside ``[2^-40, 2^40]``). Householder vectors and tau are invariant under a scaling
+by a power of two and R scales with it, so :func:`prescale` before a path and
+:func:`unscale` after it (and after the low-rank tail) give geqrf of ``A`` itself, without
+a subnormal or overflowing intermediate inside the path. No host synchronization: a Triton
+kernel on CUDA (matrices with ``e == 0`` only read ``e``), ``torch.ldexp``-like products
+elsewhere.
+
+Example::
+
+    >>> import torch
+    >>> from adaptqr.detectors.scale import prescale, unscale
+    >>> H = (torch.ones(2, 3, 3) * 1e-40).mT.contiguous().mT
+    >>> e = torch.tensor([0, 136], dtype=torch.int32)
+    >>> prescale(H, e); float(H[1, 0, 0]) > 1e-3, float(H[0, 0, 0]) == float(torch.tensor(1e-40))
+    (True, True)
+    >>> unscale(H, e); bool((H[1].triu() == H[0].triu()).all())
+    True
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Column-major tiles of [32 columns, 128 rows]; at most this many programs a matrix (a
+# matrix that needs scaling is rare: the others exit after one load).
+BLOCK_C = 32
+BLOCK_M = 128
+PROGRAMS_PER_MATRIX = 8
+
+
+def _apply(H: torch.Tensor, e: torch.Tensor, sign: int, upper: bool) -> None:
+    if H.dim() != 3 or e.shape != (H.shape[0],):
+        raise ValueError(f"prescale: H (B, m, n) and e (B,), got {tuple(H.shape)} and "
+                         f"{tuple(e.shape)}")
+    B, m, n = H.shape
+    if B * m * n == 0:
+        return
+    if H.is_cuda and H.stride() == (m * n, 1, m):
+        import triton
+
+        from .kernels.scale_kernel import scale_kernel
+
+        grid = (B, min(PROGRAMS_PER_MATRIX, triton.cdiv(n, BLOCK_C)))
+        scale_kernel[grid](H.mT, e.to(torch.int32).contiguous(), m, n, SIGN=sign, UPPER=upper,
+                           BLOCK_C=BLOCK_C, BLOCK_M=BLOCK_M, num_warps=4)
+        return
+    ee = e.to(torch.int64).view(B, 1, 1) * sign
+    e1 = torch.div(ee, 2, rounding_mode="floor")
+    f1 = torch.pow(2.0, e1.to(torch.float32))
+    f2 = torch.pow(2.0, (ee - e1).to(torch.float32))
+    scaled = (H * f1) * f2
+    if upper:
+        keep = torch.ones(m, n, dtype=torch.bool, device=H.device).triu()
+        scaled = torch.where(keep, scaled, H)
+    H.copy_(scaled)
+
+
+def prescale(H: torch.Tensor, e: torch.Tensor) -> None:
+    """``H[b] *= 2^e[b]`` in place (``H``: ``(B, m, n)``; ``e``: ``(B,)`` int32)."""
+    _apply(H, e, 1, False)
+
+
+def unscale(H: torch.Tensor, e: torch.Tensor) -> None:
+    """``R`` (the entries on and above the diagonal of ``H[b]``) ``*= 2^-e[b]`` in place."""
+    _apply(H, e, -1, True)
