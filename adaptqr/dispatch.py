@@ -264,9 +264,6 @@ def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None):
 def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) -> None:
     """Run ``path`` on ``H``/``tau``; what it reports in ``info.notes`` goes into ``notes``
     (for the decisions log) with matrix indices of this batch."""
-    pexp = info.features.get("prescale")
-    if pexp is not None:  # extreme scales: the path factors H * 2^e (detectors.scale)
-        detectors().prescale(H, pexp)
     try:
         path.impl(H, tau, info)
     except Exception as exc:
@@ -278,8 +275,6 @@ def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) 
         det = detectors()
         if det is not None and hasattr(det, "finish_tail"):
             det.finish_tail(H, tau, info.features["n_active"])
-    if pexp is not None:
-        detectors().unscale(H, pexp)
     if notes is not None and info.notes:
         notes.update(info.notes)
 

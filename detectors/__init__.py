@@ -20,8 +20,7 @@ Example::
 from .classify import TAIL_BUDGET, active_columns, classify, route_codes, tail_bound
 from .probe import probe
 from .route import route
-from .scale import prescale, unscale
 from .tail import finish_tail
 
-__all__ = ["probe", "classify", "route", "finish_tail", "prescale", "unscale", "active_columns",
-           "tail_bound", "route_codes", "TAIL_BUDGET"]
+__all__ = ["probe", "classify", "route", "finish_tail", "active_columns", "tail_bound", "route_codes",
+           "TAIL_BUDGET"]

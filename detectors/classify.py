@@ -90,7 +90,7 @@ def fp16_est_scale(m: int, n: int) -> float:
     return FP16_EST_COEF * 4096.0 * math.sqrt(m) / n
 
 
-# Per-matrix prescaling (issue 22). A matrix whose largest column 2-norm is outside
+# Per-matrix prescaling (issue 22, adaptqr.paths.prescale). A matrix whose largest column 2-norm is outside
 # [2^-PRESCALE_EXP_RANGE, 2^PRESCALE_EXP_RANGE] is multiplied by a power of two before it is
 # factored (its largest column norm then in [1, 2)) and R is multiplied back after: V and
 # tau do not change under such a scaling, and no intermediate of the trailing updates is

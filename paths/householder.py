@@ -20,6 +20,9 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 for columns ``< n_active[b]``; later columns get ``tau = 0`` and hold ``Q1^T A_tail``;
 panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, read with
 n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
+``info.features["prescale"]`` (int32 ``(B,)``, optional, from the route probe): matrix b is
+factored as ``A * 2^e`` and R scaled back (:mod:`adaptqr.paths.prescale`); with it, blocked
+schedules leave a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is.
 ``info.features["fp16_scale"]`` (float32 ``(B,)``, optional, from the route probe): matrix b
 with a scale above 0 keeps its trailing matrix in a float16 copy (issue 8's FP16 route,
 :mod:`adaptqr.paths.kernels.fp16_storage`; the copy is ``B x n x m`` float16, half the
@@ -54,9 +57,10 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
+from adaptqr.paths.prescale import prescale, unscale
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
-from adaptqr.paths.kernels.panel import (SPLIT_WSTR_NB, panel_chunked_kernel, panel_reg_kernel,
-                                         panel_split_kernel, panel_t_kernel)
+from adaptqr.paths.kernels.panel import (NEGLIGIBLE_SUBCOLUMN, SPLIT_WSTR_NB, panel_chunked_kernel,
+                                         panel_reg_kernel, panel_split_kernel, panel_t_kernel)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.schedules import next_pow2
 
@@ -166,11 +170,21 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
 
         s = dataclasses.replace(s, tail_prec=config.tail_prec() or schedules.TAIL_PREC)
 
+    pexp = _feature(info, "prescale", B, H.device)
+    if pexp is not None:
+        prescale(H, pexp)
+    _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n,
+            NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0)
+    if pexp is not None:
+        unscale(H, pexp)
+
+
+def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
     if s.small:
         NB = next_pow2(max(n, 16))
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
-                               NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False, FLOOR=0.0,
+                               NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False, FLOOR=floor,
                                num_warps=_warps(NB * MB))
         return
 
@@ -193,7 +207,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s)
+            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s, floor)
             if k + pw < gend:
                 _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s,
                           wbuf, None)
@@ -281,7 +295,7 @@ def _pairs(s, rb: int) -> bool:
     return s.split_pairs if s.split_pairs is not None else rb <= schedules.PAIRS_MAX_RB
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
+def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s, floor):
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     sep_t = bool(s.t_kernel)
@@ -295,7 +309,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=not sep_t, WRITE_S=from_s,
                                LOG2NB=nb.bit_length() - 1 if from_s and not sep_t else 0,
-                               num_warps=s.panel_warps or warps)
+                               FLOOR=floor, num_warps=s.panel_warps or warps)
     else:
         wt = not sep_t
         rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
@@ -305,12 +319,12 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s):
             WS, SP, CNT = split.get(pmax)
             panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                        n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
-                                       WRITE_T=wt, PAIRS=_pairs(s, rb),
+                                       WRITE_T=wt, PAIRS=_pairs(s, rb), FLOOR=floor,
                                        num_warps=s.split_warps or _warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
-                                       NB=nb, CH=CH, HAS_NA=has_na, WRITE_T=wt,
+                                       NB=nb, CH=CH, HAS_NA=has_na, WRITE_T=wt, FLOOR=floor,
                                        num_warps=_warps(nb * CH))
     if sep_t:
         panel_t_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,

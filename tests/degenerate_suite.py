@@ -3,8 +3,9 @@
 and seeds; the batch holds the degenerate matrix among random ones (so that every kernel
 variant a batch size selects, and the FP16 and low-rank routes of its neighbours, are
 exercised); every matrix must pass :func:`adaptqr.testing.degenerate.judge`, and a NaN or
-Inf matrix must leave the others as they are without it (the same bits as the same batch
-with that matrix replaced by a finite one).
+Inf matrix must leave the others as they are without it: as the same batch with that
+matrix replaced by a finite one, to the rounding of the row-split update (its W is summed
+with atomics, in no fixed order: not bit for bit on the GPU).
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: st
     assert torch.equal(A.nan_to_num(1.0), keep.nan_to_num(1.0)), "the input was modified"
     bad = [(b, v.why) for b, v in enumerate(judge(A.cpu(), H.cpu(), tau.cpu())) if not v.ok]
     assert not bad, f"{structure} n={n} batch={batch} pos={pos} seed={s}: {bad}"
-    if structure in ("nan", "inf"):
+    if structure in ("nan", "inf") and batch > 1:
         A2 = A.clone()
         A2[pos] = torch.randn(n, n, generator=torch.Generator().manual_seed(s + 2)).to(device)
         H2, tau2 = adaptqr.geqrf(A2, path=path)
         others = [b for b in range(batch) if b != pos]
-        assert torch.equal(H[others], H2[others]) and torch.equal(tau[others], tau2[others]), \
-            f"{structure} n={n}: a non-finite matrix changed its neighbours' factors"
+        dh = float((H[others] - H2[others]).norm() / H2[others].norm())
+        dt = float((tau[others] - tau2[others]).abs().max())
+        assert dh < 1e-4 and dt < 1e-4, \
+            f"{structure} n={n}: a non-finite matrix changed its neighbours' factors ({dh}, {dt})"
 
 
 def property_test(sizes, batches, device, path=None, examples=40):

@@ -563,7 +563,7 @@ def test_prescale_exponents_rule():
 
 def test_prescale_round_trip_keeps_v_and_tau():
     # geqrf of A * 2^e, R scaled back: the same (H, tau) as geqrf of A (exactly, powers of two)
-    from adaptqr.detectors.scale import prescale, unscale
+    from adaptqr.paths.prescale import prescale, unscale
 
     A = torch.randn(3, 9, 7, dtype=torch.float64)
     e = torch.tensor([0, 70, -90], dtype=torch.int32)

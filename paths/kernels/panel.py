@@ -80,7 +80,7 @@ SAFE_UP = tl.constexpr(1.2089258196146292e24)   # 2^80
 #: eps32. A repeated column's residual otherwise went on into the subnormal range, where
 #: the H200 gave reflectors whose tau no longer matched v (orthogonality 2e4 n eps32 at
 #: n = 1024; the interpreter was exact): its norm is then dominated by normal entries.
-#: Not for the one-launch small QR, which has no prescaling (its floor is 0).
+#: Only where the dispatcher's probe gave the prescale exponents (else the floor is 0).
 NEGLIGIBLE_SUBCOLUMN = tl.constexpr(7.703719777548943e-34)  # 2^-110
 
 
@@ -201,7 +201,7 @@ def _t_from_w(Sw, taus, keep, NB: tl.constexpr, LOG2NB: tl.constexpr):
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
                      HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False,
-                     LOG2NB: tl.constexpr = 0, FLOOR: tl.constexpr = NEGLIGIBLE_SUBCOLUMN):
+                     LOG2NB: tl.constexpr = 0, FLOOR: tl.constexpr = 0.0):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
@@ -209,8 +209,8 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     gets column j's ``w = P^T v_j``, whose entries ``i < j`` are ``(V^T V)[i, j]``: for
     :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V), or, with ``WRITE_T``, for
     this kernel's own T (by doubling when ``LOG2NB`` is ``log2 NB``), instead of ``V^T V``
-    from the tile and the NB-step recurrence across the warps. ``FLOOR``: 0 for the
-    one-launch small QR (see :data:`NEGLIGIBLE_SUBCOLUMN`).
+    from the tile and the NB-step recurrence across the warps. ``FLOOR``: a sub-column
+    norm below it gives no reflector (:data:`NEGLIGIBLE_SUBCOLUMN` or 0).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     jj = tl.arange(0, NB)
@@ -318,7 +318,7 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 @triton.jit
 def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                          NB: tl.constexpr, CH: tl.constexpr,
-                         HAS_NA: tl.constexpr, WRITE_T: tl.constexpr):
+                         HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, FLOOR: tl.constexpr = 0.0):
     """Factor columns [k, k+pw) of matrix program_id(0), streaming row chunks of CH.
 
     Same arguments as :func:`panel_reg_kernel`; any ``m``.
@@ -350,8 +350,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 ds += tl.sum(P * xs[None, :], axis=1)
             # ds = P^T x / s; its entry j is x^T x / s, and (x / s)^T (x / s) that over s.
             ssq, _ = scaled_by_max(tl.sum(tl.where(sel, ds, 0.0), axis=0), amax_s)
-            tau, beta, scale, p, do = _reflector(alpha, amax_s, ssq, c < na,
-                                                 NEGLIGIBLE_SUBCOLUMN)
+            tau, beta, scale, p, do = _reflector(alpha, amax_s, ssq, c < na, FLOOR)
             # P^T v = (s p scale) ds, and s p scale = s p / (p (alpha - beta)) <= 1.
             w = top + ((s * p) * scale) * ds
             newtop = tl.where(jj > j, top - tau * w, tl.where(sel, beta, top))
@@ -392,7 +391,8 @@ def _grid_barrier(CNT, idx, P):
 @triton.jit
 def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw, P,
                        NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, PAIRS: tl.constexpr = False):
+                       HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, PAIRS: tl.constexpr = False,
+                       FLOOR: tl.constexpr = 0.0):
     """Factor columns [k, k+pw) of matrix program_id(0) with P programs (program_id(1)),
     each holding RB rows of the panel in registers; one grid barrier per column.
 
@@ -416,10 +416,10 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
         P_ = tl.load(ptrs, mask=mask, other=0.0)
         if PAIRS:
             split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw,
-                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T)
+                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T, FLOOR)
         else:
             split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
-                          n_tw, P, NB, RB, PMAX, WRITE_T)
+                          n_tw, P, NB, RB, PMAX, WRITE_T, FLOOR)
     else:
         if p == 0:
             tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
@@ -463,7 +463,8 @@ def _unscaled_ok(amax, dsum):
 
 @triton.jit
 def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, P, rows,
-                      NB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+                      NB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
+                      FLOOR: tl.constexpr):
     """Reflector of column j (row c) from the round's sums (``D = P^T x`` below row c, ``top``
     = row c, ``amax`` of x below c), with the scaled round when the unscaled sums are not
     exact enough; this program's rows updated. Returns ``(P_, taus, plain, tau, scale, w)``
@@ -488,7 +489,7 @@ def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, 
     alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
     # d = P^T x / s: its entry j is x^T x / s (as in panel_chunked_kernel).
     ssq, _ = scaled_by_max(tl.sum(tl.where(sel, d, 0.0), axis=0), amax)
-    tau, beta, scale, ps, do = _reflector(alpha, amax, ssq, c < na, NEGLIGIBLE_SUBCOLUMN)
+    tau, beta, scale, ps, do = _reflector(alpha, amax, ssq, c < na, FLOOR)
     w = top + ((s * ps) * scale) * d
     vb = (xb * ps) * scale
     v = tl.where(is_top, 1.0, vb)
@@ -512,7 +513,8 @@ def _store_partials(own, P_, xb, is_top, NB: tl.constexpr):
 
 @triton.jit
 def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+                NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
+                FLOOR: tl.constexpr):
     """One column (k + j) of the row-split panel: partial dot products through round slot
     ``rnd % 2``, one grid barrier (two when the column needs the scaled round), the
     reflector, this program's rows updated. Returns ``(P_, taus)``."""
@@ -533,7 +535,7 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
     P_, taus, _plain, _tau, _scale, _w = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
                                                            wsb, cntb, p, na, n, P, rows,
-                                                           NB, PMAX, WSTR)
+                                                           NB, PMAX, WSTR, FLOOR)
     return P_, taus
 
 
@@ -581,7 +583,8 @@ SPLIT_WSTR_NB = tl.constexpr(6)
 
 @triton.jit
 def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index, n_tw, P,
-                  NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr):
+                  NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr,
+                  FLOOR: tl.constexpr = 0.0):
     """The column loop of :func:`panel_split_kernel` on this program's rows ``P_`` (``[NB,
     RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T."""
     WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
@@ -589,7 +592,8 @@ def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, t
     cntb = CNT + b.to(tl.int64) * 3 * n
     taus = tl.zeros((NB,), dtype=tl.float32)
     for j in range(0, pw):
-        P_, taus = _split_step(P_, taus, j, j, wsb, cntb, p, na, k, m, n, P, NB, RB, PMAX, WSTR)
+        P_, taus = _split_step(P_, taus, j, j, wsb, cntb, p, na, k, m, n, P, NB, RB, PMAX, WSTR,
+                               FLOOR)
     _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
                   n_tw, P, NB, RB, PMAX, WRITE_T)
 
@@ -603,7 +607,8 @@ PAIR_MIN_KEEP = tl.constexpr(0.25)
 
 @triton.jit
 def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-               NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr):
+               NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
+               FLOOR: tl.constexpr):
     """Columns k + j and k + j + 1 of the row-split panel with one grid barrier: the round
     carries, besides column j's sums, those of column j + 1 (``P^T y``, row c + 1), and the
     second reflector is derived from them by algebra. Returns ``(P_, taus, done)``, ``done``
@@ -637,7 +642,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     # Column j, as _split_step.
     P_, taus, plain, tau1, scale1, w1 = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
                                                           wsb, cntb, p, na, n, P, rows,
-                                                          NB, PMAX, WSTR)
+                                                          NB, PMAX, WSTR, FLOOR)
     # Column j + 1 after reflector j, from the sums: y' = y - g x below row c + 1.
     h = tau1 * w1 * scale1
     g = tl.sum(tl.where(sel2, h, 0.0), axis=0)
@@ -652,7 +657,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     if pair:
         a2 = tl.sum(tl.where(sel2, top2, 0.0), axis=0) - g * x1
         tau2, beta2, scale2, p2, do2 = _reflector(a2, 1.0, tl.maximum(ny2, 0.0), c + 1 < na,
-                                                  NEGLIGIBLE_SUBCOLUMN)
+                                                  FLOOR)
         scale2 = scale2 * p2  # finite: the pair's sums are in the unscaled range
         col_c1 = top2 - h * x1                             # every column at row c + 1
         S = E - g * (D - top2 * x1) - h * xy + h * g * nx2  # sum over rows > c + 1 of P' y'
@@ -671,7 +676,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
 @triton.jit
 def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
                         n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                        WRITE_T: tl.constexpr):
+                        WRITE_T: tl.constexpr, FLOOR: tl.constexpr = 0.0):
     """:func:`split_columns` with two columns a grid barrier where it can (``_pair_step``):
     half the barriers of a panel. Schedule ``split_pairs`` (EXPERIMENTS.md S3)."""
     WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
@@ -683,10 +688,10 @@ def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n,
     while j < pw:
         if j + 1 < pw:
             P_, taus, done = _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                                        NB, RB, PMAX, WSTR)
+                                        NB, RB, PMAX, WSTR, FLOOR)
         else:
             P_, taus = _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                                   NB, RB, PMAX, WSTR)
+                                   NB, RB, PMAX, WSTR, FLOOR)
             done = 1
         j += done
         rnd += 1

@@ -12,7 +12,7 @@ from degenerate_suite import check_batch, property_test
 pytestmark = pytest.mark.interpret
 
 test_fused_and_register_panels = property_test((8, 16, 40, 72), (1, 2, 3), "cpu",
-                                               path="householder", examples=60)
+                                               path="householder", examples=30)
 
 
 @pytest.mark.parametrize("structure", ["repeated", "subnormal", "cancel", "rank1", "nan"])

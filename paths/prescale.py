@@ -1,19 +1,20 @@
-"""Per-matrix prescaling (issue 22): factor ``A * 2^e`` instead of ``A`` where ``A``'s scale
-is extreme, and scale R back.
+"""Per-matrix prescaling (issue 22): the householder path factors ``A * 2^e`` instead of ``A``
+where ``A``'s scale is extreme, and scales R back.
 
 ``e = features["prescale"][b]`` comes from :func:`adaptqr.detectors.route`
 (:func:`adaptqr.detectors.classify.prescale_exponents`: 0 unless the largest column 2-norm
 is outside ``[2^-40, 2^40]``). Householder vectors and tau are invariant under a scaling
-by a power of two and R scales with it, so :func:`prescale` before a path and
-:func:`unscale` after it (and after the low-rank tail) give geqrf of ``A`` itself, without
-a subnormal or overflowing intermediate inside the path. No host synchronization: a Triton
+by a power of two and R scales with it, so :func:`prescale` before the factorization and
+:func:`unscale` after it give geqrf of ``A`` itself, without a subnormal or overflowing
+intermediate (and the low-rank tail, which only clears entries below the diagonal, may
+come before or after). No host synchronization: a Triton
 kernel on CUDA (matrices with ``e == 0`` only read ``e``), ``torch.ldexp``-like products
 elsewhere.
 
 Example::
 
     >>> import torch
-    >>> from adaptqr.detectors.scale import prescale, unscale
+    >>> from adaptqr.paths.prescale import prescale, unscale
     >>> H = (torch.ones(2, 3, 3) * 1e-40).mT.contiguous().mT
     >>> e = torch.tensor([0, 136], dtype=torch.int32)
     >>> prescale(H, e); float(H[1, 0, 0]) > 1e-3, float(H[0, 0, 0]) == float(torch.tensor(1e-40))
@@ -43,7 +44,7 @@ def _apply(H: torch.Tensor, e: torch.Tensor, sign: int, upper: bool) -> None:
     if H.is_cuda and H.stride() == (m * n, 1, m):
         import triton
 
-        from .kernels.scale_kernel import scale_kernel
+        from adaptqr.paths.kernels.scale import scale_kernel
 
         grid = (B, min(PROGRAMS_PER_MATRIX, triton.cdiv(n, BLOCK_C)))
         scale_kernel[grid](H.mT, e.to(torch.int32).contiguous(), m, n, SIGN=sign, UPPER=upper,

@@ -1,4 +1,4 @@
-"""Triton kernel of the per-matrix prescaling (issue 22, :mod:`adaptqr.detectors.scale`).
+"""Triton kernel of the per-matrix prescaling (issue 22, :mod:`adaptqr.paths.prescale`).
 
 ``scale_kernel``: grid ``(B, G)``; program ``(b, g)`` reads ``EXP[b]`` and, only when it is
 not 0, multiplies its share of matrix ``b``'s entries (``Ht`` rows: ``(B, n, m)``
