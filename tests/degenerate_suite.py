@@ -34,7 +34,7 @@ def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: st
     keep = A.clone()
     H, tau = adaptqr.geqrf(A, path=path)
     assert torch.equal(A.nan_to_num(1.0), keep.nan_to_num(1.0)), "the input was modified"
-    bad = [(b, v.why) for b, v in enumerate(judge(A.cpu(), H.cpu(), tau.cpu())) if not v.ok]
+    bad = [(b, v.why) for b, v in enumerate(judge(A, H, tau)) if not v.ok]
     assert not bad, f"{structure} n={n} batch={batch} pos={pos} seed={s}: {bad}"
     if structure in ("nan", "inf") and batch > 1:
         A2 = A.clone()

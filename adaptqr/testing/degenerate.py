@@ -119,7 +119,7 @@ def judge(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> list[Verdict]:
     for b in range(A.shape[0]):
         a, h, t = A[b:b + 1], H[b:b + 1], tau[b:b + 1]
         finite_out = bool(torch.isfinite(h).all() and torch.isfinite(t).all())
-        if not bool(torch.isfinite(a).all()):
+        if not bool(torch.isfinite(a).all()):  # (checks run where the tensors are)
             out.append(Verdict(not finite_out, "non-finite input: non-finite output expected"))
             continue
         if not finite_out:
