@@ -3,9 +3,7 @@
 and seeds; the batch holds the degenerate matrix among random ones (so that every kernel
 variant a batch size selects, and the FP16 and low-rank routes of its neighbours, are
 exercised); every matrix must pass :func:`adaptqr.testing.degenerate.judge`, and a NaN or
-Inf matrix must leave the others as they are without it: as the same batch with that
-matrix replaced by a finite one, to the rounding of the row-split update (its W is summed
-with atomics, in no fixed order: not bit for bit on the GPU).
+Inf matrix must leave the others as they are without it (see :func:`check_batch`).
 """
 
 from __future__ import annotations
@@ -37,15 +35,21 @@ def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: st
     bad = [(b, v.why) for b, v in enumerate(judge(A, H, tau)) if not v.ok]
     assert not bad, f"{structure} n={n} batch={batch} pos={pos} seed={s}: {bad}"
     if structure in ("nan", "inf") and batch > 1:
+        # The same batch with the bad matrix replaced by a finite one: the neighbours pass
+        # again, and their first reflectors (computed from the input alone, in a fixed order)
+        # are the same bits. Not the whole factors: the row-split update sums W with atomics
+        # in no fixed order, and a late reflector of an ill-conditioned matrix amplifies that
+        # rounding (tau moved by 0.74 at 8x2048 between two such runs, both passing the bar).
         A2 = A.clone()
         A2[pos] = torch.randn(n, n, generator=torch.Generator().manual_seed(s + 2)).to(device)
         H2, tau2 = adaptqr.geqrf(A2, path=path)
         others = [b for b in range(batch) if b != pos]
-        dh = float((H[others] - H2[others]).norm() / H2[others].norm())
-        dt = float((tau[others] - tau2[others]).abs().max())
-        assert dh < 1e-4 and dt < 1e-4, \
-            f"{structure} n={n}: a non-finite matrix changed its neighbours' factors ({dh}, {dt})"
-
+        again = [(b, v.why) for b, v in zip(others, judge(A2[others], H2[others], tau2[others]))
+                 if not v.ok]
+        assert not again, f"{structure} n={n}: neighbours without it: {again}"
+        first = min(n, 16)
+        assert torch.equal(tau[others, :first], tau2[others, :first]), \
+            f"{structure} n={n}: a non-finite matrix changed its neighbours' first reflectors"
 
 def property_test(sizes, batches, device, path=None, examples=40):
     """A hypothesis test over :data:`STRUCTURES` x ``sizes`` x ``batches``."""
