@@ -46,8 +46,7 @@ CALIB = [  # (batch, n, cond, case, seed)
 ]
 #: Schedules compared by ``time`` (names: route, then the knob; EXPERIMENTS.md N3, N4).
 VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
-            "fp32_bn128": {"fp16": False, "bn": 128}, "fp16_1l_bn128": {"bn": 128, "fp16_launches": 1},
-            "fp16_1l_bm128": {"fp16_launches": 1, "fp16_bm": 128},
+            "fp32_bn128": {"fp16": False, "bn": 128},
             "fp16_bm128_w8": {"fp16_bm": 128, "fp16_warps": 8},
             "fp16_bm128_s4": {"fp16_bm": 128, "fp16_stages": 4},
             "fp16_s4": {"fp16_stages": 4}, "fp16_bm128_s2": {"fp16_bm": 128, "fp16_stages": 2},

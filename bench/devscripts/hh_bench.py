@@ -69,9 +69,8 @@ PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
                   "trailing_w8": {"trailing_warps": 8}, "t_steps": {"t_doubling": False},
                   "prec_tf32": {"prec": "tf32"}, "prec_fp16": {"prec": "fp16"}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
-#: S3, C2; C2 at 8 warps was measured in run 1250 and is not repeated).
+#: S3; C2's CholeskyQR2 panel was removed in issue 22's session).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},
-                        "cholqr_w4": {"cholqr": True, "cholqr_warps": 4},
                         "sw1": {"split_warps": 1}, "sw2": {"split_warps": 2},
                         "nowaves": {"split_waves": False}}
 
