@@ -7,7 +7,7 @@ cholqr         110       opt-in (``ADAPTQR_CHOLQR=1``): square CUDA float32, ``n
                          hands the matrices it cannot take to householder (one host sync).
 householder    100       what its module's ``capable`` accepts (CUDA float32,
                          ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
-                         Registered only if ``adaptqr.paths.householder`` imports.
+                         (an import error of its module is raised).
 torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
 reference      -10       never automatically: it is the oracle of the tests (blocked
                          Householder in torch ops). Force it with ``path="reference"``.
@@ -28,13 +28,10 @@ Example::
 from __future__ import annotations
 
 import importlib
-import logging
 
 import torch
 
 from adaptqr.registry import ALL_CLASSES, InputSpec, Registry, register_path
-
-_log = logging.getLogger("adaptqr.dispatch")
 
 PRIORITY_CHOLQR = 110  # above householder: where it takes an input (opt-in, n >= 2048) it wins
 PRIORITY_HOUSEHOLDER = 100
@@ -59,17 +56,8 @@ def _spec_args(fn):
     return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
 
 
-def _optional(module: str):
-    """Import a path module that another engineer owns; None (and a debug line) if it is absent."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        _log.debug("built-in path module %s not available: %s", module, exc)
-        return None
-
-
 def register_all(registry: Registry) -> None:
-    """Register torch, reference (if importable) and householder (if importable) into ``registry``."""
+    """Register torch, reference, householder and cholqr into ``registry``."""
     from adaptqr.paths.torch_fallback import factor_torch
 
     register_path(
@@ -85,47 +73,45 @@ def register_all(registry: Registry) -> None:
         registry=registry,
     )
 
-    ref = _optional("adaptqr.paths.reference")
-    if ref is not None:
-        register_path(
-            ref.factor_reference,
-            name="reference",
-            supports=_supports_reference,
-            classes=ALL_CLASSES,
-            priority=PRIORITY_REFERENCE,
-            capturable=False,
-            routed=False,  # ignores info: factors every matrix in full
-            description="blocked Householder in torch ops, runs anywhere; the test oracle (force it by name)",
-            registry=registry,
-        )
+    # The package's own path modules: an import error is raised, never skipped.
+    ref = importlib.import_module("adaptqr.paths.reference")
+    register_path(
+        ref.factor_reference,
+        name="reference",
+        supports=_supports_reference,
+        classes=ALL_CLASSES,
+        priority=PRIORITY_REFERENCE,
+        capturable=False,
+        routed=False,  # ignores info: factors every matrix in full
+        description="blocked Householder in torch ops, runs anywhere; the test oracle (force it by name)",
+        registry=registry,
+    )
 
-    hh = _optional("adaptqr.paths.householder")
-    if hh is not None:
-        register_path(
-            hh.factor_householder,
-            name="householder",
-            supports=_spec_args(hh.capable),
-            classes=ALL_CLASSES,
-            priority=PRIORITY_HOUSEHOLDER,
-            capturable=True,
-            routed=True,  # reads features["n_active"] and skips the negligible tail itself
-            reads_routes=_spec_args(hh.uses_routes),
-            description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
-            registry=registry,
-        )
+    hh = importlib.import_module("adaptqr.paths.householder")
+    register_path(
+        hh.factor_householder,
+        name="householder",
+        supports=_spec_args(hh.capable),
+        classes=ALL_CLASSES,
+        priority=PRIORITY_HOUSEHOLDER,
+        capturable=True,
+        routed=True,  # reads features["n_active"] and skips the negligible tail itself
+        reads_routes=_spec_args(hh.uses_routes),
+        description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
+        registry=registry,
+    )
 
-    cq = _optional("adaptqr.paths.cholqr")
-    if cq is not None:
-        register_path(
-            cq.factor_cholqr,
-            name="cholqr",
-            supports=_spec_args(cq.supports),
-            classes=ALL_CLASSES,
-            priority=PRIORITY_CHOLQR,
-            # One host sync counts the matrices that fall back to householder.
-            capturable=False,
-            routed=False,  # takes every matrix; hands the ones it cannot take to householder
-            description="float64 CholeskyQR rebuilt into Householder form, square CUDA float32, n >= 2048; "
-                        "opt-in (ADAPTQR_CHOLQR=1); per-matrix fallback to householder",
-            registry=registry,
-        )
+    cq = importlib.import_module("adaptqr.paths.cholqr")
+    register_path(
+        cq.factor_cholqr,
+        name="cholqr",
+        supports=_spec_args(cq.supports),
+        classes=ALL_CLASSES,
+        priority=PRIORITY_CHOLQR,
+        # One host sync counts the matrices that fall back to householder.
+        capturable=False,
+        routed=False,  # takes every matrix; hands the ones it cannot take to householder
+        description="float64 CholeskyQR rebuilt into Householder form, square CUDA float32, n >= 2048; "
+                    "opt-in (ADAPTQR_CHOLQR=1); per-matrix fallback to householder",
+        registry=registry,
+    )

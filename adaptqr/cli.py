@@ -112,7 +112,7 @@ def cmd_bench(args) -> int:
     mode = "none" if args.no_baseline else ("refresh" if args.baseline_refresh else "cache")
     opts = BenchOptions(
         device=device, paths=_parse_paths(args.paths), rule=rule, baseline=mode, baseline_rule=brule,
-        cache_dir=config.get().baseline_cache,
+        cache_dir=config.baseline_cache(),
         max_inputs=None if device.type == "cuda" else cases.CPU_MAX_INPUTS,
         env_variants=_parse_env_variants(args.env),
         settings={"cases": args.cases or ("bench" if device.type == "cuda" else "cpu"), "quick": bool(args.quick)},
@@ -123,7 +123,8 @@ def cmd_bench(args) -> int:
     print(f"wrote {jpath} and {cpath}")
     if args.plot:
         png = report.write_plot(rec, os.path.splitext(jpath)[0] + ".png")
-        print(f"wrote {png}" if png else "--plot: matplotlib is not importable (pip install matplotlib); no plot written")
+        print(f"wrote {png}" if png
+              else "--plot: matplotlib is not importable (pip install matplotlib); no plot written")
     bad = [c["name"] for c in rec["cases"] for r in c["results"].values() if r["status"] != "ok"]
     return 1 if bad else 0
 
@@ -157,7 +158,8 @@ def explain_case(args) -> dict:
             if (listed["batch"], listed["n"], listed["case"]) == (c["batch"], c["n"], c["case"]):
                 c.update(cond=listed["cond"], seed=listed["seed"])
                 break
-    for k, v in (("batch", args.batch), ("n", args.n), ("case", args.case_kind), ("cond", args.cond), ("seed", args.seed)):
+    for k, v in (("batch", args.batch), ("n", args.n), ("case", args.case_kind), ("cond", args.cond),
+                 ("seed", args.seed)):
         if v is not None:
             c[k] = v
     c["cond"] = 1 if c["cond"] is None else c["cond"]

@@ -1,8 +1,10 @@
 """Every ``ADAPTQR_*`` environment variable, read in one place.
 
-Variables (read at each call through :func:`get`, so tests and users may change them at
-run time; the dispatcher's hot path reads single variables through :func:`forced_path`,
-:func:`log_target` and :func:`detect_enabled` instead of building a whole Config):
+Three kinds of variable. The user's settings and the experiment knobs are read together,
+once a call, as one frozen :class:`Settings` (:func:`snapshot`), which the dispatcher hashes
+whole into the graph cache's key; the bench's settings (``ADAPTQR_COMMIT``,
+``ADAPTQR_BASELINE_CACHE``) are read by the bench alone. Tests and users may change any of
+them at run time:
 
 ``ADAPTQR_PATH``
     Force one path by name for every call (as ``adaptqr.geqrf(A, path=...)``). Unknown
@@ -60,8 +62,11 @@ Example::
     >>> import os
     >>> from adaptqr import config
     >>> os.environ["ADAPTQR_GRAPHS"] = "0"
-    >>> config.get().graphs
+    >>> config.snapshot().graphs
     False
+    >>> del os.environ["ADAPTQR_GRAPHS"]
+    >>> config.snapshot().graphs, config.snapshot() == config.snapshot()
+    (True, True)
 """
 
 from __future__ import annotations
@@ -69,7 +74,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import NamedTuple
-
 
 # Largest input (bytes) replayed through a CUDA graph. Below it sit the launch-bound shapes
 # of qr_v2 (20x32: 80 KiB, 40x176: 5 MiB, 40x352: 20 MiB: one to ~20 launches of tens of
@@ -84,7 +88,22 @@ GRAPH_MAX_INPUT = 128 << 20
 
 
 @dataclass(frozen=True)
-class Config:
+class Knobs:
+    """The experiment knobs (``ADAPTQR_SPLIT_MIN_ROWS``, ``ADAPTQR_TAIL_PREC``,
+    ``ADAPTQR_FP16_MAX_N``): not user settings, but read with them so that ``adaptqr bench
+    --env`` can compare values in one run; None where unset (the library's constant)."""
+
+    split_min_rows: int | None
+    tail_prec: str | None
+    fp16_max_n: int | None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting one call reads, as one frozen (hashable) snapshot (:func:`snapshot`):
+    the dispatcher takes it once at the start of a call and hashes it whole into the graph
+    cache's key, so a replay never serves a graph captured under other settings."""
+
     path: str | None
     log: str | None
     log_size: int
@@ -93,27 +112,49 @@ class Config:
     graph_bytes: int
     graph_max_input: int
     detect: bool
-    baseline_cache: str
+    fp16: bool
+    cholqr: bool
+    knobs: Knobs
 
 
-# os.environ.get costs ~1.5 us (it encodes the key and decodes the value); a 20x32 call reads
-# eight variables on a ~30 us host path. On POSIX os.environ keeps its bytes in `_data`,
-# which os.environ[...] = / del / putenv-through-os.environ update, so a raw lookup there
-# sees every change made through os.environ (and none made by C code calling setenv, which
-# os.environ.get does not see either).
+#: Kept for callers of :func:`get` (same fields as :class:`Settings`, and the bench's cache).
+Config = Settings
+
+
+# os.environ.get costs ~1.5 us (it encodes the key and decodes the value); a 20x32 call's
+# host path is ~30-70 us. On POSIX os.environ keeps its bytes in `_data`, which
+# os.environ[...] = / del / putenv-through-os.environ update, so a raw lookup there sees every
+# change made through os.environ (and none made by C code calling setenv, which
+# os.environ.get does not see either). :func:`snapshot` compares the raw values of its
+# variables with the last call's and rebuilds the Settings only when one changed.
 _ENV_DATA = getattr(os.environ, "_data", None) if os.name == "posix" else None
+if not isinstance(_ENV_DATA, dict):
+    _ENV_DATA = None
 _KEYS: dict[str, bytes] = {}
+
+#: The variables of a :class:`Settings`, in the order :func:`_raw` reads them.
+SETTING_VARS = ("ADAPTQR_PATH", "ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_GRAPHS",
+                "ADAPTQR_GRAPH_ENTRIES", "ADAPTQR_GRAPH_BYTES", "ADAPTQR_GRAPH_MAX_INPUT",
+                "ADAPTQR_DETECT", "ADAPTQR_FP16", "ADAPTQR_CHOLQR", "ADAPTQR_SPLIT_MIN_ROWS",
+                "ADAPTQR_TAIL_PREC", "ADAPTQR_FP16_MAX_N")
+_RAW_KEYS = tuple(os.fsencode(k) for k in SETTING_VARS)
 
 
 def _env(name: str) -> str | None:
     """``os.environ.get(name)``, faster on POSIX (see ``_ENV_DATA``)."""
-    if _ENV_DATA is None or not isinstance(_ENV_DATA, dict):
+    if _ENV_DATA is None:
         return os.environ.get(name)
     key = _KEYS.get(name)
     if key is None:
         key = _KEYS[name] = os.fsencode(name)
     raw = _ENV_DATA.get(key)
     return None if raw is None else os.fsdecode(raw)
+
+
+def _raw() -> tuple:
+    if _ENV_DATA is None:
+        return tuple(os.environ.get(k) for k in SETTING_VARS)
+    return tuple(map(_ENV_DATA.get, _RAW_KEYS))
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -133,73 +174,14 @@ def _int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
-def forced_path() -> str | None:
-    """``ADAPTQR_PATH`` alone (the dispatcher reads it on every call, so no Config is built)."""
-    return _env("ADAPTQR_PATH") or None
-
-
-def log_target() -> str | None:
-    """``ADAPTQR_LOG`` alone: None when unset or ``0``, else ``"1"`` or a file path."""
+def _log_target() -> str | None:
     log = _env("ADAPTQR_LOG") or None
     if log is not None and log.strip() == "0":
         return None
     return log
 
 
-def detect_enabled() -> bool:
-    """``ADAPTQR_DETECT`` alone (read per call by plans that run the probes)."""
-    return _flag("ADAPTQR_DETECT", True)
-
-
-def fp16() -> bool:
-    """``ADAPTQR_FP16`` alone (read by the route probe at each launch; default on)."""
-    return _flag("ADAPTQR_FP16", True)
-
-
-def fp16_max_n() -> int | None:
-    """``ADAPTQR_FP16_MAX_N`` alone (None when unset); read when the route probe launches."""
-    raw = _env("ADAPTQR_FP16_MAX_N")
-    if not raw:
-        return None
-    value = _int("ADAPTQR_FP16_MAX_N", 0)
-    if value < 1:
-        raise ValueError(f"ADAPTQR_FP16_MAX_N must be a positive integer, got {raw!r}")
-    return value
-
-
-def cholqr() -> bool:
-    """``ADAPTQR_CHOLQR`` alone (default off; read with every plan lookup)."""
-    return _flag("ADAPTQR_CHOLQR", False)
-
-
-def commit_hint() -> str | None:
-    """``ADAPTQR_COMMIT`` alone (read by the bench when git cannot say)."""
-    return os.environ.get("ADAPTQR_COMMIT") or None
-
-
-class GraphSettings(NamedTuple):
-    """The four variables the graph cache reads on every call (see :func:`graph_settings`)."""
-
-    graphs: bool
-    graph_entries: int
-    graph_bytes: int
-    graph_max_input: int
-
-
-def graph_settings() -> GraphSettings:
-    """What ``adaptqr.graphs`` needs, read per call: 4 variables instead of :func:`get`'s 9
-    (get() costs ~10 us on the CPU here, graph_settings() ~4 us; a 20x32 call's host time
-    is ~70 us)."""
-    return GraphSettings(
-        graphs=_flag("ADAPTQR_GRAPHS", True),
-        graph_entries=_int("ADAPTQR_GRAPH_ENTRIES", 16),
-        graph_bytes=_int("ADAPTQR_GRAPH_BYTES", 4 << 30),
-        graph_max_input=_int("ADAPTQR_GRAPH_MAX_INPUT", GRAPH_MAX_INPUT),
-    )
-
-
-def split_min_rows() -> int | None:
-    """``ADAPTQR_SPLIT_MIN_ROWS`` alone (None when unset); read per panel launch."""
+def _split_min_rows() -> int | None:
     raw = _env("ADAPTQR_SPLIT_MIN_ROWS")
     if not raw:
         return None
@@ -213,8 +195,7 @@ def split_min_rows() -> int | None:
 TAIL_PRECS = ("tf32x3", "tf32", "ieee")
 
 
-def tail_prec() -> str | None:
-    """``ADAPTQR_TAIL_PREC``, or None when unset; read once per factorization."""
+def _tail_prec() -> str | None:
     raw = _env("ADAPTQR_TAIL_PREC")
     if not raw:
         return None
@@ -223,17 +204,109 @@ def tail_prec() -> str | None:
     return raw
 
 
-def get() -> Config:
-    """The configuration as the environment says now."""
-    g = graph_settings()
-    return Config(
-        path=forced_path(),
-        log=log_target(),
+def _fp16_max_n() -> int | None:
+    raw = _env("ADAPTQR_FP16_MAX_N")
+    if not raw:
+        return None
+    value = _int("ADAPTQR_FP16_MAX_N", 0)
+    if value < 1:
+        raise ValueError(f"ADAPTQR_FP16_MAX_N must be a positive integer, got {raw!r}")
+    return value
+
+
+def _build() -> Settings:
+    return Settings(
+        path=_env("ADAPTQR_PATH") or None,
+        log=_log_target(),
         log_size=_int("ADAPTQR_LOG_SIZE", 256),
-        graphs=g.graphs,
-        graph_entries=g.graph_entries,
-        graph_bytes=g.graph_bytes,
-        graph_max_input=g.graph_max_input,
-        detect=detect_enabled(),
-        baseline_cache=os.environ.get("ADAPTQR_BASELINE_CACHE") or os.path.join("bench", "baseline_cache"),
+        graphs=_flag("ADAPTQR_GRAPHS", True),
+        graph_entries=_int("ADAPTQR_GRAPH_ENTRIES", 16),
+        graph_bytes=_int("ADAPTQR_GRAPH_BYTES", 4 << 30),
+        graph_max_input=_int("ADAPTQR_GRAPH_MAX_INPUT", GRAPH_MAX_INPUT),
+        detect=_flag("ADAPTQR_DETECT", True),
+        fp16=_flag("ADAPTQR_FP16", True),
+        cholqr=_flag("ADAPTQR_CHOLQR", False),
+        knobs=Knobs(split_min_rows=_split_min_rows(), tail_prec=_tail_prec(),
+                    fp16_max_n=_fp16_max_n()),
     )
+
+
+_last: tuple = ((), None)
+
+
+def snapshot() -> Settings:
+    """The settings as the environment says now (rebuilt only when a variable changed)."""
+    global _last
+    raw = _raw()
+    last_raw, settings = _last
+    if settings is None or raw != last_raw:
+        settings = _build()  # raises on a malformed value, naming the variable
+        _last = (raw, settings)
+    return settings
+
+
+def get() -> Settings:
+    """:func:`snapshot` (the name older callers use)."""
+    return snapshot()
+
+
+def forced_path() -> str | None:
+    """``ADAPTQR_PATH`` of the current snapshot."""
+    return snapshot().path
+
+
+def log_target() -> str | None:
+    """``ADAPTQR_LOG`` of the current snapshot: None when unset or ``0``, else ``"1"`` or a
+    file path."""
+    return snapshot().log
+
+
+def detect_enabled() -> bool:
+    return snapshot().detect
+
+
+def fp16() -> bool:
+    return snapshot().fp16
+
+
+def fp16_max_n() -> int | None:
+    return snapshot().knobs.fp16_max_n
+
+
+def cholqr() -> bool:
+    return snapshot().cholqr
+
+
+def split_min_rows() -> int | None:
+    return snapshot().knobs.split_min_rows
+
+
+def tail_prec() -> str | None:
+    return snapshot().knobs.tail_prec
+
+
+class GraphSettings(NamedTuple):
+    """The graph cache's bounds (see :func:`graph_settings`)."""
+
+    graphs: bool
+    graph_entries: int
+    graph_bytes: int
+    graph_max_input: int
+
+
+def graph_settings(settings: Settings | None = None) -> GraphSettings:
+    """The graph cache's bounds of ``settings`` (default: the current snapshot)."""
+    s = settings or snapshot()
+    return GraphSettings(s.graphs, s.graph_entries, s.graph_bytes, s.graph_max_input)
+
+
+# The bench's settings: not part of a call's snapshot.
+
+def commit_hint() -> str | None:
+    """``ADAPTQR_COMMIT`` (read by the bench when git cannot say)."""
+    return os.environ.get("ADAPTQR_COMMIT") or None
+
+
+def baseline_cache() -> str:
+    """``ADAPTQR_BASELINE_CACHE``: the folder of the bench's cached torch.geqrf timings."""
+    return os.environ.get("ADAPTQR_BASELINE_CACHE") or os.path.join("bench", "baseline_cache")

@@ -8,7 +8,7 @@ Running a plan on a batch ``A`` (``(*batch, m, n)``):
 
 1. ``H`` = column-major copy of ``A`` (flattened to ``(B, m, n)``), ``tau`` = ``(B, min(m, n))``.
 2. If the plan needs routes (a routed path that reads them for this shape, or several paths
-   sharing the batch) and ``ADAPTQR_DETECT`` is on and ``adaptqr.detectors`` imports:
+   sharing the batch) and ``ADAPTQR_DETECT`` is on:
    ``routes, features = route(H)`` (as ``classify(probe(H))``, lean); else every matrix
    is ``ROUTE_DEFAULT`` ("dense").
 3. The *base* path (the owner of "dense" when it is routed or takes every class) factors the
@@ -35,7 +35,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import math
 import threading
 from collections import OrderedDict
@@ -56,32 +55,23 @@ _NUM_CLASSES = len(ROUTE_CLASSES)
 
 
 # ---------------------------------------------------------------------------------------------
-# Optional layers (other engineers' modules): imported once, None when absent
+# The layers below (imported on first use; an import error of the package's own modules is
+# raised, never turned into a silent torch.geqrf)
 # ---------------------------------------------------------------------------------------------
-
-_MISSING = object()
-_modules: dict[str, object] = {}
-
-
-def _optional(name: str):
-    mod = _modules.get(name, _MISSING)
-    if mod is _MISSING:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            mod = None
-        _modules[name] = mod
-    return mod
 
 
 def detectors():
-    """``adaptqr.detectors`` (``probe``, ``classify``, ``finish_tail``), or None if it does not import."""
-    return _optional("adaptqr.detectors")
+    """``adaptqr.detectors`` (``route``, ``finish_tail``)."""
+    import adaptqr.detectors as det
+
+    return det
 
 
 def graphs():
-    """``adaptqr.graphs`` (``run``), or None if it does not import."""
-    return _optional("adaptqr.graphs")
+    """``adaptqr.graphs`` (``run``)."""
+    import adaptqr.graphs as g
+
+    return g
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,10 +195,17 @@ def _choose(spec: InputSpec, forced: str | None) -> tuple[tuple, list]:
     return tuple(owners), rejected
 
 
+def plan_key(batch: int, m: int, n: int, dtype, device_type: str, forced: str | None,
+             settings: config.Settings) -> tuple:
+    """The plan cache's key: the shape, the forced path, ``ADAPTQR_CHOLQR`` (it changes which
+    paths a plan may choose) and the registry's version."""
+    return (batch, m, n, dtype, device_type, forced, settings.cholqr, REGISTRY.version)
+
+
 def plan_for(spec: InputSpec, forced: str | None = None) -> Plan:
     """The (cached) plan for ``spec``; raises ``ValueError`` for an unknown or inapplicable forced path."""
-    key = (spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced, config.cholqr(),
-           REGISTRY.version)
+    key = plan_key(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced,
+                   config.snapshot())
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -238,27 +235,21 @@ def clear_plans() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None):
-    """``(routes, features)`` for the column-major batch ``H`` under ``plan``.
+def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None,
+          settings: config.Settings | None = None):
+    """``(routes, features)`` for the column-major batch ``H`` under ``plan`` and the call's
+    ``settings`` (default: the current snapshot).
 
-    ``routes`` is None (every matrix "dense") when the plan needs no routes, the detectors do
-    not import, or ``ADAPTQR_DETECT=0``. With ``src`` (a ``(B, m, n)`` view of the input), the
+    ``routes`` is None (every matrix "dense") when the plan needs no routes or
+    ``ADAPTQR_DETECT=0``. With ``src`` (a ``(B, m, n)`` view of the input), the
     probe also loads ``src`` into ``H`` (fused where it can), and the result is
     ``(None, None)`` when it does not run: the caller then loads ``H`` itself.
     """
-    if not plan.probe or not config.detect_enabled():
+    settings = settings or config.snapshot()
+    if not plan.probe or not settings.detect:
         return (None, {}) if src is None else (None, None)
-    det = detectors()
-    if det is None:
-        return (None, {}) if src is None else (None, None)
-    if hasattr(det, "route"):
-        # Only what routing needs, in two launches (the full probe is ~40 small kernels).
-        return det.route(H) if src is None else det.route(H, src=src)
-    if src is not None:
-        load_column_major(src, H)
-    features = det.probe(H)
-    routes = det.classify(features)
-    return routes, features
+    # Only what routing needs, in two launches (the full probe is ~40 small kernels).
+    return detectors().route(H, src=src, settings=settings)
 
 
 def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) -> None:
@@ -272,9 +263,7 @@ def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) 
             f"{type(exc).__name__}: {exc}"
         ) from exc
     if path.routed and "n_active" in info.features:
-        det = detectors()
-        if det is not None and hasattr(det, "finish_tail"):
-            det.finish_tail(H, tau, info.features["n_active"])
+        detectors().finish_tail(H, tau, info.features["n_active"])
     if notes is not None and info.notes:
         notes.update(info.notes)
 
@@ -284,13 +273,15 @@ def _subset(features: dict, idx: torch.Tensor) -> dict:
 
 
 def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features=None,
-           notes: dict | None = None) -> None:
+           notes: dict | None = None, settings: config.Settings | None = None) -> None:
     """Run ``plan`` on the column-major ``H`` ``(B, m, n)`` and ``tau`` ``(B, k)``, in place.
 
     ``routes``/``features`` come from :func:`probe` (None: all "dense"). ``notes`` (a dict)
     receives what the paths report (``MatrixInfo.notes``) for the decisions log.
+    ``settings`` (default: the current snapshot) reaches the paths as ``info.settings``.
     """
     spec = plan.spec
+    settings = settings or config.snapshot()
     if features is None:
         features = {}
     if routes is None or not plan.gathered:
@@ -298,7 +289,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
         if routes is None:
             # Nothing is known: every matrix is "dense", so its owner takes the whole batch.
             routes = plan.zero_routes(H.shape[0], H.device)
-        _call(owner, H, tau, MatrixInfo(routes, features), spec, notes)
+        _call(owner, H, tau, MatrixInfo(routes, features, settings), spec, notes)
         return
 
     # Some owner takes only its matrices. Gather them BEFORE the base factors H in place.
@@ -317,9 +308,10 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
         taus = torch.empty((idx.numel(), tau.shape[1]), dtype=tau.dtype, device=tau.device)
         jobs.append((path, idx, Hs, taus))
     if plan.base is not None:
-        _call(plan.base, H, tau, MatrixInfo(routes, features), spec, notes)
+        _call(plan.base, H, tau, MatrixInfo(routes, features, settings), spec, notes)
     for path, idx, Hs, taus in jobs:
-        _call(path, Hs, taus, MatrixInfo(routes.index_select(0, idx), _subset(features, idx)), spec)
+        _call(path, Hs, taus, MatrixInfo(routes.index_select(0, idx), _subset(features, idx),
+                                         settings), spec)
         H.mT.index_copy_(0, idx, Hs.mT)
         tau.index_copy_(0, idx, taus)
 
@@ -361,10 +353,11 @@ class _Runner:
     output, instead of into a static input and again inside the graph.
     """
 
-    __slots__ = ("plan", "routes", "fp16", "notes")
+    __slots__ = ("plan", "settings", "routes", "fp16", "notes")
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, settings: config.Settings):
         self.plan = plan
+        self.settings = settings
         self.routes = None
         self.fp16 = None
         self.notes: dict = {}
@@ -381,13 +374,13 @@ class _Runner:
     def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
         spec = self.plan.spec
         H, tau = _path_views(outs[0], outs[1], spec.batch, spec.m, spec.n)
-        routes, features = probe(self.plan, H, src)
+        routes, features = probe(self.plan, H, src, self.settings)
         if features is None:  # no probe ran to load the input
             load_column_major(src, H)
             features = {}
         self.routes = routes
         self.fp16 = features.get("fp16_scale")
-        factor(self.plan, H, tau, routes, features, self.notes)
+        factor(self.plan, H, tau, routes, features, self.notes, self.settings)
 
     def __call__(self, A: torch.Tensor):
         outs = self.alloc(A)
@@ -408,13 +401,13 @@ def run(A: torch.Tensor, path: str | None = None):
 
     ``path`` forces a path by name (else ``ADAPTQR_PATH``). The input is never modified.
     """
-    forced = path if path is not None else config.forced_path()
+    settings = config.snapshot()  # the call's settings, read once
+    forced = path if path is not None else settings.path
     shape = A.shape
     m, n = shape[-2], shape[-1]
     B = math.prod(shape[:-2])
     dev_type = "cuda" if A.is_cuda else A.device.type
-    # ADAPTQR_CHOLQR changes which paths a plan may choose: part of the key.
-    key = (B, m, n, A.dtype, dev_type, forced, config.cholqr(), REGISTRY.version)
+    key = plan_key(B, m, n, A.dtype, dev_type, forced, settings)
     plan = _plans.get(key)
     if plan is None:
         if not REGISTRY.builtins_loaded:
@@ -431,37 +424,37 @@ def run(A: torch.Tensor, path: str | None = None):
         except KeyError:  # evicted by another thread meanwhile
             pass
 
-    runner = _Runner(plan)
+    runner = _Runner(plan, settings)
     mode = "eager"
     if dev_type == "cuda" and plan.capturable:
-        g = graphs()
-        if g is not None:
-            mode = "graph"
-            # Allocated outside any capture, so the graph only reads it.
-            plan.zero_routes(B, A.device)
-            # Settings read while the plan runs are part of the key: a replay must not keep
-            # serving a graph captured under other settings (ADAPTQR_DETECT, the split knob).
-            gkey = ("adaptqr.geqrf", key, tuple(shape), A.get_device(), config.detect_enabled(),
-                    config.split_min_rows(), config.fp16(), config.fp16_max_n())
-            result = g.run(gkey, runner, A)
-        else:
-            result = runner(A)
+        mode = "graph"
+        # Allocated outside any capture, so the graph only reads it.
+        plan.zero_routes(B, A.device)
+        result = graphs().run(graph_key(key, shape, A.get_device(), settings), runner, A)
     else:
         result = runner(A)
 
-    if _log._enabled or config.log_target() is not None:
+    if _log._enabled or settings.log is not None:
         routes, fp16 = runner.routes, runner.fp16
         if mode == "graph":
             # A replay does not call the runner, and routes written inside a graph are
             # overwritten by the next replay: probe again, eagerly, for the record.
             a, _, H, _ = _alloc(A, B, m, n)
             a.copy_(A)
-            routes, feats = probe(plan, H)
+            routes, feats = probe(plan, H, settings=settings)
             fp16 = (feats or {}).get("fp16_scale")
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,
                     fallback=runner.notes.get("fallback"))
     return result[0], result[1]
+
+
+def graph_key(plan_key: tuple, shape, device_index: int, settings: config.Settings) -> tuple:
+    """The graph cache's key of a call: its plan, shape and device, and its whole settings
+    snapshot, so that a replay never serves a graph captured under other settings (any
+    variable the plan reads while it runs: ADAPTQR_DETECT, ADAPTQR_FP16, the experiment
+    knobs; ADAPTQR_TAIL_PREC was missing from a hand-made list once)."""
+    return ("adaptqr.geqrf", plan_key, tuple(shape), device_index, settings)
 
 
 def check_known(forced: str | None) -> None:

@@ -84,7 +84,8 @@ class Explanation:
         for code, cls in enumerate(ROUTE_CLASSES):
             p = self.plan.get(cls, "-")
             lines.append(
-                f"  {cls:<{w_cls}}  {code:>4}  {self.counts.get(cls, 0):>8}  {p:<{w_path}}  {self.descriptions.get(p, '')}"
+                f"  {cls:<{w_cls}}  {code:>4}  {self.counts.get(cls, 0):>8}  {p:<{w_path}}  "
+                f"{self.descriptions.get(p, '')}"
             )
         if self.rejected:
             lines.append("")

@@ -111,19 +111,22 @@ class MatrixInfo:
     detector ran). ``features``: dict name -> ``(B, ...)`` device tensor (e.g. ``"n_active"``,
     int32 ``(B,)``); empty when no detector ran. ``notes``: what the path reports back for
     the decisions log (plain data, host side), e.g. ``notes["fallback"]``: the matrices it
-    handed to another path and why (:mod:`adaptqr.paths.cholqr`).
+    handed to another path and why (:mod:`adaptqr.paths.cholqr`). ``settings``: the call's
+    :class:`adaptqr.config.Settings` snapshot (None outside a dispatched call).
 
     >>> info = MatrixInfo(torch.zeros(3, dtype=torch.int32), {})
     >>> info.routes.shape, info.features, info.notes
     (torch.Size([3]), {}, {})
     """
 
-    __slots__ = ("routes", "features", "notes")
+    __slots__ = ("routes", "features", "notes", "settings")
 
-    def __init__(self, routes: torch.Tensor | None, features: Mapping[str, torch.Tensor] | None = None):
+    def __init__(self, routes: torch.Tensor | None, features: Mapping[str, torch.Tensor] | None = None,
+                 settings=None):
         self.routes = routes
         self.features = features if features is not None else {}
         self.notes: dict = {}
+        self.settings = settings
 
     def __repr__(self) -> str:
         r = None if self.routes is None else tuple(self.routes.shape)

@@ -62,7 +62,8 @@ def check_input(A) -> None:
             f"supported: float32, float64, complex64, complex128"
         )
     if not (A.is_cuda or A.is_cpu):
-        raise NotImplementedError(f"{_OP}: not implemented on device {A.device} (input {describe(A)}); CPU and CUDA only")
+        raise NotImplementedError(f"{_OP}: not implemented on device {A.device} (input {describe(A)}); "
+                                  "CPU and CUDA only")
 
 
 def check_out(out, A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -80,12 +80,15 @@ FP16_TARGET = 16384.0
 FP16_EXP_RANGE = 100.0
 
 
-def fp16_est_scale(m: int, n: int) -> float:
+def fp16_est_scale(m: int, n: int, max_n: int | None = None) -> float:
     """``FP16_EST_COEF * 2^12 * sqrt(m) / n``: the estimate's factor besides the norms, or 0
-    (no matrix takes the FP16 route) outside ``FP16_MIN_N <= n <= FP16_MAX_N``."""
-    from adaptqr import config
+    (no matrix takes the FP16 route) outside ``FP16_MIN_N <= n <= max_n`` (default: the
+    snapshot's ``ADAPTQR_FP16_MAX_N``, else ``FP16_MAX_N``)."""
+    if max_n is None:
+        from adaptqr import config
 
-    if not FP16_MIN_N <= n <= (config.fp16_max_n() or FP16_MAX_N) or m < n:
+        max_n = config.snapshot().knobs.fp16_max_n
+    if not FP16_MIN_N <= n <= (max_n or FP16_MAX_N) or m < n:
         return 0.0
     return FP16_EST_COEF * 4096.0 * math.sqrt(m) / n
 

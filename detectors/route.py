@@ -3,7 +3,8 @@
 :func:`route` is what a routed plan runs before its path on the column-major ``H``
 (``(B, m, n)``, holding the input). It returns the same routes and ``n_active`` as
 ``classify(probe(H))`` but computes only the column features routing needs (no row norms,
-no last-nonzero row: a below-the-diagonal flag) and fuses the classifier into one kernel (:mod:`adaptqr.detectors.kernels.route_kernel`), so
+no last-nonzero row: a below-the-diagonal flag) and fuses the classifier into one kernel
+(:mod:`adaptqr.detectors.kernels.route_kernel`), so
 a 40x176 batch pays two launches instead of some forty. :func:`adaptqr.detectors.probe`
 keeps the full feature set for ``explain`` and future routes.
 
@@ -22,9 +23,19 @@ from __future__ import annotations
 
 import torch
 
-from .classify import (FP16_BUDGET, FP16_EST_NB, FP16_EXP_RANGE, FP16_TARGET,
-                       PRESCALE_EXP_RANGE, classify, fp16_est_scale, fp16_scales,
-                       prescale_exponents, route_codes, tail_bound_scale)
+from .classify import (
+    FP16_BUDGET,
+    FP16_EST_NB,
+    FP16_EXP_RANGE,
+    FP16_TARGET,
+    PRESCALE_EXP_RANGE,
+    classify,
+    fp16_est_scale,
+    fp16_scales,
+    prescale_exponents,
+    route_codes,
+    tail_bound_scale,
+)
 from .probe import BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_triton
 
 # Rows per chunk of the column kernel and its warps: a [32, 32] float32 tile over 4 warps is
@@ -37,8 +48,8 @@ ROUTE_WARPS = 4
 ROUTE_BLOCK_N = 256
 
 
-def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None
-          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None,
+          settings=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """``(routes, {"n_active": ..., "n_nonzero": ..., "prescale": ...[, "fp16_scale": ...]})``
     for ``H`` ``(B, m, n)``: ``(B,)`` int32 each (``prescale``: the exponent ``e`` of
     :func:`classify.prescale_exponents`, the path factors ``H * 2^e``; ``fp16_scale``:
@@ -49,12 +60,16 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     ``"triton"`` (forced; runs on CPU tensors under ``TRITON_INTERPRET=1``) or ``"torch"``
     (``classify(probe(H))``). No host synchronization.
 
+    ``settings``: the call's :class:`adaptqr.config.Settings` (``ADAPTQR_FP16``,
+    ``ADAPTQR_FP16_MAX_N``; default: the current snapshot).
+
     ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
     With the Triton backend the column kernel does the copy as it reads (one pass over the
     batch instead of two); otherwise :func:`adaptqr.paths.layout.load_column_major`.
     """
     _check(H)
     B, m, n = H.shape
+    coef = _fp16_coef(m, n, settings)
     if src is not None and src.shape != H.shape:
         raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
     if not use_triton(H, backend, "route probe") or B * m * n == 0 or (
@@ -68,14 +83,14 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
         n2max = f["col_norm2"].amax(dim=-1) if n else f["col_norm2"].new_zeros(B)
         pexp = prescale_exponents(n2max, ~f["nonfinite"].bool())
         feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "prescale": pexp}
-        if _fp16_coef(m, n) < float("inf"):
+        if coef < float("inf"):
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
                                               f["n_active"], f["n_nonzero"], m, pexp)
         return routes, feats
-    return _route_triton(H, src)
+    return _route_triton(H, src, coef)
 
 
-def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
     import triton
 
     from .kernels.route_kernel import route_columns_kernel, route_kernel
@@ -96,7 +111,6 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
     out = torch.empty((4, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, e
     n_active, routes, n_nonzero, pexp = out[0], out[1], out[2], out[3]
     fp16 = torch.empty(B, dtype=torch.float32, device=dev)
-    coef = _fp16_coef(m, n)
     codes = route_codes()
     route_kernel[(B,)](
         cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, fp16, pexp, n,
@@ -113,10 +127,12 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None = None):
     return routes, feats
 
 
-def _fp16_coef(m: int, n: int) -> float:
+def _fp16_coef(m: int, n: int, settings=None) -> float:
     """:func:`fp16_est_scale`, or inf (every estimate then fails the budget: no matrix takes
     the FP16 route) when ``ADAPTQR_FP16`` is 0 or n is outside ``FP16_MIN_N .. FP16_MAX_N``."""
-    from adaptqr import config
+    if settings is None:
+        from adaptqr import config
 
-    coef = fp16_est_scale(m, n) if config.fp16() else 0.0
+        settings = config.snapshot()
+    coef = fp16_est_scale(m, n, settings.knobs.fp16_max_n or 0) if settings.fp16 else 0.0
     return coef if coef > 0.0 else float("inf")

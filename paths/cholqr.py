@@ -239,7 +239,8 @@ def run_body(H: torch.Tensor, tau: torch.Tensor, fail: torch.Tensor) -> None:
 
 def _default_fallback(device: torch.device) -> tuple[str, Callable]:
     if device.type == "cuda":
-        from adaptqr.paths.householder import NAME as HH, factor_householder
+        from adaptqr.paths.householder import NAME as HH
+        from adaptqr.paths.householder import factor_householder
         return HH, factor_householder
     from adaptqr.paths.reference import factor_reference
     return "reference", factor_reference

@@ -57,11 +57,17 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
-from adaptqr.paths.prescale import prescale, unscale
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
-from adaptqr.paths.kernels.panel import (NEGLIGIBLE_SUBCOLUMN, SPLIT_WSTR_NB, panel_chunked_kernel,
-                                         panel_reg_kernel, panel_split_kernel, panel_t_kernel)
+from adaptqr.paths.kernels.panel import (
+    NEGLIGIBLE_SUBCOLUMN,
+    SPLIT_WSTR_NB,
+    panel_chunked_kernel,
+    panel_reg_kernel,
+    panel_split_kernel,
+    panel_t_kernel,
+)
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
+from adaptqr.paths.prescale import prescale, unscale
 from adaptqr.paths.schedules import next_pow2
 
 __all__ = ["factor_householder", "capable", "NAME"]
@@ -164,11 +170,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     # Without n_nonzero no column is known to be zero: n (no tile skipped).
     nz = _feature(info, "n_nonzero", B, H.device) if has_na else None
     nz_arg = nz if nz is not None else torch.full_like(na, n) if has_na else tau
-    s = schedule or schedules.schedule_for(m, n)
-    if s.tail_prec is None and not s.small:
-        from adaptqr import config
-
-        s = dataclasses.replace(s, tail_prec=config.tail_prec() or schedules.TAIL_PREC)
+    s = _with_knobs(schedule or schedules.schedule_for(m, n), info)
 
     pexp = _feature(info, "prescale", B, H.device)
     if pexp is not None:
@@ -177,6 +179,23 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
             NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0)
     if pexp is not None:
         unscale(H, pexp)
+
+
+def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
+    """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
+    0) taken from the call's settings snapshot (``info.settings``, else the current one),
+    else from the library's constants."""
+    if s.small or (s.tail_prec is not None and s.split_min_rows):
+        return s
+    knobs = getattr(info, "settings", None)
+    if knobs is None:
+        from adaptqr import config
+
+        knobs = config.snapshot()
+    knobs = knobs.knobs
+    return dataclasses.replace(
+        s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
+        split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS)
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -191,7 +210,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
     nb, group = s.nb, s.group
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
-    split = _SplitWork(H, nb) if H.is_cuda else None
+    split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of Schedule.fp16_group.
@@ -227,22 +246,25 @@ def _sm_count(device: torch.device) -> int:
     return _SM_COUNT[idx]
 
 
-def split_rows(B: int, rows: int, nb: int, sm_count: int) -> tuple[int, int] | None:
+def split_rows(B: int, rows: int, nb: int, sm_count: int, min_rows: int = 0
+               ) -> tuple[int, int] | None:
     """(RB, P) for the row-split panel kernel, or None when it does not apply: the panel
     fits one program's registers, or B * P programs would not all be resident at once
-    (the grid barrier would deadlock)."""
+    (the grid barrier would deadlock). ``min_rows``: fewest rows a program takes (0:
+    ``schedules.split_min_rows()``)."""
     max_rb = schedules.REG_PANEL_MAX_TILE // nb
     if next_pow2(rows) <= max_rb:
         return None
     per_matrix = max(1, sm_count // B)
-    rb = min(max_rb, max(schedules.split_min_rows(), next_pow2(triton.cdiv(rows, per_matrix))))
+    rb = min(max_rb, max(min_rows or schedules.split_min_rows(),
+                         next_pow2(triton.cdiv(rows, per_matrix))))
     p = triton.cdiv(rows, rb)
     if B * p > sm_count:
         return None
     return rb, p
 
 
-def split_capacity(B: int, m: int, n: int, nb: int, sm_count: int) -> int:
+def split_capacity(B: int, m: int, n: int, nb: int, sm_count: int, min_rows: int = 0) -> int:
     """The most programs (a power of two, ``PMAX``) any row-split panel of a ``B x m x n``
     factorization takes: the partials' workspace is sized for it once a call.
 
@@ -254,7 +276,7 @@ def split_capacity(B: int, m: int, n: int, nb: int, sm_count: int) -> int:
     >>> split_capacity(4, 4096, 4096, 32, 132), split_rows(4, 4096, 32, 132)
     (64, (128, 32))
     """
-    return _split_capacity(B, m, n, nb, sm_count, schedules.split_min_rows())
+    return _split_capacity(B, m, n, nb, sm_count, min_rows or schedules.split_min_rows())
 
 
 @functools.lru_cache(maxsize=1024)
@@ -263,7 +285,7 @@ def _split_capacity(B: int, m: int, n: int, nb: int, sm_count: int, min_rows: in
     # arguments: part of the cache key.
     cap = 0
     for k in range(0, n, nb):
-        rp = split_rows(B, m - k, nb, sm_count)
+        rp = split_rows(B, m - k, nb, sm_count, min_rows)
         if rp is not None:
             cap = max(cap, next_pow2(rp[1]))
     return cap
@@ -272,15 +294,15 @@ def _split_capacity(B: int, m: int, n: int, nb: int, sm_count: int, min_rows: in
 class _SplitWork:
     """Workspaces of the row-split panel kernel, allocated on first use in a call."""
 
-    def __init__(self, H: torch.Tensor, nb: int):
-        self.H, self.nb = H, nb
+    def __init__(self, H: torch.Tensor, nb: int, min_rows: int):
+        self.H, self.nb, self.min_rows = H, nb, min_rows
         self.sm = _sm_count(H.device)
         self.bufs = None
 
     def get(self, pmax: int):
         B, m, n = self.H.shape
         if self.bufs is None:
-            cap = max(pmax, split_capacity(B, m, n, self.nb, self.sm))
+            cap = max(pmax, split_capacity(B, m, n, self.nb, self.sm, self.min_rows))
             dev = self.H.device
             self.bufs = (torch.empty((B, 3, cap, SPLIT_WSTR_NB.value * self.nb),
                                      dtype=torch.float32, device=dev),
@@ -312,7 +334,7 @@ def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s, floor):
                                FLOOR=floor, num_warps=s.panel_warps or warps)
     else:
         wt = not sep_t
-        rp = split_rows(B, m - k, nb, split.sm) if split is not None else None
+        rp = split_rows(B, m - k, nb, split.sm, s.split_min_rows) if split is not None else None
         if rp is not None:
             rb, p = rp
             pmax = next_pow2(p)

@@ -50,10 +50,11 @@ SPLIT_MIN_ROWS = 64
 
 
 def split_min_rows() -> int:
-    """``SPLIT_MIN_ROWS``, or ``ADAPTQR_SPLIT_MIN_ROWS`` when set (to compare settings in one run)."""
+    """``SPLIT_MIN_ROWS``, or ``ADAPTQR_SPLIT_MIN_ROWS`` of the current settings snapshot
+    (where no schedule gives ``Schedule.split_min_rows``)."""
     from adaptqr import config
 
-    return config.split_min_rows() or SPLIT_MIN_ROWS
+    return config.snapshot().knobs.split_min_rows or SPLIT_MIN_ROWS
 
 
 #: Fewer trailing programs than this (about 2 per SM) -> narrower column tiles (bn = 32).
@@ -117,6 +118,9 @@ class Schedule:
     prec: str = DEFAULT_PREC
     # Products of column tiles wholly past n_active; None: ADAPTQR_TAIL_PREC, else TAIL_PREC.
     tail_prec: str | None = None
+    # Fewest rows a program of the row-split panel takes; 0: ADAPTQR_SPLIT_MIN_ROWS, else
+    # SPLIT_MIN_ROWS (both resolved once a call from its settings snapshot).
+    split_min_rows: int = 0
     # Build each panel's T in a kernel of its own (one warp a matrix) instead of inside
     # the panel kernel: True / False for every panel; None: register panels of
     # throughput-bound batches only (register_panel_plan).

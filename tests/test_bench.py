@@ -186,7 +186,8 @@ def test_record_schema_and_values():
         assert c["k"] == 2
     s = rec["summary"]["adaptqr"]
     assert s["complete"] and s["n_timed"] == 2
-    assert s["geomean_median_ms"] == pytest.approx(stats.geomean([c["results"]["adaptqr"]["median_ms"] for c in rec["cases"]]))
+    medians = [c["results"]["adaptqr"]["median_ms"] for c in rec["cases"]]
+    assert s["geomean_median_ms"] == pytest.approx(stats.geomean(medians))
     assert s["geomean_speedup"] == pytest.approx(s["baseline_geomean_median_ms"] / s["geomean_median_ms"])
 
 
@@ -288,7 +289,8 @@ def test_commit_hint_when_git_cannot_say(monkeypatch, tmp_path):
 def test_published_baseline_is_the_fallback():
     bench12 = cases.resolve("bench")
     entry = {"name": "x", "key": cases.case_key(bench12[0]), "results": {"adaptqr": {"status": "ok", "median_ms": 0.028,
-             "mean_ms": 0.03}}, "baseline": {"source": "published_h200", "median_ms": 0.28}, "speedup": {"adaptqr": 10.0}}
+             "mean_ms": 0.03}}, "baseline": {"source": "published_h200", "median_ms": 0.28},
+             "speedup": {"adaptqr": 10.0}}
     s = summarize([entry], ["adaptqr"])["adaptqr"]
     assert s["geomean_speedup"] == pytest.approx(10.0) and s["baseline_sources"] == ["published_h200"]
 

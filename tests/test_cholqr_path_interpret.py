@@ -14,7 +14,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from _interpret import run_script  # tests/_interpret.py (pytest puts tests/ on sys.path)
 
 SCRIPT = textwrap.dedent(r'''

@@ -115,7 +115,8 @@ def test_bench_in_process_writes_record(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(adaptqr, "geqrf", lambda a, path=None: torch.geqrf(a), raising=False)
     out = tmp_path / "res"
-    rc = cli.main(["bench", "--cases", _cases_file(tmp_path), "--quick", "--out", str(out), "--device", "cpu", "--plot"])
+    rc = cli.main(["bench", "--cases", _cases_file(tmp_path), "--quick", "--out", str(out), "--device", "cpu",
+                   "--plot"])
     assert rc == 0
     text = capsys.readouterr().out
     assert "median ms" in text and "2x24 band" in text and "geomean" in text

@@ -11,7 +11,6 @@ import math
 import os
 import subprocess
 import sys
-import textwrap
 from types import SimpleNamespace
 
 import pytest

@@ -9,7 +9,6 @@ import adaptqr
 from adaptqr import dispatch
 from adaptqr.registry import InputSpec, route_code
 
-
 pytestmark = pytest.mark.usefixtures("clean_dispatch")  # tests/conftest.py
 
 
@@ -35,6 +34,13 @@ class FakeDetectors:
         for i, cls in self.marks.items():
             routes[i] = route_code(cls)
         return routes
+
+    def route(self, H, src=None, settings=None):
+        """The dispatcher's one entry: load ``src`` into ``H``, then probe and classify."""
+        if src is not None:
+            H.copy_(src)
+        features = self.probe(H)
+        return self.classify(features), features
 
     def finish_tail(self, H, tau, n_active):
         self.finished.append((H.shape[0], n_active.clone()))
@@ -157,12 +163,12 @@ def test_routed_path_that_reads_no_routes_for_a_shape_skips_the_probe(monkeypatc
     assert probed == [(2, 6, 6)] and got[-1] == [1, 0]
 
 
-def test_lean_route_probe_is_preferred(monkeypatch):
+def test_lean_route_probe_is_the_dispatchers_probe(monkeypatch):
     det = FakeDetectors({1: "lowrank"})
-    det.probe = lambda H: pytest.fail("the full probe must not run when the detectors offer route()")
+    det.probe = lambda H: pytest.fail("the dispatcher runs route(), never the full probe")
     loaded = []
 
-    def route(H, src=None):
+    def route(H, src=None, settings=None):
         # Eager calls hand the input over for the probe to load (route's contract).
         if src is not None:
             H.copy_(src)
@@ -202,17 +208,19 @@ def test_detect_off_means_all_dense(monkeypatch):
     assert got == []
 
 
-def test_detectors_missing(monkeypatch):
-    monkeypatch.setattr(dispatch, "detectors", lambda: None)
-    got = []
+def test_a_broken_layer_fails_loudly(monkeypatch):
+    # Issue 23: an import error of the package's own detectors is raised, not turned into
+    # "every matrix dense" (or, for a path module, into a silent torch.geqrf).
+    import sys
+
+    monkeypatch.setitem(sys.modules, "adaptqr.detectors", None)
 
     @adaptqr.register_path(name="routed2", priority=50, routed=True)
     def routed2(H, tau, info):
-        got.append(info.routes.tolist())
         _torch_impl(H, tau, info)
 
-    adaptqr.geqrf(torch.randn(3, 4, 4))
-    assert got == [[0, 0, 0]]
+    with pytest.raises(ImportError, match="adaptqr.detectors"):
+        adaptqr.geqrf(torch.randn(3, 4, 4))
 
 
 def test_path_failure_names_path(monkeypatch):
@@ -349,3 +357,49 @@ def test_path_sees_exact_layout(shape):
     k = min(m, n)
     assert seen == [((B, m, n), (m * n, 1, m), (B, k), (k, 1))]
     assert torch.equal(ours.a, torch.geqrf(A).a)
+
+
+def test_graph_key_holds_the_whole_settings_snapshot(monkeypatch):
+    # Issue 23: every setting the plan reads while it runs is in the graph key, the
+    # experiment knobs included (ADAPTQR_TAIL_PREC was missing from the hand-made list).
+    from adaptqr import config, dispatch
+
+    for var in config.SETTING_VARS:
+        monkeypatch.delenv(var, raising=False)
+    base = config.snapshot()
+    key = dispatch.plan_key(4, 64, 64, torch.float32, "cuda", None, base)
+    k0 = dispatch.graph_key(key, (4, 64, 64), 0, base)
+    assert dispatch.graph_key(key, (4, 64, 64), 0, config.snapshot()) == k0
+    for var, value in (("ADAPTQR_TAIL_PREC", "ieee"), ("ADAPTQR_SPLIT_MIN_ROWS", "128"),
+                       ("ADAPTQR_FP16", "0"), ("ADAPTQR_DETECT", "0"),
+                       ("ADAPTQR_FP16_MAX_N", "1024")):
+        monkeypatch.setenv(var, value)
+        changed = config.snapshot()
+        assert changed != base and dispatch.graph_key(key, (4, 64, 64), 0, changed) != k0, var
+        monkeypatch.delenv(var)
+    assert config.snapshot() == base
+
+
+def test_settings_snapshot_is_read_once_a_call(monkeypatch):
+    # The snapshot is rebuilt only when a variable changed, and it reaches the path.
+    import adaptqr
+    from adaptqr import config
+
+    seen = []
+
+    @adaptqr.register_path(name="_settings_probe", priority=500)
+    def _probe(H, tau, info):
+        seen.append(info.settings)
+        H2, tau2 = torch.geqrf(H)
+        H.copy_(H2)
+        tau.copy_(tau2)
+
+    try:
+        monkeypatch.setenv("ADAPTQR_TAIL_PREC", "tf32")
+        adaptqr.geqrf(torch.randn(2, 5, 5))
+        assert seen[-1] is config.snapshot() and seen[-1].knobs.tail_prec == "tf32"
+        monkeypatch.setenv("ADAPTQR_TAIL_PREC", "ieee")
+        adaptqr.geqrf(torch.randn(2, 5, 5))
+        assert seen[-1].knobs.tail_prec == "ieee"
+    finally:
+        adaptqr.unregister_path("_settings_probe")

@@ -12,7 +12,6 @@ import adaptqr
 from adaptqr import dispatch, log
 from adaptqr.registry import route_code
 
-
 pytestmark = pytest.mark.usefixtures("clean_dispatch")  # tests/conftest.py
 
 
@@ -31,11 +30,11 @@ def test_off_builds_no_record(monkeypatch):
 
 def test_record_contents(monkeypatch):
     class Det:
-        def probe(self, H):
-            return {"n_active": torch.tensor([4, 2, 4], dtype=torch.int32)}
-
-        def classify(self, f):
-            return torch.tensor([0, route_code("lowrank"), 0], dtype=torch.int32)
+        def route(self, H, src=None, settings=None):
+            if src is not None:
+                H.copy_(src)
+            return (torch.tensor([0, route_code("lowrank"), 0], dtype=torch.int32),
+                    {"n_active": torch.tensor([4, 2, 4], dtype=torch.int32)})
 
     monkeypatch.setattr(dispatch, "detectors", lambda: Det())
 

@@ -183,7 +183,8 @@ def test_n_active_on_rankdef_passes_the_check():
     A = generate(8, 64, 0, 9, "rankdef", device="cpu")
     H = _column_major(A)
     tau = torch.empty(8, 64)
-    factor_reference(H, tau, SimpleNamespace(routes=None, features={"n_active": torch.full((8,), 48, dtype=torch.int32)}))
+    n_active = torch.full((8,), 48, dtype=torch.int32)
+    factor_reference(H, tau, SimpleNamespace(routes=None, features={"n_active": n_active}))
     assert check_geqrf(A, H, tau).passes_bar
     H0, tau0 = geqrf_reference(A)
     torch.testing.assert_close(H, H0, rtol=0, atol=0)

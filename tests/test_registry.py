@@ -6,8 +6,7 @@ import pytest
 import torch
 
 import adaptqr
-from adaptqr import registry
-from adaptqr.registry import ALL_CLASSES, InputSpec, MatrixInfo, Path, REGISTRY
+from adaptqr.registry import ALL_CLASSES, REGISTRY, InputSpec, MatrixInfo, Path
 
 
 def _impl(H, tau, info):

@@ -59,7 +59,8 @@ def load(cache_dir: str, device_name: str, torch_version: str) -> dict[str, dict
     except FileNotFoundError:
         return {}
     except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"baseline cache {path!r} is unreadable ({e}); delete it or run with --baseline-refresh") from None
+        raise ValueError(f"baseline cache {path!r} is unreadable ({e}); delete it or run with "
+                         "--baseline-refresh") from None
     # The file name is a slug, so two devices could share it: trust only an exact match.
     if data.get("device") != device_name or data.get("torch") != torch_version:
         return {}

@@ -68,8 +68,10 @@ def render_check(rows: list[dict]) -> str:
              "-" if r["worst_orth"] is None else f"{r['worst_orth']:.3g}",
              "ok" if r["passes_gate"] else "over", r["error"] or ""] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [header, ["-" * w for w in widths], *body]]
+    table = [header, ["-" * w for w in widths], *body]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in table]
     n_fail = sum(1 for r in rows if not r["passes_bar"])
     lines.append("")
-    lines.append(f"{len(rows) - n_fail}/{len(rows)} cases pass the half-gate bar" + (f"; {n_fail} FAIL" if n_fail else ""))
+    lines.append(f"{len(rows) - n_fail}/{len(rows)} cases pass the half-gate bar"
+                 + (f"; {n_fail} FAIL" if n_fail else ""))
     return "\n".join(lines)

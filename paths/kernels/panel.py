@@ -42,7 +42,8 @@ Example (see :mod:`adaptqr.paths.householder` for the launcher)::
     >>> from adaptqr.paths.householder import factor_householder
     >>> A = torch.randn(2, 8, 8)
     >>> H = A.mT.contiguous().mT; tau = A.new_empty(2, 8)
-    >>> factor_householder(H, tau, None)  # doctest: +SKIP  (needs CUDA or TRITON_INTERPRET=1)
+    >>> if torch.cuda.is_available():  # (CUDA, or CPU tensors under TRITON_INTERPRET=1)
+    ...     factor_householder(H.cuda(), tau.cuda(), None)
 """
 
 from __future__ import annotations

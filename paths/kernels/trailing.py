@@ -48,9 +48,18 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from adaptqr.paths.kernels.fp16_storage import (F16_NONE, F16_ONLY, F16_SKIP, abs_max, dot16,
-                                                hot_mask, load_scaled, store_scaled, y_scale,
-                                                y_scaled)
+from adaptqr.paths.kernels.fp16_storage import (
+    F16_NONE,
+    F16_ONLY,
+    F16_SKIP,
+    abs_max,
+    dot16,
+    hot_mask,
+    load_scaled,
+    store_scaled,
+    y_scale,
+    y_scaled,
+)
 from adaptqr.paths.kernels.panel import program_matrix
 
 

@@ -20,8 +20,7 @@ pytestmark = [
 ]
 
 from adaptqr.detectors import classify, finish_tail, probe, route_codes  # noqa: E402
-from adaptqr.testing import (EXPECTED_N_ACTIVE, bench_cases, case_name, check_geqrf,  # noqa: E402
-                             generate)
+from adaptqr.testing import EXPECTED_N_ACTIVE, bench_cases, case_name, check_geqrf, generate  # noqa: E402
 
 CODES = route_codes()
 EXPECTED_ACTIVE = EXPECTED_N_ACTIVE

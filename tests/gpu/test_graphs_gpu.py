@@ -124,8 +124,8 @@ def test_adaptqr_geqrf_repeated_calls_match_torch():
     adaptqr = pytest.importorskip("adaptqr")
     if not hasattr(adaptqr, "geqrf"):
         pytest.skip("adaptqr.geqrf not there yet")
-    from adaptqr.testing.check import check_geqrf
     import adaptqr.graphs as graphs
+    from adaptqr.testing.check import check_geqrf
 
     graphs.clear()
     graphs.reset_stats()
@@ -317,3 +317,24 @@ def test_inplace_reference_plan_replays_correctly():
         assert H.mT.is_contiguous()
         res = check_geqrf(a, H, tau)
         assert res.passes_bar, res.summary
+
+
+def test_a_settings_change_between_calls_gives_a_new_capture(monkeypatch):
+    # Issue 23: ADAPTQR_TAIL_PREC is read while the plan runs; a replay must not serve the
+    # graph captured under the other value. The whole settings snapshot is in the key.
+    import adaptqr
+    import adaptqr.graphs as graphs
+
+    graphs.clear()
+    graphs.reset_stats()
+    A = rand(8, 256, 256, seed=31)
+    A[:, :, 200:] *= 1e-12  # a negligible tail, so the tail precision is used
+    monkeypatch.delenv("ADAPTQR_TAIL_PREC", raising=False)
+    for _ in range(3):
+        adaptqr.geqrf(A)
+    before = graphs.stats()["captures"]
+    monkeypatch.setenv("ADAPTQR_TAIL_PREC", "ieee")
+    for _ in range(3):
+        adaptqr.geqrf(A)
+    assert graphs.stats()["captures"] == before + 1, graphs.stats()
+    graphs.clear()

@@ -6,7 +6,6 @@ a shrunken register budget sends n = 40 to the row-chunked panel."""
 from __future__ import annotations
 
 import pytest
-
 from degenerate_suite import check_batch, property_test
 
 pytestmark = pytest.mark.interpret
