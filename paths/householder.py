@@ -428,18 +428,13 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
-        pair32 = s.pair32 and npan == 2 and not resident and mode != F16_ONLY.value
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
         grid = (B, triton.cdiv(c_end - c_start, bn_l))
-        # A register cap only where a schedule asks for one (the default launch unchanged).
-        maxnreg = 0 if resident else s.fp16_maxnreg if only16 else s.trailing_maxnreg
-        cap = {"maxnreg": maxnreg} if maxnreg else {}
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else bm16, PAIR16=pair,
-                              PAIR32=pair32,
                               num_warps=_warps(bn * bm) if resident else
                               (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
-                              else schedules.TRAILING_STAGES, **cap)
+                              else schedules.TRAILING_STAGES)

@@ -175,12 +175,6 @@ class Schedule:
     fp16_warps: int = 0
     fp16_stages: int = 2
     fp16_bn: int = 128
-    # Register caps (Triton's maxnreg; 0: none) of the streamed FP16-only and FP32 trailing
-    # launches (EXPERIMENTS.md N8, N10). One panel a pass (run 1835): the FP16-only cap 128
-    # 7.88 -> 7.73 ms on 640x512, the FP32 cap 168 10.07 -> 10.61 (spill). Two panels a pass
-    # at bn 128 (run 1853): cap 168 7.44 -> 8.90. Off.
-    fp16_maxnreg: int = 0
-    trailing_maxnreg: int = 0
     # A column tile no wider than the columns it updates (next power of two, at least 32):
     # the 32 columns of a group's second panel (fp16_group 2) otherwise take a 64-column
     # tile, half of it masked. Path alone (run 1857), FP16 route 640x512 / 60x1024 / 640x512
@@ -191,10 +185,7 @@ class Schedule:
     # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
     # panels in one pass over its tile, EXPERIMENTS.md N9).
     fp16_group: int = 2
-    # The float32 update of a two-panel group (``group`` or ``fp16_group`` 2) in one pass
-    # over its tile, as the FP16 route's pair update (N9's algebra in PREC). Off: prepared
-    # in session 8, not measured yet (EXPERIMENTS.md N11).
-    pair32: bool = False
+
 
 def next_pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()

@@ -53,15 +53,9 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             "fp16_s2": {"fp16_stages": 2}, "fp16_bm32": {"fp16_bm": 32},
             "fp16_bn32": {"fp16_bn": 32}, "fp16_bn128": {"fp16_bn": 128},
             "fp16_bn32_bm128": {"fp16_bn": 32, "fp16_bm": 128}, "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
-            "fp16_r128": {"fp16_maxnreg": 128}, "fp16_r128_s2": {"fp16_maxnreg": 128, "fp16_stages": 2},
-            "fp32_r168": {"fp16": False, "trailing_maxnreg": 168},
-            "fp16_r128_r168": {"fp16_maxnreg": 128, "trailing_maxnreg": 168},
             # N9: two panels a pass (fp16_group 2, the default) against one
             "fp16_g1": {"fp16_group": 1},
-            "fp16_g1_r128_s2": {"fp16_group": 1, "fp16_maxnreg": 128, "fp16_stages": 2},
             "fp16_bm32_s2": {"fp16_bm": 32, "fp16_stages": 2},
-            "fp16_r168": {"fp16_maxnreg": 168},
-            "fp16_bm32_r128": {"fp16_bm": 32, "fp16_maxnreg": 128},
             # wider FP16 column tiles for the pair update (the reflector reads amortized;
             # offline sm_90 registers: bn 128 4 warps 255 + spill, 8 warps 223, 8 warps bm 32
             # 173; bn 256 8 warps bm 32 249, 16 warps bm 32 127)
@@ -70,20 +64,12 @@ VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
             "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
             "fp16_bn256_w8_bm32": {"fp16_bn": 256, "fp16_warps": 8, "fp16_bm": 32},
             "fp16_bn256_w16_bm32": {"fp16_bn": 256, "fp16_warps": 16, "fp16_bm": 32},
-            "fp16_bn128_r168": {"fp16_bn": 128, "fp16_maxnreg": 168},
             # with fp16_bn 128 the default (8a5294e on): the FP16 tile 64 wide again, its
             # stages, the fitted column tile off
             "fp16_bn64": {"fp16_bn": 64}, "fp16_bn128_s2": {"fp16_stages": 2},
             "fp16_bn128_s4": {"fp16_stages": 4}, "fp16_nofit": {"fit_bn": False},
             "fp32_nofit": {"fp16": False, "fit_bn": False},
-            # N11 (prepared in session 8): the FP32 update two panels a pass; offline sm_90
-            # registers 255 with 296 B of spill at bm 64, none at bm 32 (4 warps), 242 at 8
-            "fp32_g2": {"fp16": False, "group": 2},
-            "fp32_pair": {"fp16": False, "group": 2, "pair32": True},
-            "fp32_pair_bm32": {"fp16": False, "group": 2, "pair32": True, "bm": 32},
-            "fp32_pair_bm32_w8": {"fp16": False, "group": 2, "pair32": True, "bm": 32,
-                                  "trailing_warps": 8},
-            "fp16_pair32": {"pair32": True}, "fp16_pair32_bm32": {"pair32": True, "bm": 32}}
+            "fp32_g2": {"fp16": False, "group": 2}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]
 

@@ -67,7 +67,7 @@ def factor(A, sched=None):
 #: recurrence, one-pass TF32 and FP16 trailing products (what issue 8's operands could gain).
 PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
                   "trailing_w8": {"trailing_warps": 8}, "t_steps": {"t_doubling": False},
-                  "prec_tf32": {"prec": "tf32"}, "prec_fp16": {"prec": "fp16"}}
+                  "prec_tf32": {"prec": "tf32"}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3; C2's CholeskyQR2 panel was removed in issue 22's session).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},

@@ -31,8 +31,7 @@ the others the float32 update. ``F16`` says which of the two a launch runs (both
 each in two launches). An update of two panels of such a matrix reads its tile once for
 both (``PAIR16``, :func:`_apply_pair_f16`).
 
-Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag;
-``PREC="fp16"`` (an experiment's schedule only, :func:`_dot`) rounds both operands to float16.
+Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
 suffix (``n_nonzero``) is skipped (every reflector leaves a zero column zero, so the result
 is the same); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
@@ -65,14 +64,8 @@ from adaptqr.paths.kernels.panel import program_matrix
 
 @triton.jit
 def _dot(a, b, PREC: tl.constexpr):
-    """``a @ b`` with FP32 accumulation, operands in PREC: ``input_precision`` for "ieee",
-    "tf32" and "tf32x3"; "fp16" rounds both to float16 first, unscaled, so only for inputs
-    well inside FP16's range: it measures what issue 8's FP16 operands would gain
-    (EXPERIMENTS.md N1, N2), it is not a route."""
-    if PREC == "fp16":
-        return tl.dot(a.to(tl.float16), b.to(tl.float16))
-    else:
-        return tl.dot(a, b, input_precision=PREC)
+    """``a @ b`` with FP32 accumulation, operands in PREC ("ieee", "tf32" or "tf32x3")."""
+    return tl.dot(a, b, input_precision=PREC)
 
 
 @triton.jit
@@ -122,13 +115,10 @@ def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
 @triton.jit
 def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                   NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                  RESIDENT: tl.constexpr, PREC: tl.constexpr, PAIR: tl.constexpr = False):
-    """The body of :func:`trailing_kernel` for its column tile ``cc``, products in PREC
-    (PAIR: ``npan`` is 2 and the tile streamed: :func:`_apply_pair_fp32`)."""
+                  RESIDENT: tl.constexpr, PREC: tl.constexpr):
+    """The body of :func:`trailing_kernel` for its column tile ``cc``, products in PREC."""
     rr = tl.arange(0, BM)
-    if PAIR:
-        _apply_pair_fp32(base, TW, b, k0, na, m, n, n_tw, cc, ccmask, NB, BN, BM, PREC)
-    elif RESIDENT:
+    if RESIDENT:
         r = k0 + rr
         amask = ccmask[:, None] & (r < m)[None, :]
         aptr = base + cc[:, None] * m + r[None, :]
@@ -166,33 +156,6 @@ def _pair_sums(BN: tl.constexpr, NB: tl.constexpr):
     """Zeroed ``W1``, ``W2`` ([BN, NB]) and ``G`` ([NB, NB]) of a pair update's first sweep."""
     return (tl.zeros((BN, NB), dtype=tl.float32), tl.zeros((BN, NB), dtype=tl.float32),
             tl.zeros((NB, NB), dtype=tl.float32))
-
-
-@triton.jit
-def _apply_pair_fp32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
-                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """:func:`_apply_pair_f16`'s one pass for two panels on a float32 tile, products in PREC
-    (``Schedule.pair32``; a candidate, off by default: EXPERIMENTS.md N11). The second
-    panel may lie past ``n_active``: then its ``V`` loads as zeros, and its ``T``, never
-    written, is masked to zero so that garbage cannot enter."""
-    rr = tl.arange(0, BM)
-    k2 = k + NB
-    W1, W2, G = _pair_sums(BN, NB)
-    for r0 in range(k, m, BM):
-        r = r0 + rr
-        _, _, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
-        V2 = _load_v(base, k2, r, m, m, na, NB, n - k2)
-        W1 += _dot(At, tl.trans(V1), PREC)
-        W2 += _dot(At, tl.trans(V2), PREC)
-        G += _dot(V1, tl.trans(V2), PREC)
-    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
-    T2 = tl.where(k2 < na, _load_t(TW, b, k2 // NB, n_tw, NB), 0.0)
-    Y2 = _dot(W2 - _dot(Y1, G, PREC), T2, PREC)
-    for r0 in range(k, m, BM):
-        r = r0 + rr
-        aptr, amask, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
-        At -= _dot(Y1, V1, PREC) + _dot(Y2, _load_v(base, k2, r, m, m, na, NB, n - k2), PREC)
-        tl.store(aptr, At, mask=amask)
 
 
 @triton.jit
@@ -266,7 +229,7 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
         W1 += tl.dot(C, tl.trans(V1))
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
-    # Y as in _apply_pair_fp32 but written out here: the same step through a shared helper
+    # Y written out here: the same step through a shared helper
     # cost this kernel 16 B of spill at the default tile (sm_90, offline). No T2 mask: its
     # matrices have n_active == n.
     Y1 = tl.dot(W1, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
@@ -289,15 +252,14 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
 @triton.jit
 def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
                 NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                RESIDENT: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                PAIR: tl.constexpr = False):
+                RESIDENT: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
     """:func:`_apply_panels` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
     if (PREC_TAIL != PREC) & tail:
         _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
-                      RESIDENT, PREC_TAIL, PAIR)
+                      RESIDENT, PREC_TAIL)
     else:
         _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, NB, BN, BM,
-                      RESIDENT, PREC, PAIR)
+                      RESIDENT, PREC)
 
 
 @triton.jit
@@ -315,15 +277,14 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    PAIR16: tl.constexpr = False, PAIR32: tl.constexpr = False):
+                    PAIR16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
     columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
-    streamed, so both panels go in one pass). PAIR32: the same for the float32 update
-    (:func:`_apply_pair_fp32`).
+    streamed, so both panels go in one pass).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
@@ -334,7 +295,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     if (k0 < na) & run:
         if F16 == F16_NONE:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
-                        RESIDENT, PREC, PREC_TAIL, PAIR32)
+                        RESIDENT, PREC, PREC_TAIL)
         else:
             sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
             if do16:
@@ -342,7 +303,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                                  NB, BN, BM16, RESIDENT, PREC, PAIR16)
             elif do32:
                 _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
-                            BM, RESIDENT, PREC, PREC_TAIL, PAIR32)
+                            BM, RESIDENT, PREC, PREC_TAIL)
 
 
 @triton.jit
