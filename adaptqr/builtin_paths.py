@@ -1,5 +1,8 @@
 """The built-in paths, registered through the same :func:`register_path` users call.
 
+Each path declares itself in its own module (``PATH``, its ``PRIORITY``); this module only
+lists them.
+
 =============  ========  ====================================================================
 name           priority  when it is chosen
 =============  ========  ====================================================================
@@ -7,7 +10,6 @@ cholqr         110       opt-in (``ADAPTQR_CHOLQR=1``): square CUDA float32, ``n
                          hands the matrices it cannot take to householder (one host sync).
 householder    100       what its module's ``capable`` accepts (CUDA float32,
                          ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
-                         (an import error of its module is raised).
 torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
 reference      -10       never automatically: it is the oracle of the tests (blocked
                          Householder in torch ops). Force it with ``path="reference"``.
@@ -29,89 +31,20 @@ from __future__ import annotations
 
 import importlib
 
-import torch
+from adaptqr.registry import Registry
 
-from adaptqr.registry import ALL_CLASSES, InputSpec, Registry, register_path
-
-PRIORITY_CHOLQR = 110  # above householder: where it takes an input (opt-in, n >= 2048) it wins
-PRIORITY_HOUSEHOLDER = 100
-PRIORITY_TORCH = 0
-PRIORITY_REFERENCE = -10  # below torch: never chosen automatically (see module docstring)
-
-_REAL = (torch.float32, torch.float64)
-
-
-def _supports_torch(spec: InputSpec) -> str | None:
-    return None
-
-
-def _supports_reference(spec: InputSpec) -> str | None:
-    if spec.dtype not in _REAL:
-        return f"reference handles float32/float64 only, not {spec.dtype}"
-    return None
-
-
-def _spec_args(fn):
-    """A path module's ``fn(batch, m, n, dtype, device_type)`` as ``fn(spec)``."""
-    return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
+#: The built-in path modules, in registration order (ties of priority go to the earlier).
+#: Each declares its own ``PATH`` (an :class:`adaptqr.registry.Path`) beside its kernel and
+#: launcher; an import error of one of them is raised, never skipped.
+MODULES = (
+    "adaptqr.paths.torch_fallback",
+    "adaptqr.paths.reference",
+    "adaptqr.paths.householder",
+    "adaptqr.paths.cholqr",
+)
 
 
 def register_all(registry: Registry) -> None:
-    """Register torch, reference, householder and cholqr into ``registry``."""
-    from adaptqr.paths.torch_fallback import factor_torch
-
-    register_path(
-        factor_torch,
-        name="torch",
-        supports=_supports_torch,
-        classes=ALL_CLASSES,
-        priority=PRIORITY_TORCH,
-        # Capturable would be wrong: torch.geqrf on CUDA loops on the host and may sync.
-        capturable=False,
-        routed=False,
-        description="torch.geqrf (LAPACK / cuSOLVER); takes every input, lowest automatic priority",
-        registry=registry,
-    )
-
-    # The package's own path modules: an import error is raised, never skipped.
-    ref = importlib.import_module("adaptqr.paths.reference")
-    register_path(
-        ref.factor_reference,
-        name="reference",
-        supports=_supports_reference,
-        classes=ALL_CLASSES,
-        priority=PRIORITY_REFERENCE,
-        capturable=False,
-        routed=False,  # ignores info: factors every matrix in full
-        description="blocked Householder in torch ops, runs anywhere; the test oracle (force it by name)",
-        registry=registry,
-    )
-
-    hh = importlib.import_module("adaptqr.paths.householder")
-    register_path(
-        hh.factor_householder,
-        name="householder",
-        supports=_spec_args(hh.capable),
-        classes=ALL_CLASSES,
-        priority=PRIORITY_HOUSEHOLDER,
-        capturable=True,
-        routed=True,  # reads features["n_active"] and skips the negligible tail itself
-        reads_routes=_spec_args(hh.uses_routes),
-        description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
-        registry=registry,
-    )
-
-    cq = importlib.import_module("adaptqr.paths.cholqr")
-    register_path(
-        cq.factor_cholqr,
-        name="cholqr",
-        supports=_spec_args(cq.supports),
-        classes=ALL_CLASSES,
-        priority=PRIORITY_CHOLQR,
-        # One host sync counts the matrices that fall back to householder.
-        capturable=False,
-        routed=False,  # takes every matrix; hands the ones it cannot take to householder
-        description="float64 CholeskyQR rebuilt into Householder form, square CUDA float32, n >= 2048; "
-                    "opt-in (ADAPTQR_CHOLQR=1); per-matrix fallback to householder",
-        registry=registry,
-    )
+    """Register every built-in module's ``PATH`` into ``registry``."""
+    for name in MODULES:
+        registry.add(importlib.import_module(name).PATH)

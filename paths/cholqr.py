@@ -52,6 +52,7 @@ import torch
 
 from adaptqr.graphs.cache import InPlacePlan
 from adaptqr.paths import cholqr_blocks as cb
+from adaptqr.registry import ALL_CLASSES, Path
 
 __all__ = ["factor_cholqr", "cholqr_body", "capable", "supports", "NAME", "CHOLQR_MIN_N",
            "FAIL_BREAKDOWN", "FAIL_ORTH", "FAIL_NONFINITE", "FAIL_REASONS"]
@@ -275,3 +276,20 @@ def factor_cholqr(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
                 "reasons": fail.index_select(0, redo).tolist()}
     if info is not None and hasattr(info, "notes"):
         info.notes["fallback"] = note
+
+
+#: Above householder's: where it takes an input (opt-in, n >= 2048) it wins.
+PRIORITY = 110
+
+PATH = Path(
+    name=NAME,
+    impl=factor_cholqr,
+    supports=lambda spec: supports(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type),
+    classes=ALL_CLASSES,
+    priority=PRIORITY,
+    # One host sync counts the matrices that fall back to householder.
+    capturable=False,
+    routed=False,  # takes every matrix; hands the ones it cannot take to householder
+    description="float64 CholeskyQR rebuilt into Householder form, square CUDA float32, n >= 2048; "
+                "opt-in (ADAPTQR_CHOLQR=1); per-matrix fallback to householder",
+)

@@ -69,6 +69,7 @@ from adaptqr.paths.kernels.panel import (
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.prescale import prescale, unscale
 from adaptqr.paths.schedules import next_pow2
+from adaptqr.registry import ALL_CLASSES, Path
 
 __all__ = ["factor_householder", "capable", "NAME"]
 
@@ -438,3 +439,24 @@ def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s
                               (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)
+
+
+#: Above torch's and reference's: the default for what :func:`capable` accepts.
+PRIORITY = 100
+
+
+def _spec(fn):
+    return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
+
+
+PATH = Path(
+    name=NAME,
+    impl=factor_householder,
+    supports=_spec(capable),
+    classes=ALL_CLASSES,
+    priority=PRIORITY,
+    capturable=True,
+    routed=True,  # reads features["n_active"] and skips the negligible tail itself
+    reads_routes=_spec(uses_routes),
+    description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
+)

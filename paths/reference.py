@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import torch
 
+from adaptqr.registry import ALL_CLASSES, Path
+
 __all__ = ["DEFAULT_NB", "factor_reference", "geqrf_reference"]
 
 #: Panel width. Any width gives the same result to rounding; 32 keeps the per-column
@@ -217,3 +219,25 @@ def geqrf_reference(A: torch.Tensor, nb: int = DEFAULT_NB) -> tuple[torch.Tensor
     tau = torch.empty((B, min(m, n)), dtype=A.dtype, device=A.device)
     factor_reference(H, tau, None, nb=nb)
     return H.reshape(*batch, m, n), tau.reshape(*batch, min(m, n))
+
+
+#: Below torch's: never chosen automatically (adaptqr.builtin_paths says why); the test oracle.
+PRIORITY = -10
+
+
+def supports(spec) -> str | None:
+    if spec.dtype not in (torch.float32, torch.float64):
+        return f"reference handles float32/float64 only, not {spec.dtype}"
+    return None
+
+
+PATH = Path(
+    name="reference",
+    impl=factor_reference,
+    supports=supports,
+    classes=ALL_CLASSES,
+    priority=PRIORITY,
+    capturable=False,
+    routed=False,  # ignores info: factors every matrix in full
+    description="blocked Householder in torch ops, runs anywhere; the test oracle (force it by name)",
+)

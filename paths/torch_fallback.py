@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import torch
 
+from adaptqr.registry import ALL_CLASSES, Path
+
 
 def factor_torch(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     """Factor ``H`` in place with torch.geqrf; ``info`` is ignored (every class is handled)."""
@@ -32,3 +34,18 @@ def factor_torch(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     # Layout matches torch.geqrf's own output, so out= writes straight into H and tau; if a
     # caller handed a differently strided H, torch copies through a temporary (still correct).
     torch.geqrf(H, out=(H, tau))
+
+
+#: The lowest automatic priority: torch.geqrf runs only where no faster path applies.
+PRIORITY = 0
+
+PATH = Path(
+    name="torch",
+    impl=factor_torch,
+    classes=ALL_CLASSES,
+    priority=PRIORITY,
+    # Capturable would be wrong: torch.geqrf on CUDA loops on the host and may sync.
+    capturable=False,
+    routed=False,
+    description="torch.geqrf (LAPACK / cuSOLVER); takes every input, lowest automatic priority",
+)
