@@ -43,7 +43,7 @@ import torch
 
 from adaptqr import config
 from adaptqr import log as _log
-from adaptqr.paths.layout import load_column_major
+from adaptqr.layout import load_column_major
 from adaptqr.registry import REGISTRY, ROUTE_CLASSES, ROUTE_DEFAULT, InputSpec, MatrixInfo, Path
 
 # Distinct (shape, dtype, device, forced path) combinations remembered. A plan is a few

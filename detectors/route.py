@@ -65,7 +65,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
 
     ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
     With the Triton backend the column kernel does the copy as it reads (one pass over the
-    batch instead of two); otherwise :func:`adaptqr.paths.layout.load_column_major`.
+    batch instead of two); otherwise :func:`adaptqr.layout.load_column_major`.
     """
     _check(H)
     B, m, n = H.shape
@@ -75,7 +75,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     if not use_triton(H, backend, "route probe") or B * m * n == 0 or (
             src is not None and (H.stride(1) != 1 or src.dtype != H.dtype)):
         if src is not None:
-            from adaptqr.paths.layout import load_column_major
+            from adaptqr.layout import load_column_major
 
             load_column_major(src, H)
         f = probe(H, backend="torch" if backend == "torch" else "auto")

@@ -222,9 +222,9 @@ SCRIPT = textwrap.dedent(r'''
                           "tail_err": float((H[1, :, k:].double() - tail).abs().max()),
                           "zero_untouched": float((H[2] - A[2]).abs().max()),
                           "tau_zero": float(tau[2].abs().max())}))
-    # The column-major load (paths.layout): ragged tiles, a wide matrix, 1 x 1, a 2-D batch
+    # The column-major load (adaptqr.layout): ragged tiles, a wide matrix, 1 x 1, a 2-D batch
     # in float64; a transposed view (not row-major) is left to Tensor.copy_.
-    from adaptqr.paths.layout import _triton_applies, load_column_major
+    from adaptqr.layout import _triton_applies, load_column_major
     for shape, dt in (((3, 70, 50), torch.float32), ((2, 64, 130), torch.float32),
                       ((1, 1, 1), torch.float32), ((2, 3, 33, 65), torch.float64)):
         A = torch.randn(*shape, dtype=dt); A0 = A.clone()

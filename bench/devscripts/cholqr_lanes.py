@@ -30,7 +30,7 @@ class _Info:
 def lanes_rows():
     from adaptqr.paths import cholqr as cq
     from adaptqr.paths.householder import factor_householder
-    from adaptqr.paths.layout import load_column_major
+    from adaptqr.layout import load_column_major
     from adaptqr.testing import check_geqrf
     from adaptqr.testing.generators import generate
 

@@ -134,7 +134,7 @@ def graph_parts(A):
 def main():
     from adaptqr.paths.cholqr import factor_cholqr
     from adaptqr.paths.householder import factor_householder
-    from adaptqr.paths.layout import load_column_major
+    from adaptqr.layout import load_column_major
     from adaptqr.testing import check_geqrf
     from adaptqr.testing.generators import generate
 

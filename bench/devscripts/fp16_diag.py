@@ -91,7 +91,7 @@ def _raw_est(A):
 
 def _factor(A, feats, sched=None):
     from adaptqr.paths.householder import factor_householder
-    from adaptqr.paths.layout import load_column_major
+    from adaptqr.layout import load_column_major
 
     B, m, n = A.shape
     H = torch.empty_strided((B, m, n), (m * n, 1, m), device=A.device)
@@ -157,7 +157,7 @@ def time_section(res):
 
             def call(sched=sched, Hs=Hs, tau=tau):
                 from adaptqr.paths.householder import factor_householder
-                from adaptqr.paths.layout import load_column_major
+                from adaptqr.layout import load_column_major
 
                 load_column_major(A, Hs)
                 factor_householder(Hs, tau, Info(f), schedule=sched)

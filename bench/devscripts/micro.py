@@ -232,7 +232,7 @@ def load():
     """The input's load into geqrf's layout, per large shape: ``Tensor.copy_``, the Triton
     transpose (X1), the route probe alone, and the route probe loading the input (X2)."""
     from adaptqr.detectors import route
-    from adaptqr.paths.layout import load_column_major
+    from adaptqr.layout import load_column_major
 
     rows = []
     for B, n in [(640, 512), (60, 1024), (2, 4096)]:

@@ -32,7 +32,7 @@ def main():
     from adaptqr.detectors import finish_tail, route
     from adaptqr.paths import schedules
     from adaptqr.paths.householder import factor_householder
-    from adaptqr.paths.layout import load_column_major
+    from adaptqr.layout import load_column_major
     from adaptqr.testing.generators import generate
 
     route_mod = importlib.import_module("adaptqr.detectors.route")

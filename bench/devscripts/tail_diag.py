@@ -44,7 +44,7 @@ class Info:
 def main():
     from adaptqr.detectors import finish_tail, route
     from adaptqr.paths.householder import factor_householder
-    from adaptqr.paths.layout import load_column_major
+    from adaptqr.layout import load_column_major
     from adaptqr.testing.generators import generate
 
     res = {}

@@ -295,8 +295,8 @@ def test_graph_key_follows_the_settings_a_plan_reads(monkeypatch):
 
 @pytest.mark.parametrize("shape", [(130, 512, 512), (3, 2050, 1500), (3, 2000, 2100)])
 def test_large_input_load_is_exact(shape):
-    # Inputs past TRITON_COPY_MIN_BYTES take the Triton column-major copy (paths.layout).
-    from adaptqr.paths.layout import TRITON_COPY_MIN_BYTES, load_column_major
+    # Inputs past TRITON_COPY_MIN_BYTES take the Triton column-major copy (adaptqr.layout).
+    from adaptqr.layout import TRITON_COPY_MIN_BYTES, load_column_major
 
     A = torch.randn(*shape, device="cuda")
     assert A.numel() * 4 >= TRITON_COPY_MIN_BYTES

@@ -8,7 +8,7 @@ everything else through ``Tensor.copy_``.
 Example (CPU: ``Tensor.copy_``)::
 
     >>> import torch
-    >>> from adaptqr.paths.layout import load_column_major
+    >>> from adaptqr.layout import load_column_major
     >>> A = torch.randn(2, 3, 4)
     >>> a = torch.empty(2, 4, 3).mT
     >>> load_column_major(A, a) is a, torch.equal(a, A)
@@ -59,7 +59,7 @@ def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool) -> bool:
 def _launch(A: torch.Tensor, a: torch.Tensor) -> None:
     import triton
 
-    from .kernels.transpose import column_major_copy_kernel
+    from adaptqr.paths.kernels.transpose import column_major_copy_kernel
 
     m, n = A.shape[-2], A.shape[-1]
     B = A.numel() // (m * n)
