@@ -16,8 +16,8 @@ reference      -10       never automatically: it is the oracle of the tests (blo
 =============  ========  ====================================================================
 
 Why reference is below torch: on the CPU the default must stay torch.geqrf (LAPACK is both
-faster and the contract), and on CUDA a torch-ops blocked QR is launch bound (DESIGN.md: about
-200 ms for 640x512), so it is never the better automatic choice; its job is to be an
+faster and the contract), and on CUDA a torch-ops blocked QR is launch bound (docs/DESIGN.md:
+about 200 ms for 640x512), so it is never the better automatic choice; its job is to be an
 independent oracle that runs anywhere.
 
 Example::

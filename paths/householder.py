@@ -10,7 +10,7 @@ small batches also the row-split panel's partial sums, barrier counters and per-
 
 Plan per shape (:mod:`adaptqr.paths.schedules`):
 
-* small (``next_pow2(n) * next_pow2(m) <= 16K``): one launch, one program per matrix, the
+* small (``next_pow2(n) * next_pow2(m) <= schedules.SMALL_MAX_TILE``, 4096): one launch, one program per matrix, the
   whole QR in registers (:func:`~adaptqr.paths.kernels.panel.panel_reg_kernel`).
 * otherwise, per group of ``group`` panels of ``nb`` columns: for each panel, the panel
   kernel (registers or row-chunked) then the trailing kernel on the rest of the group;

@@ -12,7 +12,7 @@ Algorithm, per panel of ``nb`` columns (LAPACK dgeqrf / dgeqr2 / dlarft / dlarfb
    after dividing by the column's max-abs, so inputs scaled by 1e30 or 1e-30 neither
    overflow nor underflow when squared. Each reflector is applied to the rest of the
    panel with elementwise products and sums (never TF32, which would corrupt the
-   reflectors: DESIGN.md, "A low-precision panel corrupts the reflectors").
+   reflectors: docs/DESIGN.md, "A low-precision panel corrupts the reflectors").
 2. Build T (``Q_panel = I - V T V^T``) by the larft recurrence
    ``T[:i, i] = -tau_i T[:i, :i] (V^T V)[:i, i]``, which needs no 1/tau, so tau = 0 gives
    an all-zero row and column of T.

@@ -94,7 +94,7 @@ PANEL_FEW_WARPS_TILE = 8192
 PAIRS_MAX_RB = 128
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
-#: Products of the trailing update. One-pass TF32 fails 640x512 mixed (DESIGN.md);
+#: Products of the trailing update. One-pass TF32 fails 640x512 mixed (docs/DESIGN.md);
 #: tf32x3 keeps FP32 accuracy on tensor cores.
 DEFAULT_PREC = "tf32x3"
 #: Products for column tiles wholly in a matrix's negligible tail (past n_active): those
@@ -147,7 +147,7 @@ class Schedule:
     split_pairs: bool | None = None
     # Warps of the row-split Householder panel; 0: by its tile (householder._warps). At 1
     # or 2 its reductions are intra-warp, yet 2x4096 took 30.5 / 24.6 ms against 23.1 at 4
-    # (EXPERIMENTS.md P2).
+    # (EXPERIMENTS.md P11).
     split_warps: int = 0
     # Row-split updates sliced to whole waves of programs (householder.row_slices); False:
     # about TRAILING_SPLIT_PROGRAMS programs. Path alone in a graph (EXPERIMENTS.md F2, run

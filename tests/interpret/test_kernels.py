@@ -1,23 +1,29 @@
 """The Householder path's Triton kernels on the CPU, under the Triton interpreter.
 
-TRITON_INTERPRET=1 must be set before triton is imported, and must not leak into other
-test files: every case runs in one subprocess (a small script, below) that prints one JSON
-line per case; the assertions are made here.
+They run in tests/interpret/'s TRITON_INTERPRET=1 session (tests/test_interpret_session.py);
+every case is computed once (a module fixture), the assertions are made on its records.
 """
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from _interpret import run_script  # tests/_interpret.py (pytest puts tests/ on sys.path)
 
-SCRIPT = textwrap.dedent(r'''
-    import dataclasses, os, json, sys
-    os.environ["TRITON_INTERPRET"] = "1"
+pytestmark = pytest.mark.interpret
+
+
+def _cases():
+    """Every case, ``{name: record}``."""
+    records = {}
+
+    def _out(d):
+        records[d["name"]] = d
+
+    import dataclasses
+
     import torch
-    from adaptqr.paths.householder import factor_householder
+
     from adaptqr.paths import schedules
+    from adaptqr.paths.householder import factor_householder
     from adaptqr.testing import check_geqrf, generate
 
     class Info:
@@ -41,7 +47,7 @@ SCRIPT = textwrap.dedent(r'''
             d["r_err"] = float(((H - Hr.float()).triu() / scale).abs().max())
             d["v_err"] = float((H - Hr.float()).tril(-1).abs().max())
             d["tau_err"] = float((tau - taur.float()).abs().max())
-        print(json.dumps(d), flush=True)
+        _out(d)
 
     torch.manual_seed(0)
     # Small path (one launch), every qr_v2 profile, well-conditioned sizes included.
@@ -82,35 +88,37 @@ SCRIPT = textwrap.dedent(r'''
             schedules.TRAILING_SPLIT_MIN_ROWS = 1 << 20
             H2, t2 = run(A, S1, info)
             schedules.TRAILING_SPLIT_MIN_ROWS = 16
-            print(json.dumps({"name": f"row split {tag} {B}x{m}x{n}",
+            _out({"name": f"row split {tag} {B}x{m}x{n}",
                               "err": float((H2 - H1).abs().max() / H1.abs().max()),
                               "tau": float((t2 - t1).abs().max()),
                               "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
-                              "bar": bool(check_geqrf(A[:1], H1[:1], t1[:1]).passes_bar)}))
+                              "bar": bool(check_geqrf(A[:1], H1[:1], t1[:1]).passes_bar)})
     # Row-split panel kernel with one program (its grid barrier then never waits),
     # against the register panel kernel, plain and scaled (the rescaled round).
-    from adaptqr.paths.kernels.panel import panel_split_kernel, panel_reg_kernel
+    from adaptqr.paths.kernels.panel import panel_reg_kernel, panel_split_kernel
     for sc in (1.0, 1e30, 1e-30):
         B, m, n, nb = 2, 48, 40, 16
         A = torch.randn(B, m, n) * sc
         outs = []
         for kind in ("reg", "split"):
             Ht = A.mT.contiguous().clone()
-            tau = torch.zeros(B, n); TW = torch.zeros(B, 3, nb, nb)
+            tau = torch.zeros(B, n)
+            TW = torch.zeros(B, 3, nb, nb)
             if kind == "reg":
                 panel_reg_kernel[(B,)](Ht, tau, TW, tau, 16, m, n, 16, 1, 3, NB=nb, MB=32,
                                        HAS_NA=False, WRITE_T=True)
             else:
-                WS = torch.zeros(B, 3, 1, 6 * nb); SP = torch.zeros(B, 1, nb, nb)
+                WS = torch.zeros(B, 3, 1, 6 * nb)
+                SP = torch.zeros(B, 1, nb, nb)
                 CNT = torch.zeros(B, 3 * n, dtype=torch.int32)
                 panel_split_kernel[(B, 1)](Ht, tau, TW, tau, WS, SP, CNT, 16, m, n, 16, 1, 3, 1,
                                            NB=nb, RB=32, PMAX=1, HAS_NA=False, WRITE_T=True)
             outs.append((Ht, tau, TW))
         (H1, t1, T1), (H2, t2, T2) = outs
-        print(json.dumps({"name": f"split panel {sc:g}",
+        _out({"name": f"split panel {sc:g}",
                           "h": float(((H1 - H2).abs().max() / H1.abs().max())),
                           "tau": float((t1 - t2).abs().max()), "t": float((T1 - T2).abs().max()),
-                          "finite": bool(torch.isfinite(H2).all())}))
+                          "finite": bool(torch.isfinite(H2).all())})
     # Two columns a barrier (PAIRS, schedule split_pairs) against one: same panel to rounding;
     # the arrival counters show which columns had a round of their own.
     for name, sc, pw in (("dense", 1.0, 16), ("scaled", 1e30, 16), ("odd", 1.0, 9),
@@ -124,8 +132,10 @@ SCRIPT = textwrap.dedent(r'''
         outs = []
         for pairs in (False, True):
             Ht = A.mT.contiguous().clone()
-            tau = torch.zeros(B, n); TW = torch.zeros(B, 3, nb, nb)
-            WS = torch.zeros(B, 3, 1, 6 * nb); SP = torch.zeros(B, 1, nb, nb)
+            tau = torch.zeros(B, n)
+            TW = torch.zeros(B, 3, nb, nb)
+            WS = torch.zeros(B, 3, 1, 6 * nb)
+            SP = torch.zeros(B, 1, nb, nb)
             CNT = torch.zeros(B, 3 * n, dtype=torch.int32)
             panel_split_kernel[(B, 1)](Ht, tau, TW, tau, WS, SP, CNT, 16, m, n, pw, 1, 3, 1,
                                        NB=nb, RB=64, PMAX=1, HAS_NA=False, WRITE_T=True,
@@ -135,12 +145,13 @@ SCRIPT = textwrap.dedent(r'''
         # Against LAPACK in float64 on the same panel: for the ill-conditioned (collinear)
         # panel both modes differ from it by cond * eps; pairs must not be worse.
         Hr, tr = torch.geqrf(A[:, 16:, 16:16 + pw].double())
-        ref = lambda H: float((H.mT[:, 16:, 16:16 + pw].double() - Hr).abs().max() / Hr.abs().max())
-        print(json.dumps({"name": f"pairs {name}", "err1": ref(H1), "err2": ref(H2),
+        def ref(H, pw=pw, Hr=Hr):
+            return float((H.mT[:, 16:, 16:16 + pw].double() - Hr).abs().max() / Hr.abs().max())
+        _out({"name": f"pairs {name}", "err1": ref(H1), "err2": ref(H2),
                           "h": float((H1 - H2).abs().max() / H1.abs().max()),
                           "tau": float((t1 - t2).abs().max()), "t": float((T1 - T2).abs().max()),
                           "rounds": C2[0, 16:16 + pw].tolist(), "rescaled": C2[0, n + 16:n + 16 + pw].tolist(),
-                          "finite": bool(torch.isfinite(H2).all())}))
+                          "finite": bool(torch.isfinite(H2).all())})
     # The separate T kernel (schedule t_kernel): same factorization as T built in the panel
     # kernels (register and streamed panels; n_active with a zero-tau tail, a ragged last
     # panel, a zero sub-column). After a register panel it reads V^T V from the panel's
@@ -154,19 +165,20 @@ SCRIPT = textwrap.dedent(r'''
     for tiles in ((16 * 128, 16 * 16), (16 * 32, 16 * 16)):
         old = (schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE)
         schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE = tiles
-        A = torch.randn(4, 70, 60); A[3, 1:, 0] = 0
+        A = torch.randn(4, 70, 60)
+        A[3, 1:, 0] = 0
         info = Info({"n_active": torch.tensor([60, 37, 0, 60], dtype=torch.int32)})
         (H1, t1), (H2, t2) = run(A, S, info), run(A, ST, info)
         H3, t3 = run(A, dataclasses.replace(ST, t_from_panel=False), info)
         H5, t5 = run(A, dataclasses.replace(S, t_doubling=False), info)
         schedules.REG_PANEL_MAX_TILE, schedules.RESIDENT_MAX_TILE = old
         r = check_geqrf(A[[0, 3]], H2[[0, 3]], t2[[0, 3]])
-        print(json.dumps({"name": f"t kernel {tiles[0]}", "h": float((H1 - H2).abs().max()),
+        _out({"name": f"t kernel {tiles[0]}", "h": float((H1 - H2).abs().max()),
                           "tau": float((t1 - t2).abs().max()), "bar": bool(r.passes_bar),
                           "h_sum": float((H3 - H2).abs().max()), "tau_sum": float((t3 - t2).abs().max()),
                           "h_panel": float((H5 - H1).abs().max()), "tau_panel": float((t5 - t1).abs().max()),
                           "finite": bool(torch.isfinite(H2).all() and torch.isfinite(t2).all()),
-                          "tau_zero_col": float(t2[3, 0])}))
+                          "tau_zero_col": float(t2[3, 0])})
     torch.use_deterministic_algorithms(False)
     # Scaling: 1e30 / 1e-30 factor as well as the unscaled matrix (small and blocked).
     for sched, n in ((None, 24), (S, 48)):
@@ -176,33 +188,38 @@ SCRIPT = textwrap.dedent(r'''
             H, tau = run(A, sched)
             emit(f"scaled {sc:g} n={n} {'blocked' if sched else 'small'}", A, H, tau)
     # Zero columns -> tau 0, beta = alpha; zero matrix -> all tau 0, H = 0.
-    A = torch.randn(2, 20, 20); A[:, :, 3] = 0; A[:, 5:, 7] = 0
+    A = torch.randn(2, 20, 20)
+    A[:, :, 3] = 0
+    A[:, 5:, 7] = 0
     H, tau = run(A)
     Hr, taur = torch.geqrf(A)
-    print(json.dumps({"name": "zero cols", "tau3": float(tau[:, 3].abs().max()),
+    _out({"name": "zero cols", "tau3": float(tau[:, 3].abs().max()),
                       "tau_err": float((tau - taur).abs().max()),
-                      "h_err": float((H - Hr).abs().max())}))
+                      "h_err": float((H - Hr).abs().max())})
     Z = torch.zeros(2, 40, 40)
     H, tau = run(Z, S)
-    print(json.dumps({"name": "zero matrix", "h": float(H.abs().max()), "tau": float(tau.abs().max())}))
+    _out({"name": "zero matrix", "h": float(H.abs().max()), "tau": float(tau.abs().max())})
     # NaN propagates, no hang.
-    A = torch.randn(2, 40, 40); A[0, 5, 5] = float("nan")
+    A = torch.randn(2, 40, 40)
+    A[0, 5, 5] = float("nan")
     H, tau = run(A, S)
-    print(json.dumps({"name": "nan", "nan0": bool(torch.isnan(H[0]).any()),
-                      "finite1": bool(torch.isfinite(H[1]).all())}))
+    _out({"name": "nan", "nan0": bool(torch.isnan(H[0]).any()),
+                      "finite1": bool(torch.isfinite(H[1]).all())})
     # n_nonzero: trailing tiles of exactly-zero columns are skipped, bit for bit the same
     # result; a one-pass TF32 tail (schedule tail_prec) on a negligible tail passes the bar.
     from adaptqr.detectors import route
     for sched, (B, n, z) in ((S, (3, 96, 64)), (S1, (2, 160, 96))):
-        A = torch.randn(B, n, n); A[:, :, z:] = 0; A[0, :, z + 20:] = 1e-9 * torch.randn(n, n - z - 20)
+        A = torch.randn(B, n, n)
+        A[:, :, z:] = 0
+        A[0, :, z + 20:] = 1e-9 * torch.randn(n, n - z - 20)
         feats = route(A.mT.contiguous().mT, backend="torch")[1]
         (H1, t1) = run(A, sched, Info({"n_active": feats["n_active"]}))
         (H2, t2) = run(A, sched, Info(feats))
         (H3, t3) = run(A, dataclasses.replace(sched, tail_prec="tf32"), Info(feats))
         r = check_geqrf(A, H3, t3)
-        print(json.dumps({"name": f"zero tail skip n={n}", "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
+        _out({"name": f"zero tail skip n={n}", "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
                           "nz": feats["n_nonzero"].tolist(), "na": feats["n_active"].tolist(),
-                          "bar": bool(r.passes_bar)}))
+                          "bar": bool(r.passes_bar)})
     # n_active: columns >= n_active[b] get tau 0 and hold Q1^T A_tail; 0 leaves A as is.
     for sched, n in ((None, 32), (S, 64), (S1, 80)):
         A = torch.randn(3, n, n)
@@ -210,39 +227,40 @@ SCRIPT = textwrap.dedent(r'''
         H, tau = run(A, sched, Info({"n_active": na}))
         k = int(na[1])
         H1, t1 = torch.geqrf(A[1, :, :k].double())
-        Hp = torch.nn.functional.pad(H1, (0, n - k)); tp = torch.nn.functional.pad(t1, (0, n - k))
+        Hp = torch.nn.functional.pad(H1, (0, n - k))
+        tp = torch.nn.functional.pad(t1, (0, n - k))
         Q = torch.linalg.householder_product(Hp, tp)
         tail = Q.mT @ A[1, :, k:].double()
         Hf, tf = torch.geqrf(A[0].double())
-        print(json.dumps({"name": f"n_active n={n}",
+        _out({"name": f"n_active n={n}",
                           "full_err": float((H[0].double() - Hf).abs().max()),
                           "tau_tail": float(tau[1, k:].abs().max()),
                           "prefix_err": float((H[1, :, :k].double() - H1).abs().max()),
                           "tau_err": float((tau[1, :k].double() - t1).abs().max()),
                           "tail_err": float((H[1, :, k:].double() - tail).abs().max()),
                           "zero_untouched": float((H[2] - A[2]).abs().max()),
-                          "tau_zero": float(tau[2].abs().max())}))
+                          "tau_zero": float(tau[2].abs().max())})
     # The column-major load (adaptqr.layout): ragged tiles, a wide matrix, 1 x 1, a 2-D batch
     # in float64; a transposed view (not row-major) is left to Tensor.copy_.
     from adaptqr.layout import _triton_applies, load_column_major
     for shape, dt in (((3, 70, 50), torch.float32), ((2, 64, 130), torch.float32),
                       ((1, 1, 1), torch.float32), ((2, 3, 33, 65), torch.float64)):
-        A = torch.randn(*shape, dtype=dt); A0 = A.clone()
+        A = torch.randn(*shape, dtype=dt)
+        A0 = A.clone()
         a = torch.empty(*shape[:-2], shape[-1], shape[-2], dtype=dt).mT
         applies = _triton_applies(A, a, True)
         load_column_major(A, a, backend="triton")
-        print(json.dumps({"name": f"layout {shape}", "applies": applies, "equal": bool(torch.equal(a, A)),
-                          "input_kept": bool(torch.equal(A, A0)), "col_major": bool(a.mT.is_contiguous())}))
+        _out({"name": f"layout {shape}", "applies": applies, "equal": bool(torch.equal(a, A)),
+                          "input_kept": bool(torch.equal(A, A0)), "col_major": bool(a.mT.is_contiguous())})
     A = torch.randn(2, 40, 30).mT
     a = torch.empty(2, 40, 30).mT
-    print(json.dumps({"name": "layout view", "applies": _triton_applies(A, a, True),
-                      "equal": bool(torch.equal(load_column_major(A, a, backend="triton"), A))}))
-''')
-
+    _out({"name": "layout view", "applies": _triton_applies(A, a, True),
+                      "equal": bool(torch.equal(load_column_major(A, a, backend="triton"), A))})
+    return records
 
 @pytest.fixture(scope="module")
 def results():
-    return run_script(SCRIPT)
+    return _cases()
 
 
 # Half the public gates (spec/qr_v2.md): the project's bar on every matrix.

@@ -11,15 +11,20 @@ and that a good matrix's result does not depend on its batch neighbours.
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from _interpret import run_script  # tests/_interpret.py (pytest puts tests/ on sys.path)
 
-SCRIPT = textwrap.dedent(r'''
-    import os, json
-    os.environ["TRITON_INTERPRET"] = "1"
+pytestmark = pytest.mark.interpret
+
+
+def _cases():
+    """Every case, ``{name: record}``."""
+    records = {}
+
+    def _out(d):
+        records[d["name"]] = d
+
     import torch
+
     from adaptqr.paths import cholqr as cq
     from adaptqr.paths import cholqr_blocks as cb
     from adaptqr.paths.cholqr_reference import householder_from_q
@@ -29,7 +34,7 @@ SCRIPT = textwrap.dedent(r'''
     f64 = torch.float64
 
     def emit(name, **kw):
-        print(json.dumps(dict(name=name, **kw)), flush=True)
+        _out(dict(name=name, **kw))
 
     def spd(B, n):
         A = torch.randn(B, n + 5, n, dtype=f64) * torch.logspace(0, -2, n, dtype=f64)
@@ -118,12 +123,11 @@ SCRIPT = textwrap.dedent(r'''
     Qp = Q.clone()
     Qp[1] += 1e-4 * torch.randn(64, 64, dtype=f64)
     emit("orth", loss=cq.orth_loss(Qp).tolist())
-''')
-
+    return records
 
 @pytest.fixture(scope="module")
 def records():
-    return run_script(SCRIPT, timeout=900)
+    return _cases()
 
 
 @pytest.mark.parametrize("order", ["row", "col"])
