@@ -12,16 +12,15 @@ and that a good matrix's result does not depend on its batch neighbours.
 from __future__ import annotations
 
 import pytest
+from _support import Records  # tests/interpret/ is on sys.path
 
 pytestmark = pytest.mark.interpret
 
 
 def _cases():
     """Every case, ``{name: record}``."""
-    records = {}
-
-    def _out(d):
-        records[d["name"]] = d
+    records = Records()
+    _out = records.add
 
     import torch
 

@@ -20,16 +20,15 @@ resident loop when resident):
 from __future__ import annotations
 
 import pytest
+from _support import Info, Records  # tests/interpret/ is on sys.path
 
 pytestmark = pytest.mark.interpret
 
 
 def _cases():
     """Every case, ``{name: record}``."""
-    records = {}
-
-    def _out(d):
-        records[d["name"]] = d
+    records = Records()
+    _out = records.add
 
     import dataclasses
     import itertools
@@ -41,8 +40,6 @@ def _cases():
     from adaptqr.paths.householder import factor_householder
     from adaptqr.testing import check_geqrf
 
-    class Info:
-        def __init__(self, f): self.features = f
 
     def run(A, s, sc):
         B, m, n = A.shape

@@ -7,16 +7,15 @@ every case is computed once (a module fixture), the assertions are made on its r
 from __future__ import annotations
 
 import pytest
+from _support import Info, Records  # tests/interpret/ is on sys.path
 
 pytestmark = pytest.mark.interpret
 
 
 def _cases():
     """Every case, ``{name: record}``."""
-    records = {}
-
-    def _out(d):
-        records[d["name"]] = d
+    records = Records()
+    _out = records.add
 
     import dataclasses
 
@@ -26,8 +25,6 @@ def _cases():
     from adaptqr.paths.householder import factor_householder
     from adaptqr.testing import check_geqrf, generate
 
-    class Info:
-        def __init__(self, feats): self.features = feats
 
     def run(A, sched=None, info=None):
         H = A.mT.contiguous().mT.clone()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The quoted benchmark run (H200): adaptqr bench on the 12 qr_v2 cases, then the launch-bound
-# cases with graphs on and off. Usage there: ADAPTQR_COMMIT=<sha> bash bench/devscripts/final_bench.sh
+# cases with graphs on and off. Usage there: ADAPTQR_COMMIT=<sha> bash bench/devscripts/quoted_bench.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/main" "$OUT/small"
 timeout 150 python3 -m adaptqr bench --budget 1.5 --out "$OUT/main" | tail -n 20
