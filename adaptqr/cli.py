@@ -71,7 +71,8 @@ def _parse_paths(text: str | None) -> list[str | None]:
     return list(dict.fromkeys(names))
 
 
-def _parse_env_variants(items: list[str] | None) -> list[tuple[str, dict]]:
+def _parse_env_variants(items: list[str] | None, option: str = "--env",
+                        example: str = "nographs:ADAPTQR_GRAPHS=0") -> list[tuple[str, dict]]:
     """``["nographs:ADAPTQR_GRAPHS=0", "x:A=1,B=2"]`` -> ``[("nographs", {...}), ...]``."""
     out = []
     for item in items or []:
@@ -84,8 +85,22 @@ def _parse_env_variants(items: list[str] | None) -> list[tuple[str, dict]]:
                 break
             env[var.strip()] = val.strip()
         if not sep or not name.strip() or not env:
-            raise ValueError(f"--env {item!r}: expected NAME:VAR=VALUE[,VAR=VALUE], e.g. nographs:ADAPTQR_GRAPHS=0")
+            raise ValueError(f"{option} {item!r}: expected NAME:KEY=VALUE[,KEY=VALUE], e.g. {example}")
         out.append((name.strip(), env))
+    return out
+
+
+def _parse_knob_variants(items: list[str] | None) -> list[tuple[str, dict]]:
+    """``["ieeetail:tail_prec=ieee", "rows:split_min_rows=128"]`` -> ``[(name, {knob: value})]``
+    (integers where the value is one)."""
+    from adaptqr import config
+
+    out = []
+    for name, assigns in _parse_env_variants(items, "--knobs", "ieeetail:tail_prec=ieee"):
+        knobs = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in assigns.items()}
+        with config.experiment(**knobs):  # a bad knob or value fails here, before any case runs
+            pass
+        out.append((name, knobs))
     return out
 
 
@@ -115,6 +130,7 @@ def cmd_bench(args) -> int:
         cache_dir=config.baseline_cache(),
         max_inputs=None if device.type == "cuda" else cases.CPU_MAX_INPUTS,
         env_variants=_parse_env_variants(args.env),
+        knob_variants=_parse_knob_variants(args.knobs),
         settings={"cases": args.cases or ("bench" if device.type == "cuda" else "cpu"), "quick": bool(args.quick)},
     )
     rec = run_bench(case_list, opts)
@@ -201,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--env", action="append", metavar="NAME:VAR=VALUE[,VAR=VALUE]",
                    help="also time the default dispatch with these environment variables set, as variant "
                         "adaptqr[NAME] (repeatable), e.g. nographs:ADAPTQR_GRAPHS=0")
+    b.add_argument("--knobs", action="append", metavar="NAME:KNOB=VALUE[,KNOB=VALUE]",
+                   help="also time the default dispatch with these experiment knobs set "
+                        "(adaptqr.config.experiment), as variant adaptqr[NAME] (repeatable), e.g. "
+                        "ieeetail:tail_prec=ieee; knobs: split_min_rows, tail_prec, fp16_max_n")
     b.add_argument("--repeats", type=_positive_int, help="most repeats per case")
     b.add_argument("--quick", action="store_true", help="few repeats, short per-case budget")
     b.add_argument("--budget", type=float, help="seconds of repeats per case (overrides the default)")

@@ -1,10 +1,17 @@
 """Every ``ADAPTQR_*`` environment variable, read in one place.
 
-Three kinds of variable. The user's settings and the experiment knobs are read together,
-once a call, as one frozen :class:`Settings` (:func:`snapshot`), which the dispatcher hashes
-whole into the graph cache's key; the bench's settings (``ADAPTQR_COMMIT``,
-``ADAPTQR_BASELINE_CACHE``) are read by the bench alone. Tests and users may change any of
-them at run time:
+Three kinds of setting, kept apart:
+
+- the user's settings, the ``ADAPTQR_*`` variables below;
+- the experiment knobs (:class:`Knobs`: the row-split panel's rows a program, the
+  negligible tail's product precision, the largest n offered the FP16 route), which are no
+  environment variables: a bench or a test sets them with :func:`experiment`
+  (``adaptqr bench --knobs``);
+- the bench's own (``ADAPTQR_COMMIT``, ``ADAPTQR_BASELINE_CACHE``), read by the bench alone.
+
+The first two are read together, once a call, as one frozen :class:`Settings`
+(:func:`snapshot`), which the dispatcher hashes whole into the graph cache's key. Tests and
+users may change the variables at run time:
 
 ``ADAPTQR_PATH``
     Force one path by name for every call (as ``adaptqr.geqrf(A, path=...)``). Unknown
@@ -25,23 +32,11 @@ them at run time:
     Inputs larger than this many bytes (default 128 MiB) run eagerly instead of through a
     graph: their kernels run long enough to hide the launches, and a graph would add a copy
     in, a clone out and a retained pool of twice the input (see ``GRAPH_MAX_INPUT``).
-``ADAPTQR_SPLIT_MIN_ROWS``
-    Experiment knob of the householder path: overrides ``schedules.SPLIT_MIN_ROWS`` (fewest
-    panel rows a program of the row-split panel takes, i.e. how many programs share one tall
-    panel of a small batch), so ``adaptqr bench --env`` can compare settings in one run.
-``ADAPTQR_TAIL_PREC``
-    Experiment knob of the householder path: the product precision (``tf32x3``, ``tf32`` or
-    ``ieee``) of trailing column tiles wholly past a matrix's ``n_active`` (overrides
-    ``schedules.TAIL_PREC``), so ``adaptqr bench --env`` can compare them in one run.
 ``ADAPTQR_FP16``
     ``0`` keeps every matrix on the FP32 trailing update (default on: the route probe sends
     a dense matrix whose estimated error fits the budget to the float16-resident trailing
     matrix, docs/NUMERICS.md); read when the probe launches, so a captured graph keeps the
     setting it was captured with. ``adaptqr bench --env`` compares the two in one run.
-``ADAPTQR_FP16_MAX_N``
-    Experiment knob of the route probe: overrides ``detectors.classify.FP16_MAX_N`` (largest
-    n offered the FP16 route), so ``adaptqr bench --env`` can compare it in one run; part of
-    the graph cache's key.
 ``ADAPTQR_CHOLQR``
     ``1`` lets the cholqr path (issue 9: float64 CholeskyQR rebuilt into geqrf's form, per
     matrix fallback to householder) take square float32 CUDA batches with ``n >=
@@ -71,6 +66,8 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -89,9 +86,9 @@ GRAPH_MAX_INPUT = 128 << 20
 
 @dataclass(frozen=True)
 class Knobs:
-    """The experiment knobs (``ADAPTQR_SPLIT_MIN_ROWS``, ``ADAPTQR_TAIL_PREC``,
-    ``ADAPTQR_FP16_MAX_N``): not user settings, but read with them so that ``adaptqr bench
-    --env`` can compare values in one run; None where unset (the library's constant)."""
+    """The experiment knobs, set by :func:`experiment` (None: the library's constant):
+    ``split_min_rows`` (``schedules.SPLIT_MIN_ROWS``), ``tail_prec``
+    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -135,8 +132,7 @@ _KEYS: dict[str, bytes] = {}
 #: The variables of a :class:`Settings`, in the order :func:`_raw` reads them.
 SETTING_VARS = ("ADAPTQR_PATH", "ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_GRAPHS",
                 "ADAPTQR_GRAPH_ENTRIES", "ADAPTQR_GRAPH_BYTES", "ADAPTQR_GRAPH_MAX_INPUT",
-                "ADAPTQR_DETECT", "ADAPTQR_FP16", "ADAPTQR_CHOLQR", "ADAPTQR_SPLIT_MIN_ROWS",
-                "ADAPTQR_TAIL_PREC", "ADAPTQR_FP16_MAX_N")
+                "ADAPTQR_DETECT", "ADAPTQR_FP16", "ADAPTQR_CHOLQR")
 _RAW_KEYS = tuple(os.fsencode(k) for k in SETTING_VARS)
 
 
@@ -181,37 +177,42 @@ def _log_target() -> str | None:
     return log
 
 
-def _split_min_rows() -> int | None:
-    raw = _env("ADAPTQR_SPLIT_MIN_ROWS")
-    if not raw:
-        return None
-    value = _int("ADAPTQR_SPLIT_MIN_ROWS", 0)
-    if value < 16 or value & (value - 1):
-        raise ValueError(f"ADAPTQR_SPLIT_MIN_ROWS must be a power of two >= 16, got {raw!r}")
-    return value
-
-
-#: Values ADAPTQR_TAIL_PREC takes (the trailing kernels' ``input_precision`` values).
+#: Values ``Knobs.tail_prec`` takes (the trailing kernels' ``input_precision`` values).
 TAIL_PRECS = ("tf32x3", "tf32", "ieee")
 
-
-def _tail_prec() -> str | None:
-    raw = _env("ADAPTQR_TAIL_PREC")
-    if not raw:
-        return None
-    if raw not in TAIL_PRECS:
-        raise ValueError(f"ADAPTQR_TAIL_PREC must be one of {', '.join(TAIL_PRECS)}, got {raw!r}")
-    return raw
+_NO_KNOBS = Knobs(split_min_rows=None, tail_prec=None, fp16_max_n=None)
+_knobs = _NO_KNOBS
 
 
-def _fp16_max_n() -> int | None:
-    raw = _env("ADAPTQR_FP16_MAX_N")
-    if not raw:
-        return None
-    value = _int("ADAPTQR_FP16_MAX_N", 0)
-    if value < 1:
-        raise ValueError(f"ADAPTQR_FP16_MAX_N must be a positive integer, got {raw!r}")
-    return value
+@contextlib.contextmanager
+def experiment(**fields):
+    """Set experiment knobs (:class:`Knobs` fields) for the calls inside the block; the
+    previous knobs come back after it. Not thread-local: for a bench or a test.
+
+    >>> from adaptqr import config
+    >>> with config.experiment(tail_prec="ieee"):
+    ...     config.snapshot().knobs.tail_prec
+    'ieee'
+    >>> config.snapshot().knobs.tail_prec is None
+    True
+    """
+    global _knobs
+    unknown = sorted(set(fields) - set(Knobs.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"unknown experiment knobs {unknown}; known: {sorted(Knobs.__dataclass_fields__)}")
+    rows, prec, max_n = (fields.get(k) for k in ("split_min_rows", "tail_prec", "fp16_max_n"))
+    if rows is not None and (int(rows) < 16 or int(rows) & (int(rows) - 1)):
+        raise ValueError(f"split_min_rows must be a power of two >= 16, got {rows!r}")
+    if prec is not None and prec not in TAIL_PRECS:
+        raise ValueError(f"tail_prec must be one of {', '.join(TAIL_PRECS)}, got {prec!r}")
+    if max_n is not None and int(max_n) < 1:
+        raise ValueError(f"fp16_max_n must be a positive integer, got {max_n!r}")
+    saved = _knobs
+    _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
+    try:
+        yield _knobs
+    finally:
+        _knobs = saved
 
 
 def _build() -> Settings:
@@ -226,8 +227,7 @@ def _build() -> Settings:
         detect=_flag("ADAPTQR_DETECT", True),
         fp16=_flag("ADAPTQR_FP16", True),
         cholqr=_flag("ADAPTQR_CHOLQR", False),
-        knobs=Knobs(split_min_rows=_split_min_rows(), tail_prec=_tail_prec(),
-                    fp16_max_n=_fp16_max_n()),
+        knobs=_knobs,
     )
 
 
@@ -239,7 +239,7 @@ def snapshot() -> Settings:
     global _last
     raw = _raw()
     last_raw, settings = _last
-    if settings is None or raw != last_raw:
+    if settings is None or raw != last_raw or settings.knobs is not _knobs:
         settings = _build()  # raises on a malformed value, naming the variable
         _last = (raw, settings)
     return settings

@@ -295,7 +295,7 @@ def graph_key(plan_key: tuple, shape, device_index: int, settings: config.Settin
     """The graph cache's key of a call: its plan, shape and device, and its whole settings
     snapshot, so that a replay never serves a graph captured under other settings (any
     variable the plan reads while it runs: ADAPTQR_DETECT, ADAPTQR_FP16, the experiment
-    knobs; ADAPTQR_TAIL_PREC was missing from a hand-made list once)."""
+    knobs; the tail precision was missing from a hand-made list once)."""
     return ("adaptqr.geqrf", plan_key, tuple(shape), device_index, settings)
 
 

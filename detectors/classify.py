@@ -83,7 +83,7 @@ FP16_EXP_RANGE = 100.0
 def fp16_est_scale(m: int, n: int, max_n: int | None = None) -> float:
     """``FP16_EST_COEF * 2^12 * sqrt(m) / n``: the estimate's factor besides the norms, or 0
     (no matrix takes the FP16 route) outside ``FP16_MIN_N <= n <= max_n`` (default: the
-    snapshot's ``ADAPTQR_FP16_MAX_N``, else ``FP16_MAX_N``)."""
+    snapshot's ``fp16_max_n`` knob, else ``FP16_MAX_N``)."""
     if max_n is None:
         from adaptqr import config
 

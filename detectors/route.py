@@ -61,7 +61,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     (``classify(probe(H))``). No host synchronization.
 
     ``settings``: the call's :class:`adaptqr.config.Settings` (``ADAPTQR_FP16``,
-    ``ADAPTQR_FP16_MAX_N``; default: the current snapshot).
+    the ``fp16_max_n`` knob; default: the current snapshot).
 
     ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
     With the Triton backend the column kernel does the copy as it reads (one pass over the

@@ -282,7 +282,7 @@ def split_capacity(B: int, m: int, n: int, nb: int, sm_count: int, min_rows: int
 
 @functools.lru_cache(maxsize=1024)
 def _split_capacity(B: int, m: int, n: int, nb: int, sm_count: int, min_rows: int) -> int:
-    # min_rows (ADAPTQR_SPLIT_MIN_ROWS or its default) is what split_rows reads besides the
+    # min_rows (the split_min_rows knob or its default) is what split_rows reads besides the
     # arguments: part of the cache key.
     cap = 0
     for k in range(0, n, nb):

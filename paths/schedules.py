@@ -50,7 +50,7 @@ SPLIT_MIN_ROWS = 64
 
 
 def split_min_rows() -> int:
-    """``SPLIT_MIN_ROWS``, or ``ADAPTQR_SPLIT_MIN_ROWS`` of the current settings snapshot
+    """``SPLIT_MIN_ROWS``, or the ``split_min_rows`` knob of the current settings snapshot
     (where no schedule gives ``Schedule.split_min_rows``)."""
     from adaptqr import config
 
@@ -116,9 +116,9 @@ class Schedule:
     bn: int              # trailing kernel column tile
     bm: int              # trailing kernel row chunk (non-resident)
     prec: str = DEFAULT_PREC
-    # Products of column tiles wholly past n_active; None: ADAPTQR_TAIL_PREC, else TAIL_PREC.
+    # Products of column tiles wholly past n_active; None: the tail_prec knob, else TAIL_PREC.
     tail_prec: str | None = None
-    # Fewest rows a program of the row-split panel takes; 0: ADAPTQR_SPLIT_MIN_ROWS, else
+    # Fewest rows a program of the row-split panel takes; 0: the split_min_rows knob, else
     # SPLIT_MIN_ROWS (both resolved once a call from its settings snapshot).
     split_min_rows: int = 0
     # Build each panel's T in a kernel of its own (one warp a matrix) instead of inside

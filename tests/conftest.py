@@ -15,7 +15,7 @@ collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpre
 
 #: Variables that change what the dispatcher chooses or records.
 DISPATCH_VARS = ("ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_PATH", "ADAPTQR_DETECT",
-                 "ADAPTQR_CHOLQR", "ADAPTQR_FP16_MAX_N")
+                 "ADAPTQR_CHOLQR")
 
 
 @pytest.fixture

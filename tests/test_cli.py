@@ -158,3 +158,14 @@ def test_explain_prints_the_explanation_of_the_generated_input(monkeypatch, caps
     monkeypatch.setattr(adaptqr, "explain", lambda a: {"plan": {"dense": "torch"}}, raising=False)
     assert cli.main(["explain", "--case", "20x32", "--device", "cpu"]) == 0
     assert json.loads(capsys.readouterr().out.split("\n", 1)[1]) == {"plan": {"dense": "torch"}}
+
+
+def test_knob_variants_parse_and_fail_early():
+    # adaptqr bench --knobs: experiment knobs are no environment variables (issue 23).
+    from adaptqr import cli
+
+    assert cli._parse_knob_variants(["ieeetail:tail_prec=ieee", "rows:split_min_rows=128"]) == [
+        ("ieeetail", {"tail_prec": "ieee"}), ("rows", {"split_min_rows": 128})]
+    for bad in ("x:tailprec=ieee", "x:tail_prec=fp8", "x:split_min_rows=100", "nocolon"):
+        with pytest.raises(ValueError):
+            cli._parse_knob_variants([bad])

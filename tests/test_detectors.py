@@ -530,20 +530,21 @@ def test_fp16_scales_off_below_min_n_and_by_config(monkeypatch):
     assert (route(A.mT.contiguous().mT, backend="torch")[1]["fp16_scale"] > 0).all()
 
 
-def test_fp16_route_range_and_its_knob(monkeypatch):
+def test_fp16_route_range_and_its_knob():
     import importlib
+
+    from adaptqr import config
     C = importlib.import_module("adaptqr.detectors.classify")
-    monkeypatch.delenv("ADAPTQR_FP16_MAX_N", raising=False)
     assert C.fp16_est_scale(2048, 2048) > 0.0  # offered up to FP16_MAX_N = 2048 (G3)
     assert C.fp16_est_scale(4096, 4096) == 0.0
     assert C.fp16_est_scale(256, 256) == 0.0  # below FP16_MIN_N
-    monkeypatch.setenv("ADAPTQR_FP16_MAX_N", "4096")
-    assert C.fp16_est_scale(4096, 4096) > 0.0
-    monkeypatch.setenv("ADAPTQR_FP16_MAX_N", "1024")
-    assert C.fp16_est_scale(2048, 2048) == 0.0
-    monkeypatch.setenv("ADAPTQR_FP16_MAX_N", "-3")
-    with pytest.raises(ValueError, match="ADAPTQR_FP16_MAX_N"):
-        C.fp16_est_scale(2048, 2048)
+    with config.experiment(fp16_max_n=4096):
+        assert C.fp16_est_scale(4096, 4096) > 0.0
+    with config.experiment(fp16_max_n=1024):
+        assert C.fp16_est_scale(2048, 2048) == 0.0
+    with pytest.raises(ValueError, match="fp16_max_n"):
+        with config.experiment(fp16_max_n=-3):
+            pass
 
 
 def test_prescale_exponents_rule():

@@ -361,7 +361,7 @@ def test_path_sees_exact_layout(shape):
 
 def test_graph_key_holds_the_whole_settings_snapshot(monkeypatch):
     # Issue 23: every setting the plan reads while it runs is in the graph key, the
-    # experiment knobs included (ADAPTQR_TAIL_PREC was missing from the hand-made list).
+    # experiment knobs included (the tail precision was missing from the hand-made list).
     from adaptqr import config, dispatch
 
     for var in config.SETTING_VARS:
@@ -370,13 +370,15 @@ def test_graph_key_holds_the_whole_settings_snapshot(monkeypatch):
     key = dispatch.plan_key(4, 64, 64, torch.float32, "cuda", None, base)
     k0 = dispatch.graph_key(key, (4, 64, 64), 0, base)
     assert dispatch.graph_key(key, (4, 64, 64), 0, config.snapshot()) == k0
-    for var, value in (("ADAPTQR_TAIL_PREC", "ieee"), ("ADAPTQR_SPLIT_MIN_ROWS", "128"),
-                       ("ADAPTQR_FP16", "0"), ("ADAPTQR_DETECT", "0"),
-                       ("ADAPTQR_FP16_MAX_N", "1024")):
+    for var, value in (("ADAPTQR_FP16", "0"), ("ADAPTQR_DETECT", "0"), ("ADAPTQR_GRAPH_ENTRIES", "3")):
         monkeypatch.setenv(var, value)
         changed = config.snapshot()
         assert changed != base and dispatch.graph_key(key, (4, 64, 64), 0, changed) != k0, var
         monkeypatch.delenv(var)
+    for knob, value in (("tail_prec", "ieee"), ("split_min_rows", 128), ("fp16_max_n", 1024)):
+        with config.experiment(**{knob: value}):
+            changed = config.snapshot()
+            assert changed != base and dispatch.graph_key(key, (4, 64, 64), 0, changed) != k0, knob
     assert config.snapshot() == base
 
 
@@ -395,11 +397,11 @@ def test_settings_snapshot_is_read_once_a_call(monkeypatch):
         tau.copy_(tau2)
 
     try:
-        monkeypatch.setenv("ADAPTQR_TAIL_PREC", "tf32")
+        with config.experiment(tail_prec="tf32"):
+            adaptqr.geqrf(torch.randn(2, 5, 5))
+            assert seen[-1] is config.snapshot() and seen[-1].knobs.tail_prec == "tf32"
+        monkeypatch.setenv("ADAPTQR_FP16", "0")
         adaptqr.geqrf(torch.randn(2, 5, 5))
-        assert seen[-1] is config.snapshot() and seen[-1].knobs.tail_prec == "tf32"
-        monkeypatch.setenv("ADAPTQR_TAIL_PREC", "ieee")
-        adaptqr.geqrf(torch.randn(2, 5, 5))
-        assert seen[-1].knobs.tail_prec == "ieee"
+        assert seen[-1].knobs.tail_prec is None and seen[-1].fp16 is False
     finally:
         adaptqr.unregister_path("_settings_probe")

@@ -11,8 +11,7 @@ from adaptqr.paths.householder import split_capacity, split_rows
 H200_SMS = 132
 
 
-def test_split_rows_default_sizes(monkeypatch):
-    monkeypatch.delenv("ADAPTQR_SPLIT_MIN_ROWS", raising=False)
+def test_split_rows_default_sizes():
     assert schedules.split_min_rows() == schedules.SPLIT_MIN_ROWS
     assert split_rows(2, 4096, 32, H200_SMS) == (64, 64)    # 2 x 64 programs, all resident
     assert split_rows(8, 2048, 32, H200_SMS) == (128, 16)
@@ -20,15 +19,17 @@ def test_split_rows_default_sizes(monkeypatch):
     assert split_rows(200, 1024, 32, H200_SMS) is None      # 400 programs would not be resident
 
 
-def test_split_min_rows_override(monkeypatch):
-    monkeypatch.setenv("ADAPTQR_SPLIT_MIN_ROWS", "256")
-    assert split_rows(2, 4096, 32, H200_SMS) == (256, 16)
-    assert split_rows(8, 2048, 32, H200_SMS) == (256, 8)
-    for bad in ("100", "8", "x"):
-        monkeypatch.setenv("ADAPTQR_SPLIT_MIN_ROWS", bad)
-        with pytest.raises(ValueError, match="ADAPTQR_SPLIT_MIN_ROWS"):
-            schedules.split_min_rows()
-    monkeypatch.setenv("ADAPTQR_SPLIT_MIN_ROWS", "")
+def test_split_min_rows_knob():
+    from adaptqr import config
+
+    with config.experiment(split_min_rows=256):
+        assert split_rows(2, 4096, 32, H200_SMS) == (256, 16)
+        assert split_rows(8, 2048, 32, H200_SMS) == (256, 8)
+    assert split_rows(2, 4096, 32, H200_SMS, min_rows=256) == (256, 16)  # a schedule's own
+    for bad in (100, 8):
+        with pytest.raises(ValueError, match="split_min_rows"):
+            with config.experiment(split_min_rows=bad):
+                pass
     assert schedules.split_min_rows() == schedules.SPLIT_MIN_ROWS
 
 
@@ -52,16 +53,18 @@ def test_register_panel_plan_by_batch_and_tile():
     assert schedules.register_panel_plan(40, H200_SMS, 16 * 256) == (4, False)
 
 
-def test_tail_prec_knob(monkeypatch):
+def test_tail_prec_knob():
     from adaptqr import config
 
-    monkeypatch.delenv("ADAPTQR_TAIL_PREC", raising=False)
     assert config.tail_prec() is None and schedules.schedule_for(512, 512).tail_prec is None
-    monkeypatch.setenv("ADAPTQR_TAIL_PREC", "tf32")
-    assert config.tail_prec() == "tf32"
-    monkeypatch.setenv("ADAPTQR_TAIL_PREC", "fp8")
-    with pytest.raises(ValueError, match="ADAPTQR_TAIL_PREC"):
-        config.tail_prec()
+    with config.experiment(tail_prec="tf32"):
+        assert config.tail_prec() == "tf32"
+    with pytest.raises(ValueError, match="tail_prec"):
+        with config.experiment(tail_prec="fp8"):
+            pass
+    with pytest.raises(ValueError, match="unknown experiment knobs"):
+        with config.experiment(tailprec="tf32"):
+            pass
 
 
 @pytest.mark.parametrize("waves_sm", [0, H200_SMS])
@@ -104,7 +107,6 @@ def _npow2(x):
 def test_split_capacity_covers_every_panel(monkeypatch, sms):
     # The partials' workspace is sized once a call: it must hold every panel's PMAX, not
     # only the first's (H11: 4x4096 went from 32 programs to 33 at row 1984 and wrote past it).
-    monkeypatch.delenv("ADAPTQR_SPLIT_MIN_ROWS", raising=False)
     grew = 0
     for B in range(1, 17):
         for n in (1024, 1536, 2048, 3072, 4096, 8192):
@@ -118,7 +120,8 @@ def test_split_capacity_covers_every_panel(monkeypatch, sms):
 
 
 def test_split_capacity_examples_and_workspace(monkeypatch):
-    monkeypatch.delenv("ADAPTQR_SPLIT_MIN_ROWS", raising=False)
+    from adaptqr import config
+
     assert split_rows(4, 4096, 32, H200_SMS) == (128, 32)
     assert split_rows(4, 4096 - 1984, 32, H200_SMS) == (64, 33)
     assert split_capacity(4, 4096, 4096, 32, H200_SMS) == 64
@@ -129,5 +132,5 @@ def test_split_capacity_examples_and_workspace(monkeypatch):
     work = hh._SplitWork(torch.empty(4, 4096, 4096, device="meta"), 32, 0)
     WS, SP, CNT = work.get(32)  # the first panel's PMAX
     assert WS.shape[2] == 64 and SP.shape[1] == 64 and CNT.shape == (4, 3 * 4096)
-    monkeypatch.setenv("ADAPTQR_SPLIT_MIN_ROWS", "256")  # part of the cache key
-    assert split_capacity(4, 4096, 4096, 32, H200_SMS) == _npow2(split_rows(4, 4096, 32, H200_SMS)[1])
+    with config.experiment(split_min_rows=256):  # part of the cache key
+        assert split_capacity(4, 4096, 4096, 32, H200_SMS) == _npow2(split_rows(4, 4096, 32, H200_SMS)[1])

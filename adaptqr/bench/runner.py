@@ -54,6 +54,8 @@ class BenchOptions:
     ``env_variants``: ``[(name, {VAR: value})]``, the default dispatch timed again with those
     environment variables set (e.g. ``("nographs", {"ADAPTQR_GRAPHS": "0"})``), so a
     setting is compared with the default in the same run on the same inputs.
+    ``knob_variants``: ``[(name, {knob: value})]``, likewise with experiment knobs set
+    (:func:`adaptqr.config.experiment`, e.g. ``("ieeetail", {"tail_prec": "ieee"})``).
     """
 
     device: torch.device
@@ -67,11 +69,13 @@ class BenchOptions:
     progress: Callable[[str], None] = _stderr
     settings: dict = field(default_factory=dict)
     env_variants: list[tuple[str, dict]] = field(default_factory=list)
+    knob_variants: list[tuple[str, dict]] = field(default_factory=list)
 
-    def variants(self) -> list[tuple[str, str | None, dict]]:
-        """``(variant name, forced path, environment)`` for every variant, in run order."""
-        out = [(variant_name(p), p, {}) for p in self.paths]
-        out += [(f"adaptqr[{name}]", None, dict(env)) for name, env in self.env_variants]
+    def variants(self) -> list[tuple[str, str | None, dict, dict]]:
+        """``(variant name, forced path, environment, knobs)`` for every variant, in run order."""
+        out = [(variant_name(p), p, {}, {}) for p in self.paths]
+        out += [(f"adaptqr[{name}]", None, dict(env), {}) for name, env in self.env_variants]
+        out += [(f"adaptqr[{name}]", None, {}, dict(k)) for name, k in self.knob_variants]
         return out
 
 
@@ -190,12 +194,16 @@ def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_
     inputs = make_inputs(case, k, opts.device)
     entry = {"name": _cases.case_name(case), "key": key, **case, "k": k, "results": {},
              "baseline": None, "published_h200_ms": published.get(key), "speedup": {}}
-    for name, path, env_vars in opts.variants():
+    from adaptqr import config
+
+    for name, path, env_vars, knobs in opts.variants():
         opts.progress(f"  {name}: check {k} input(s), then time")
-        with environment(env_vars):
+        with environment(env_vars), config.experiment(**knobs):
             r = run_variant(_library_fn(opts, path), path, inputs, opts.rule)
         if env_vars:
             r["env"] = dict(env_vars)
+        if knobs:
+            r["knobs"] = dict(knobs)
         entry["results"][name] = r
         opts.progress(f"  {name}: " + (f"median {r['median_ms']:.4g} ms over {r['repeats']} repeats"
                                        if r["status"] == "ok" else
@@ -257,7 +265,7 @@ def run_bench(case_list: list[dict], opts: BenchOptions) -> dict:
     for i, case in enumerate(case_list):
         opts.progress(f"[{i + 1}/{len(case_list)}] {_cases.case_name(case)} ({_cases.case_key(case)})")
         entries.append(run_case(case, opts, cached, published, dev_name))
-    variants = [name for name, _, _ in opts.variants()]
+    variants = [v[0] for v in opts.variants()]
     return {
         "schema": SCHEMA,
         "device": {"name": dev_name, "type": opts.device.type, "slug": _baseline.slug(dev_name)},
@@ -265,6 +273,7 @@ def run_bench(case_list: list[dict], opts: BenchOptions) -> dict:
         "git": env.git_info(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "settings": {"paths": list(opts.paths), "env_variants": [[n, e] for n, e in opts.env_variants],
+                     "knob_variants": [[n, k] for n, k in opts.knob_variants],
                      "max_repeats": opts.rule.max_repeats,
                      "budget_s": opts.rule.budget_s, "baseline": opts.baseline, **opts.settings},
         "variants": variants,

@@ -320,21 +320,21 @@ def test_inplace_reference_plan_replays_correctly():
 
 
 def test_a_settings_change_between_calls_gives_a_new_capture(monkeypatch):
-    # Issue 23: ADAPTQR_TAIL_PREC is read while the plan runs; a replay must not serve the
-    # graph captured under the other value. The whole settings snapshot is in the key.
+    # Issue 23: the tail precision knob is read while the plan runs; a replay must not serve
+    # the graph captured under the other value. The whole settings snapshot is in the key.
     import adaptqr
     import adaptqr.graphs as graphs
+    from adaptqr import config
 
     graphs.clear()
     graphs.reset_stats()
     A = rand(8, 256, 256, seed=31)
     A[:, :, 200:] *= 1e-12  # a negligible tail, so the tail precision is used
-    monkeypatch.delenv("ADAPTQR_TAIL_PREC", raising=False)
     for _ in range(3):
         adaptqr.geqrf(A)
     before = graphs.stats()["captures"]
-    monkeypatch.setenv("ADAPTQR_TAIL_PREC", "ieee")
-    for _ in range(3):
-        adaptqr.geqrf(A)
+    with config.experiment(tail_prec="ieee"):
+        for _ in range(3):
+            adaptqr.geqrf(A)
     assert graphs.stats()["captures"] == before + 1, graphs.stats()
     graphs.clear()
