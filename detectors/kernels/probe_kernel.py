@@ -24,6 +24,8 @@ has ``stride_r == 1``, which Triton specializes on, so column chunks load contig
 import triton
 import triton.language as tl
 
+from adaptqr.paths.kernels.panel import range_scale
+
 
 @triton.jit
 def probe_columns_kernel(
@@ -62,9 +64,11 @@ def probe_columns_kernel(
 
         chunk_max = tl.max(a, axis=1)
         new_max = tl.maximum(run_max, chunk_max)
-        safe = tl.where(new_max > 0.0, new_max, 1.0)
-        shrink = run_max / safe
-        y = a / safe[:, None]
+        # Ratios to the running max through a power of two (no subnormal divisor).
+        q = range_scale(new_max)
+        inv = 1.0 / (tl.where(new_max > 0.0, new_max, 1.0) * q)
+        shrink = (run_max * q) * inv
+        y = (a * q[:, None]) * inv[:, None]
         run_ss = run_ss * shrink * shrink + tl.sum(y * y, axis=1)
         run_max = new_max
 
@@ -106,9 +110,10 @@ def combine_rows_kernel(
         pm = tl.load(rmax_ptr + base + t * m + rows, mask=rmask, other=0.0)
         ps = tl.load(rss_ptr + base + t * m + rows, mask=rmask, other=0.0)
         new_max = tl.maximum(run_max, pm)
-        safe = tl.where(new_max > 0.0, new_max, 1.0)
-        r_old = run_max / safe
-        r_new = pm / safe
+        q = range_scale(new_max)
+        inv = 1.0 / (tl.where(new_max > 0.0, new_max, 1.0) * q)
+        r_old = (run_max * q) * inv
+        r_new = (pm * q) * inv
         run_ss = run_ss * r_old * r_old + ps * r_new * r_new
         run_max = new_max
     tl.store(out_ptr + b.to(tl.int64) * m + rows, run_max * tl.sqrt(run_ss), mask=rmask)

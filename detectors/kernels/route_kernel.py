@@ -25,6 +25,8 @@ column holds a NaN or Inf). ``bound_scale`` is ``TAIL_BUDGET * eps32 * n / sqrt(
 import triton
 import triton.language as tl
 
+from adaptqr.paths.kernels.panel import range_scale
+
 #: Unscaled squares are used while a column's max-abs is at most this (m * 1e30 stays finite
 #: for m < 3e8) ...
 SQ_MAX_ABS = tl.constexpr(1.0e15)
@@ -85,8 +87,7 @@ def route_columns_kernel(
     if tl.min(exact.to(tl.int32), axis=0) == 0:
         # Huge or tiny columns in this tile: squares of entries over the column's max, both
         # scaled by a power of two first (no subnormal divisor, no overflowing reciprocal).
-        q = tl.where((mx < 8.673617379884035e-19) & (mx > 0.0), 1.2089258196146292e24,
-                     tl.where(mx > 1.152921504606847e18, 8.271806125530277e-25, 1.0))
+        q = range_scale(mx)
         inv = 1.0 / (tl.where(mx > 0.0, mx, 1.0) * q)
         acc2 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
         for i0 in range(0, m, BLOCK_M):
