@@ -51,11 +51,13 @@ def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: st
         assert torch.equal(tau[others, :first], tau2[others, :first]), \
             f"{structure} n={n}: a non-finite matrix changed its neighbours' first reflectors"
 
-def property_test(sizes, batches, device, path=None, examples=40):
-    """A hypothesis test over :data:`STRUCTURES` x ``sizes`` x ``batches``."""
+def property_test(sizes, batches, device, path=None, examples=40, follow_env=True):
+    """A hypothesis test over :data:`STRUCTURES` x ``sizes`` x ``batches``; ``examples`` of
+    them, or ``DEGENERATE_EXAMPLES`` where set and ``follow_env``."""
 
     @seed(SEED)
-    @settings(max_examples=EXAMPLES or examples, deadline=None, derandomize=False,
+    @settings(max_examples=(EXAMPLES if follow_env and EXAMPLES else examples), deadline=None,
+              derandomize=False,
               suppress_health_check=list(HealthCheck), database=None)
     @given(structure=st.sampled_from(STRUCTURES), n=st.sampled_from(sizes),
            batch=st.sampled_from(batches), data=st.data())
