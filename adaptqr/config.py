@@ -265,20 +265,8 @@ def detect_enabled() -> bool:
     return snapshot().detect
 
 
-def fp16() -> bool:
-    return snapshot().fp16
-
-
-def fp16_max_n() -> int | None:
-    return snapshot().knobs.fp16_max_n
-
-
 def cholqr() -> bool:
     return snapshot().cholqr
-
-
-def split_min_rows() -> int | None:
-    return snapshot().knobs.split_min_rows
 
 
 def tail_prec() -> str | None:

@@ -114,13 +114,6 @@ def prescale_exponents(n2max: torch.Tensor, finite: torch.Tensor) -> torch.Tenso
     return torch.where(out & finite, -lg, torch.zeros_like(lg)).to(torch.int32)
 
 
-def times_pow2(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """``x * 2^e`` (float32, int ``e`` of any sign up to 2^8) as two exact products."""
-    e = e.to(torch.int64)
-    e1 = torch.div(e, 2, rounding_mode="floor")
-    return (x * torch.pow(2.0, e1.to(x.dtype))) * torch.pow(2.0, (e - e1).to(x.dtype))
-
-
 def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
                 n_active: torch.Tensor, n_nonzero: torch.Tensor, m: int,
                 prescale: torch.Tensor | None = None) -> torch.Tensor:
@@ -144,6 +137,8 @@ def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
     ok &= (est <= FP16_BUDGET) & (n2max >= 2.0 ** -FP16_EXP_RANGE) \
         & (n2max <= 2.0 ** FP16_EXP_RANGE)
     if prescale is not None:
+        from adaptqr.paths.prescale import times_pow2
+
         n2max = times_pow2(n2max, prescale)
     scale = torch.exp2(torch.floor(torch.log2(FP16_TARGET / n2max.clamp_min(1e-30))))
     return torch.where(ok, scale, torch.zeros_like(scale)).to(torch.float32)

@@ -34,6 +34,14 @@ BLOCK_M = 128
 PROGRAMS_PER_MATRIX = 8
 
 
+def times_pow2(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``x * 2^e`` (``e`` integer, of any sign up to 2^8, broadcast against ``x``) as two
+    exact products: ``2^e`` alone may leave float32's range."""
+    e = e.to(torch.int64)
+    e1 = torch.div(e, 2, rounding_mode="floor")
+    return (x * torch.pow(2.0, e1.to(x.dtype))) * torch.pow(2.0, (e - e1).to(x.dtype))
+
+
 def _apply(H: torch.Tensor, e: torch.Tensor, sign: int, upper: bool) -> None:
     if H.dim() != 3 or e.shape != (H.shape[0],):
         raise ValueError(f"prescale: H (B, m, n) and e (B,), got {tuple(H.shape)} and "
@@ -50,11 +58,7 @@ def _apply(H: torch.Tensor, e: torch.Tensor, sign: int, upper: bool) -> None:
         scale_kernel[grid](H.mT, e.to(torch.int32).contiguous(), m, n, SIGN=sign, UPPER=upper,
                            BLOCK_C=BLOCK_C, BLOCK_M=BLOCK_M, num_warps=4)
         return
-    ee = e.to(torch.int64).view(B, 1, 1) * sign
-    e1 = torch.div(ee, 2, rounding_mode="floor")
-    f1 = torch.pow(2.0, e1.to(torch.float32))
-    f2 = torch.pow(2.0, (ee - e1).to(torch.float32))
-    scaled = (H * f1) * f2
+    scaled = times_pow2(H, e.view(B, 1, 1) * sign)
     if upper:
         keep = torch.ones(m, n, dtype=torch.bool, device=H.device).triu()
         scaled = torch.where(keep, scaled, H)
