@@ -27,6 +27,7 @@ from .classify import (
     FP16_BUDGET,
     FP16_EST_NB,
     FP16_EXP_RANGE,
+    FP16_MAX_N,
     FP16_TARGET,
     PRESCALE_EXP_RANGE,
     classify,
@@ -134,5 +135,6 @@ def _fp16_coef(m: int, n: int, settings=None) -> float:
         from adaptqr import config
 
         settings = config.snapshot()
-    coef = fp16_est_scale(m, n, settings.knobs.fp16_max_n or 0) if settings.fp16 else 0.0
+    max_n = settings.knobs.fp16_max_n or FP16_MAX_N
+    coef = fp16_est_scale(m, n, max_n) if settings.fp16 else 0.0
     return coef if coef > 0.0 else float("inf")
