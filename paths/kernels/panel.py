@@ -76,8 +76,8 @@ SAFE_LO = tl.constexpr(8.673617379884035e-19)   # 2^-60
 SAFE_HI = tl.constexpr(1.152921504606847e18)    # 2^60
 SAFE_UP = tl.constexpr(1.2089258196146292e24)   # 2^80
 #: Blocked factorizations leave a sub-column whose norm is below this as it is (tau = 0):
-#: the dispatcher prescales every matrix whose largest column norm is outside [2^-40, 2^40]
-#: (adaptqr.detectors.scale), so such a column is below 2^-70 of its matrix, far under
+#: the householder path prescales every matrix whose largest column norm is outside
+#: [2^-40, 2^40] (adaptqr.paths.prescale), so such a column is below 2^-70 of its matrix, far under
 #: eps32. A repeated column's residual otherwise went on into the subnormal range, where
 #: the H200 gave reflectors whose tau no longer matched v (orthogonality 2e4 n eps32 at
 #: n = 1024; the interpreter was exact): its norm is then dominated by normal entries.
@@ -342,12 +342,13 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 x = tl.load(base + c * m + r, mask=r < m, other=0.0)
                 amax = tl.maximum(amax, tl.abs(x))
             amax_s = tl.max(amax, axis=0)
+            s = tl.where(amax_s > 0, amax_s, 1.0)  # before the loop: it may run no row
             ds = tl.zeros((NB,), dtype=tl.float32)
             for r0 in range(c + 1, m, CH):
                 r = r0 + rr
                 msk = colvalid[:, None] & (r < m)[None, :]
                 P = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
-                xs, s = scaled_by_max(tl.load(base + c * m + r, mask=r < m, other=0.0), amax_s)
+                xs, _ = scaled_by_max(tl.load(base + c * m + r, mask=r < m, other=0.0), amax_s)
                 ds += tl.sum(P * xs[None, :], axis=1)
             # ds = P^T x / s; its entry j is x^T x / s, and (x / s)^T (x / s) that over s.
             ssq, _ = scaled_by_max(tl.sum(tl.where(sel, ds, 0.0), axis=0), amax_s)
