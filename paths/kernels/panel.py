@@ -15,8 +15,9 @@ quotient or reciprocal then sees a subnormal operand, for any finite input):
   in registers for the whole factorization; loaded once, stored once. Also the whole QR of a
   small matrix when ``NB >= n`` (one launch).
 * :func:`panel_chunked_kernel`: panels too tall for registers; every column step streams the
-  panel through L2 in row chunks of ``CH`` (three passes: max-abs, scaled dot products,
-  update). Slow: one SM per matrix, latency-bound (2x4096: 159 ms of panels).
+  panel through L2 in row chunks of ``CH`` (two passes: dot products, update; a column
+  whose plain sum of squares is out of range first takes a max-abs pass and scaled dot
+  products). Slow: one SM per matrix, latency-bound (2x4096: 159 ms of panels).
 * :func:`panel_split_kernel`: tall panels of small batches: P programs per matrix, each
   holding RB rows in registers, meeting at a grid barrier (atomic counter) once per column
   to sum their partial dot products. Only when all ``B * P`` programs fit on the GPU at
@@ -102,22 +103,53 @@ def scaled_by_max(x, amax):
     return (x * q) * (1.0 / (s * q)), s
 
 
+#: A sub-column whose plain sum of squares lies in ``[PLAIN_SS_LO, PLAIN_SS_HI]``
+#: (2^-100, 2^100) takes its norm from that sum: no entry's square overflowed, and the
+#: squares lost below float32's subnormals (< 2^-149 each) are under m 2^-49 of it. Any
+#: other (a zero, subnormal, huge or non-finite sum) is summed again over its max-abs
+#: (:func:`scaled_by_max`), so that the common column step has one reduction, not two
+#: (EXPERIMENTS.md R6).
+PLAIN_SS_LO = tl.constexpr(7.888609052210118e-31)   # 2^-100
+PLAIN_SS_HI = tl.constexpr(1.2676506002282294e30)   # 2^100
+
+
 @triton.jit
-def _reflector(alpha, amax, ss, active, FLOOR: tl.constexpr):
-    """dlarfg scalars from ``alpha``, the sub-column's max-abs ``amax`` and its sum of squares
-    ``ss`` over ``s = amax`` (1 for 0; :func:`scaled_by_max`). Returns ``(tau, beta, scale,
-    p, do)``: the reflector's vector below its unit top is ``(x * p) * scale`` for the
-    sub-column ``x`` (``p`` a power of two, :func:`range_scale` of ``max(|alpha|, amax)``;
-    ``1 / (alpha - beta)`` itself may not be representable); ``do`` says a reflector is
-    generated (else tau = 0, scale = 0 and the column is left as it is): the sub-column's
-    norm is not 0 and not below ``FLOOR`` (:data:`NEGLIGIBLE_SUBCOLUMN`, or 0).
+def plain_norm_ok(ss):
+    """Whether the plain sum of squares ``ss`` gives the norm (:data:`PLAIN_SS_LO`); False
+    for NaN."""
+    return (ss >= PLAIN_SS_LO) & (ss <= PLAIN_SS_HI)
+
+
+@triton.jit
+def plain_norm(alpha, ss):
+    """``(xnp, p)`` of :func:`_reflector` from a plain sum of squares (:func:`plain_norm_ok`)."""
+    xnorm = tl.sqrt(ss)
+    p = range_scale(tl.maximum(tl.abs(alpha), xnorm))
+    return xnorm * p, p
+
+
+@triton.jit
+def scaled_norm(alpha, amax, ss):
+    """``(xnp, p)`` of :func:`_reflector` from the sub-column's max-abs ``amax`` and its sum
+    of squares ``ss`` over ``s = amax`` (1 for 0; :func:`scaled_by_max`).
 
     The norm is formed as ``(s p) sqrt(ss)``, never as ``s sqrt(ss)``: for a subnormal
     ``s`` the latter keeps a few bits, and a tau from it does not match the exactly scaled
     ``v`` (orthogonality 2e5 n eps32 on a repeated column, issue 22)."""
     p = range_scale(tl.maximum(tl.abs(alpha), amax))
+    return (tl.where(amax > 0.0, amax, 1.0) * p) * tl.sqrt(ss), p
+
+
+@triton.jit
+def _reflector(alpha, xnp, p, active, FLOOR: tl.constexpr):
+    """dlarfg scalars from ``alpha`` and the sub-column's norm times ``p`` (``xnp``, from
+    :func:`plain_norm` or :func:`scaled_norm`; ``p`` is the power of two :func:`range_scale`
+    of ``max(|alpha|, norm)``). Returns ``(tau, beta, scale, do)``: the reflector's vector
+    below its unit top is ``(x * p) * scale`` for the sub-column ``x`` (``1 / (alpha -
+    beta)`` itself may not be representable); ``do`` says a reflector is generated (else
+    tau = 0, scale = 0 and the column is left as it is): the sub-column's norm is not 0 and
+    not below ``FLOOR`` (:data:`NEGLIGIBLE_SUBCOLUMN`, or 0)."""
     ap = alpha * p
-    xnp = (tl.where(amax > 0.0, amax, 1.0) * p) * tl.sqrt(ss)  # xnorm * p
     mx = tl.maximum(tl.abs(ap), xnp)
     mxs = tl.where(mx > 0, mx, 1.0)
     a_ = ap / mxs
@@ -129,7 +161,12 @@ def _reflector(alpha, amax, ss, active, FLOOR: tl.constexpr):
     tau = tl.where(do, (beta_p - ap) / tl.where(do, beta_p, 1.0), 0.0)
     scale = tl.where(do, 1.0 / tl.where(do, ap - beta_p, 1.0), 0.0)
     beta = tl.where(do, beta_p * (1.0 / p), alpha)
-    return tau, beta, scale, p, do
+    return tau, beta, scale, do
+
+
+@triton.jit
+def _sum2(a0, b0, a1, b1):
+    return a0 + a1, b0 + b1
 
 
 @triton.jit
@@ -232,12 +269,16 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
             is_top = rows == c
             below = rows > c
-            alpha = tl.sum(tl.where(is_top, x, 0.0), axis=0)
             xb = tl.where(below, x, 0.0)
-            amax = tl.max(tl.abs(xb), axis=0)
-            xs, _ = scaled_by_max(xb, amax)
-            tau, beta, scale, p, do = _reflector(alpha, amax, tl.sum(xs * xs, axis=0), c < na,
-                                                 FLOOR)
+            # alpha and the plain sum of squares in one reduction (one round across warps).
+            alpha, ss = tl.reduce((tl.where(is_top, x, 0.0), xb * xb), 0, _sum2)
+            if plain_norm_ok(ss):
+                xnp, p = plain_norm(alpha, ss)
+            else:
+                amax = tl.max(tl.abs(xb), axis=0)
+                xs, _ = scaled_by_max(xb, amax)
+                xnp, p = scaled_norm(alpha, amax, tl.sum(xs * xs, axis=0))
+            tau, beta, scale, do = _reflector(alpha, xnp, p, c < na, FLOOR)
             vb = (xb * p) * scale
             # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
             v = tl.where(is_top, 1.0, vb)
@@ -317,6 +358,22 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
 
 @triton.jit
+def _chunk_dots(base, cols, colvalid, c, m, amax, CH: tl.constexpr):
+    """``P^T x / s`` over the rows below ``c`` in chunks of ``CH`` (``P``: the panel's
+    columns ``cols``, ``x``: column ``c``, ``s``: :func:`scaled_by_max` of ``amax``; 1 for
+    the plain sums)."""
+    rr = tl.arange(0, CH)
+    ds = tl.zeros(cols.shape, dtype=tl.float32)
+    for r0 in range(c + 1, m, CH):
+        r = r0 + rr
+        msk = colvalid[:, None] & (r < m)[None, :]
+        P = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
+        xs, _ = scaled_by_max(tl.load(base + c * m + r, mask=r < m, other=0.0), amax)
+        ds += tl.sum(P * xs[None, :], axis=1)
+    return ds
+
+
+@triton.jit
 def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                          NB: tl.constexpr, CH: tl.constexpr,
                          HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, FLOOR: tl.constexpr = 0.0):
@@ -336,23 +393,26 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             sel = jj == j
             top = tl.load(base + cols * m + c, mask=colvalid, other=0.0)
             alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
-            amax = tl.zeros((CH,), dtype=tl.float32)
-            for r0 in range(c + 1, m, CH):
-                r = r0 + rr
-                x = tl.load(base + c * m + r, mask=r < m, other=0.0)
-                amax = tl.maximum(amax, tl.abs(x))
-            amax_s = tl.max(amax, axis=0)
-            s = tl.where(amax_s > 0, amax_s, 1.0)  # before the loop: it may run no row
-            ds = tl.zeros((NB,), dtype=tl.float32)
-            for r0 in range(c + 1, m, CH):
-                r = r0 + rr
-                msk = colvalid[:, None] & (r < m)[None, :]
-                P = tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0)
-                xs, _ = scaled_by_max(tl.load(base + c * m + r, mask=r < m, other=0.0), amax_s)
-                ds += tl.sum(P * xs[None, :], axis=1)
-            # ds = P^T x / s; its entry j is x^T x / s, and (x / s)^T (x / s) that over s.
-            ssq, _ = scaled_by_max(tl.sum(tl.where(sel, ds, 0.0), axis=0), amax_s)
-            tau, beta, scale, p, do = _reflector(alpha, amax_s, ssq, c < na, FLOOR)
+            # ds = P^T x below row c, plain; its entry j is x^T x. Only when that is not
+            # a plain_norm_ok sum, a max-abs pass and the scaled sums again.
+            ds = _chunk_dots(base, cols, colvalid, c, m, 1.0, CH)
+            ss = tl.sum(tl.where(sel, ds, 0.0), axis=0)
+            s = 1.0
+            if plain_norm_ok(ss):
+                xnp, p = plain_norm(alpha, ss)
+            else:
+                amax = tl.zeros((CH,), dtype=tl.float32)
+                for r0 in range(c + 1, m, CH):
+                    r = r0 + rr
+                    x = tl.load(base + c * m + r, mask=r < m, other=0.0)
+                    amax = tl.maximum(amax, tl.abs(x))
+                amax_s = tl.max(amax, axis=0)
+                s = tl.where(amax_s > 0, amax_s, 1.0)
+                # ds = P^T x / s: its entry j is x^T x / s, and (x / s)^T (x / s) that over s.
+                ds = _chunk_dots(base, cols, colvalid, c, m, amax_s, CH)
+                ssq, _ = scaled_by_max(tl.sum(tl.where(sel, ds, 0.0), axis=0), amax_s)
+                xnp, p = scaled_norm(alpha, amax_s, ssq)
+            tau, beta, scale, do = _reflector(alpha, xnp, p, c < na, FLOOR)
             # P^T v = (s p scale) ds, and s p scale = s p / (p (alpha - beta)) <= 1.
             w = top + ((s * p) * scale) * ds
             newtop = tl.where(jj > j, top - tau * w, tl.where(sel, beta, top))
@@ -491,7 +551,8 @@ def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, 
     alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
     # d = P^T x / s: its entry j is x^T x / s (as in panel_chunked_kernel).
     ssq, _ = scaled_by_max(tl.sum(tl.where(sel, d, 0.0), axis=0), amax)
-    tau, beta, scale, ps, do = _reflector(alpha, amax, ssq, c < na, FLOOR)
+    xnp, ps = scaled_norm(alpha, amax, ssq)
+    tau, beta, scale, do = _reflector(alpha, xnp, ps, c < na, FLOOR)
     w = top + ((s * ps) * scale) * d
     vb = (xb * ps) * scale
     v = tl.where(is_top, 1.0, vb)
@@ -658,8 +719,8 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     done = 1
     if pair:
         a2 = tl.sum(tl.where(sel2, top2, 0.0), axis=0) - g * x1
-        tau2, beta2, scale2, p2, do2 = _reflector(a2, 1.0, tl.maximum(ny2, 0.0), c + 1 < na,
-                                                  FLOOR)
+        xnp2, p2 = scaled_norm(a2, 1.0, tl.maximum(ny2, 0.0))
+        tau2, beta2, scale2, do2 = _reflector(a2, xnp2, p2, c + 1 < na, FLOOR)
         scale2 = scale2 * p2  # finite: the pair's sums are in the unscaled range
         col_c1 = top2 - h * x1                             # every column at row c + 1
         S = E - g * (D - top2 * x1) - h * xy + h * g * nx2  # sum over rows > c + 1 of P' y'
