@@ -326,24 +326,16 @@ def register_path(
     ('mine', frozenset({'*'}))
     >>> adaptqr.unregister_path("mine")
     """
-    reg = registry if registry is not None else REGISTRY
+    fields = dict(locals())  # the keyword arguments: Path's fields, less impl
+    reg = registry if fields.pop("registry") is not None else REGISTRY
+    del fields["impl"]
+    if supports is None:
+        fields["supports"] = _always
 
     def build(fn: Callable) -> Path:
         if reg is REGISTRY:
             reg.ensure_builtins()
-        return reg.add(
-            Path(
-                name=name,
-                impl=fn,
-                supports=supports if supports is not None else _always,
-                classes=classes,
-                priority=priority,
-                capturable=capturable,
-                routed=routed,
-                description=description,
-                reads_routes=reads_routes,
-            )
-        )
+        return reg.add(Path(impl=fn, **fields))
 
     if impl is not None:
         return build(impl)

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import triton
@@ -223,18 +223,16 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                              f"{s.fp16_group}")
         group = s.fp16_group
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
+    f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
             pw = min(nb, n - k)
-            _panel(Ht, tau, TW, na_arg, has_na, B, k, m, n, pw, n_tw, nb, split, s, floor)
+            _panel(f, k, pw)
             if k + pw < gend:
-                _trailing(Ht, TW, na_arg, nz_arg, has_na, B, k, 1, m, n, k + pw, gend, n_tw, s,
-                          wbuf, None)
+                _trailing(f, k, 1, k + pw, gend, None)
         if gend < n:
-            npan = triton.cdiv(gend - g0, nb)
-            _trailing(Ht, TW, na_arg, nz_arg, has_na, B, g0, npan, m, n, gend, n, n_tw, s, wbuf,
-                      f16)
+            _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -318,7 +316,30 @@ def _pairs(s, rb: int) -> bool:
     return s.split_pairs if s.split_pairs is not None else rb <= schedules.PAIRS_MAX_RB
 
 
-def _panel(Ht, tau, TW, na, has_na, B, k, m, n, pw, n_tw, nb, split, s, floor):
+class _Blocked(NamedTuple):
+    """What every panel and trailing launch of one blocked factorization shares."""
+
+    Ht: torch.Tensor      # (B, n, m): H's columns as rows
+    tau: torch.Tensor     # (B, n)
+    TW: torch.Tensor      # (B, n_tw, nb, nb): each panel's T
+    na: torch.Tensor      # (B,) int32 n_active (any tensor without has_na)
+    nz: torch.Tensor      # (B,) int32 n_nonzero (any tensor without has_na)
+    has_na: bool
+    B: int
+    m: int
+    n: int
+    n_tw: int
+    s: schedules.Schedule
+    split: Any            # _SplitWork (CUDA), else None
+    floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
+    wbuf: list            # the row-split trailing update's W, allocated on first use
+
+
+def _panel(f: _Blocked, k: int, pw: int) -> None:
+    """Factor columns ``[k, k + pw)`` of every matrix, and their T."""
+    Ht, tau, TW, na, has_na, B, m, n, n_tw, s, split, floor = (
+        f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
+    nb = s.nb
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     sep_t = bool(s.t_kernel)
@@ -386,8 +407,11 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _trailing(Ht, TW, na, nz, has_na, B, k0, npan, m, n, c_start, c_end, n_tw, s, wbuf, f16):
-    # f16: (C16, scales) of the FP16 route (one panel an update), else None.
+def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) -> None:
+    """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
+    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None."""
+    Ht, TW, na, nz, has_na, B, m, n, n_tw, s, wbuf = (
+        f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.wbuf)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr.registry import ALL_CLASSES, Path
+from adaptqr.registry import Path
 
 __all__ = ["DEFAULT_NB", "factor_reference", "geqrf_reference"]
 
@@ -231,13 +231,11 @@ def supports(spec) -> str | None:
     return None
 
 
+# Every class, not capturable, not routed (it ignores info and factors every matrix in full).
 PATH = Path(
     name="reference",
     impl=factor_reference,
     supports=supports,
-    classes=ALL_CLASSES,
     priority=PRIORITY,
-    capturable=False,
-    routed=False,  # ignores info: factors every matrix in full
     description="blocked Householder in torch ops, runs anywhere; the test oracle (force it by name)",
 )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr.registry import ALL_CLASSES, Path
+from adaptqr.registry import Path
 
 
 def factor_torch(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
@@ -39,13 +39,11 @@ def factor_torch(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
 #: The lowest automatic priority: torch.geqrf runs only where no faster path applies.
 PRIORITY = 0
 
+# Every class, neither capturable (torch.geqrf on CUDA loops on the host and may sync) nor
+# routed (Path's defaults).
 PATH = Path(
     name="torch",
     impl=factor_torch,
-    classes=ALL_CLASSES,
     priority=PRIORITY,
-    # Capturable would be wrong: torch.geqrf on CUDA loops on the host and may sync.
-    capturable=False,
-    routed=False,
     description="torch.geqrf (LAPACK / cuSOLVER); takes every input, lowest automatic priority",
 )

@@ -236,6 +236,17 @@ def _t_from_w(Sw, taus, keep, NB: tl.constexpr, LOG2NB: tl.constexpr):
 
 
 @triton.jit
+def _column_of(P, jj, rows, j, c):
+    """Column ``j`` (row ``c`` of the matrix at its top) of a register tile ``P`` ``[NB,
+    rows]``: ``(sel, x, is_top, below, xb)``, ``xb`` its entries below row ``c``."""
+    sel = jj == j
+    x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
+    is_top = rows == c
+    below = rows > c
+    return sel, x, is_top, below, tl.where(below, x, 0.0)
+
+
+@triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
                      HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False,
@@ -265,11 +276,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         taus = tl.zeros((NB,), dtype=tl.float32)
         for j in range(0, pw):
             c = k + j
-            sel = jj == j
-            x = tl.sum(tl.where(sel[:, None], P, 0.0), axis=0)
-            is_top = rows == c
-            below = rows > c
-            xb = tl.where(below, x, 0.0)
+            sel, x, is_top, below, xb = _column_of(P, jj, rows, j, c)
             # alpha and the plain sum of squares in one reduction (one round across warps).
             alpha, ss = tl.reduce((tl.where(is_top, x, 0.0), xb * xb), 0, _sum2)
             if plain_norm_ok(ss):
@@ -584,11 +591,7 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     jj = tl.arange(0, NB)
     rows = k + p * RB + tl.arange(0, RB)
     c = k + j
-    sel = jj == j
-    x = tl.sum(tl.where(sel[:, None], P_, 0.0), axis=0)
-    is_top = rows == c
-    below = rows > c
-    xb = tl.where(below, x, 0.0)
+    sel, x, is_top, below, xb = _column_of(P_, jj, rows, j, c)
     slot = rnd % 2
     own = wsb + slot * PMAX * WSTR + p * WSTR
     _store_partials(own, P_, xb, is_top, NB)

@@ -264,12 +264,16 @@ def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
 
 @triton.jit
 def _routes(C16, SC, b, m, n, F16: tl.constexpr):
-    """``(sc, base16, do16, do32)`` of matrix b under mode F16 (not F16_NONE): its FP16
-    storage scale (0: the FP32 route), its C16, and which of the two updates this launch
-    runs for it (fp16_storage.F16_SKIP / F16_ONLY)."""
-    sc = tl.load(SC + b)
-    return (sc, C16 + b.to(tl.int64) * n * m, (sc > 0.0) & (F16 != F16_SKIP),
-            (sc == 0.0) & (F16 != F16_ONLY))
+    """``(sc, base16, do16, do32)`` of matrix b under mode F16: its FP16 storage scale (0:
+    the FP32 route), its C16, and which of the two updates this launch runs for it
+    (fp16_storage.F16_SKIP / F16_ONLY). Without the route (F16_NONE) nothing is read:
+    the FP32 update, decided at compile time."""
+    if F16 == F16_NONE:
+        return 0.0, C16, False, True
+    else:
+        sc = tl.load(SC + b)
+        return (sc, C16 + b.to(tl.int64) * n * m, (sc > 0.0) & (F16 != F16_SKIP),
+                (sc == 0.0) & (F16 != F16_ONLY))
 
 
 @triton.jit
@@ -293,17 +297,13 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     ccmask = cc < c_end
     run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
     if (k0 < na) & run:
-        if F16 == F16_NONE:
+        sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+        if do16:
+            _apply_panel_f16(base, base16, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, sc,
+                             NB, BN, BM16, RESIDENT, PREC, PAIR16)
+        elif do32:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
                         RESIDENT, PREC, PREC_TAIL)
-        else:
-            sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
-            if do16:
-                _apply_panel_f16(base, base16, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, sc,
-                                 NB, BN, BM16, RESIDENT, PREC, PAIR16)
-            elif do32:
-                _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN,
-                            BM, RESIDENT, PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -374,17 +374,13 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
     if go:
-        if F16 == F16_NONE:
+        sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+        if do16:
+            _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
+                        NB, BN, BM16)
+        elif do32:
             _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
                          PREC, PREC_TAIL)
-        else:
-            sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
-            if do16:
-                _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
-                            NB, BN, BM16)
-            elif do32:
-                _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
-                             PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -442,14 +438,10 @@ def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw,
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
-        if F16 == F16_NONE:
+        sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+        if do16:
+            _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
+                        sc, NB, BM16, PREC)
+        elif do32:
             _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
                          BM, PREC, PREC_TAIL)
-        else:
-            sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
-            if do16:
-                _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                            sc, NB, BM16, PREC)
-            elif do32:
-                _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
-                             NB, BM, PREC, PREC_TAIL)
