@@ -3,6 +3,9 @@
 Public surface::
 
     adaptqr.geqrf(A, *, out=None, path=None)      # drop-in for torch.geqrf
+    adaptqr.householder_product(A, tau, *, out=None)  # drop-in for torch.linalg.householder_product
+    adaptqr.linalg.qr(A, mode="reduced", *, out=None) # drop-in for torch.linalg.qr
+    adaptqr.patch() / unpatch() / patched()       # route torch's three through adaptqr
     adaptqr.register_path(...) / unregister_path(name) / paths_registered()
     adaptqr.decisions(n=None) / clear_decisions() # the dispatch decisions log (adaptqr.log.enable())
     adaptqr.explain(A)                            # which path each matrix would take, and why
@@ -18,10 +21,12 @@ Example::
 
 __version__ = "0.1.0"
 
-from adaptqr import config, log
+from adaptqr import config, linalg, log, originals
 from adaptqr.api import geqrf
 from adaptqr.explain import Explanation, explain
 from adaptqr.log import clear_decisions, decisions
+from adaptqr.patching import is_patched, patch, patched, unpatch
+from adaptqr.qform import householder_product
 from adaptqr.registry import (
     ROUTE_CLASSES,
     ROUTE_DEFAULT,
@@ -37,6 +42,13 @@ from adaptqr.registry import (
 
 __all__ = [
     "geqrf",
+    "householder_product",
+    "linalg",
+    "patch",
+    "unpatch",
+    "patched",
+    "is_patched",
+    "originals",
     "register_path",
     "unregister_path",
     "paths_registered",

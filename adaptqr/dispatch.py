@@ -238,10 +238,12 @@ class _Runner:
         return outs
 
 
-def run(A: torch.Tensor, path: str | None = None):
+def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf"):
     """Factor a validated ``(*batch, m, n)`` tensor: ``(a, tau)`` with torch.geqrf's layout.
 
-    ``path`` forces a path by name (else ``ADAPTQR_PATH``). The input is never modified.
+    ``path`` forces a path by name (else ``ADAPTQR_PATH``). ``op``: the public op the
+    factorization serves (``"geqrf"``, ``"qr"``), for the decisions log. The input is never
+    modified.
     """
     settings = config.snapshot()  # the call's settings, read once
     forced = path if path is not None else settings.path
@@ -258,7 +260,7 @@ def run(A: torch.Tensor, path: str | None = None):
             plan = _plans.get(key)
         if plan is None:
             if B == 0 or m == 0 or n == 0:
-                return _empty(A, forced)
+                return _empty(A, forced, op)
             plan = _build(key, InputSpec(B, m, n, A.dtype, dev_type), forced)
     else:
         try:
@@ -287,7 +289,7 @@ def run(A: torch.Tensor, path: str | None = None):
             fp16 = (feats or {}).get("fp16_scale")
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,
-                    fallback=runner.notes.get("fallback"))
+                    fallback=runner.notes.get("fallback"), op=op)
     return result[0], result[1]
 
 
@@ -308,7 +310,7 @@ def check_known(forced: str | None) -> None:
             raise ValueError(f"unknown path {forced!r} (from path= or ADAPTQR_PATH); known paths: {REGISTRY.names()}")
 
 
-def _empty(A: torch.Tensor, forced: str | None):
+def _empty(A: torch.Tensor, forced: str | None, op: str):
     """The result for B == 0, m == 0 or n == 0: nothing to factor, nothing dispatched."""
     check_known(forced)
     shape = A.shape
@@ -316,5 +318,5 @@ def _empty(A: torch.Tensor, forced: str | None):
     a, tau, _, _ = _alloc(A, math.prod(shape[:-2]), m, n)
     if _log._enabled or config.log_target() is not None:
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan={}, rejected=[],
-                    mode="empty", routes=None)
+                    mode="empty", routes=None, op=op)
     return a, tau

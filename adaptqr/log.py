@@ -61,7 +61,7 @@ def active() -> bool:
 class Record:
     """One call's decisions. Build only through :func:`record` (so the off state builds none).
 
-    Fields: ``seq`` (increasing id), ``time`` (unix seconds), ``op`` (``"geqrf"``), ``shape``,
+    Fields: ``seq`` (increasing id), ``time`` (unix seconds), ``op`` (``"geqrf"`` or ``"qr"``), ``shape``,
     ``dtype``, ``device``, ``forced`` (the forced path or None), ``plan`` (class -> path),
     ``rejected`` (list of ``(path, reason)``), ``mode`` (``"eager"``/``"graph"``/``"empty"``),
     ``routes`` (``(B,)`` device tensor, or None when no detector ran: all ``"dense"``),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from adaptqr import originals
 from adaptqr.registry import Path
 
 
@@ -33,7 +34,7 @@ def factor_torch(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
         return
     # Layout matches torch.geqrf's own output, so out= writes straight into H and tau; if a
     # caller handed a differently strided H, torch copies through a temporary (still correct).
-    torch.geqrf(H, out=(H, tau))
+    originals.geqrf(H, out=(H, tau))
 
 
 #: The lowest automatic priority: torch.geqrf runs only where no faster path applies.

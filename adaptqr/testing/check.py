@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import torch
 
+from adaptqr import originals
+
 __all__ = ["GATE_FACTOR", "GATE_ORTH", "BAR", "BAR_FACTOR", "BAR_ORTH", "CheckResult", "check_geqrf"]
 
 EPS32 = 2.0 ** -23
@@ -160,7 +162,7 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
         e = min(B, s + chunk)
         a = A3[s:e].double()
         h = H3[s:e].double()
-        q = torch.linalg.householder_product(h[:, :, :k], t2[s:e].double())  # (b, m, k)
+        q = originals.householder_product(h[:, :, :k], t2[s:e].double())  # (b, m, k)
         r = torch.triu(h[:, :k, :])  # (b, k, n)
         qt = q.mT
         fres = torch.linalg.matrix_norm(r - qt @ a, ord=1)

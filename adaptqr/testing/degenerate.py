@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from adaptqr import originals
 from adaptqr.testing.check import check_geqrf
 
 #: The structures, by name. ``rankK``: rank K (0 to 3); ``repeated``: one column repeated;
@@ -132,7 +133,7 @@ def judge(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> list[Verdict]:
                                f"factor {f:.3g} (bar {BAR_FACTOR}), orth {o:.3g} (bar {BAR_ORTH})"))
             continue
         # Subnormal R: at least as good as LAPACK's geqrf of the same matrix, rounding aside.
-        hr, tr = torch.geqrf(a.cpu())
+        hr, tr = originals.geqrf(a.cpu())
         rt = check_geqrf(a.cpu(), hr, tr)
         fb = max(BAR_FACTOR, 1.5 * rt.worst_factor)
         ob = max(BAR_ORTH, 1.5 * rt.worst_orth)

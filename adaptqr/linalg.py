@@ -1,0 +1,122 @@
+"""``adaptqr.linalg.qr``: a drop-in for ``torch.linalg.qr`` through adaptqr's dispatcher
+(issue 25).
+
+R comes from :func:`adaptqr.geqrf`'s dispatcher (the decisions log records ``op="qr"``),
+Q from :func:`adaptqr.householder_product` (blocked compact WY on CUDA float32). The signs
+are LAPACK's, as torch's: ``R``'s diagonal may be negative.
+
+Autograd: the backward is torch's ``linalg_qr_backward`` formula (reduced mode, and
+complete mode when ``m <= n``; no derivative for mode ``"r"``, nor for complete mode of a
+tall matrix, as in torch).
+
+Example::
+
+    >>> import torch, adaptqr
+    >>> A = torch.randn(4, 6, 3)
+    >>> Q, R = adaptqr.linalg.qr(A)
+    >>> Q.shape, R.shape, bool(torch.allclose(Q @ R, A, atol=1e-5))
+    (torch.Size([4, 6, 3]), torch.Size([4, 3, 3]), True)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from adaptqr import dispatch, originals, validate
+from adaptqr.qform import householder_product
+
+MODES = ("reduced", "complete", "r")
+
+
+def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
+    """``(Q, R)`` with ``A = Q R`` (``A``: ``(*, m, n)``; ``k = min(m, n)``): reduced ``Q``
+    ``(*, m, k)``, ``R`` ``(*, k, n)``; complete ``Q`` ``(*, m, m)``, ``R`` ``(*, m, n)``;
+    ``"r"``: an empty ``Q`` and the reduced ``R``. Returns ``torch.return_types.linalg_qr``.
+
+    >>> import torch, adaptqr
+    >>> Q, R = adaptqr.linalg.qr(torch.randn(3, 5), mode="complete")
+    >>> Q.shape, R.shape
+    (torch.Size([3, 3]), torch.Size([3, 5]))
+    """
+    if not isinstance(A, torch.Tensor):
+        raise TypeError(f"linalg.qr(): argument 'A' must be Tensor, not {type(A).__name__}")
+    # torch's own checks and messages (dtype, dims, mode), on shapes only.
+    originals.check(originals.linalg_qr, A, mode=mode)
+    if A.requires_grad and torch.is_grad_enabled():
+        Q, R = _QRFunction.apply(A, mode)
+    else:
+        Q, R = _qr(A, mode)
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError("linalg.qr(): out must be a tuple of two tensors (Q, R)")
+        for name, dst, src in (("Q", out[0], Q), ("R", out[1], R)):
+            validate.write_out(dst, src, name, A.dtype)
+        return torch.return_types.linalg_qr(tuple(out))
+    return torch.return_types.linalg_qr((Q, R))
+
+
+def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    a, tau = dispatch.run(A.detach(), None, op="qr")
+    R = (a if mode == "complete" else a[..., :k, :]).triu()
+    if mode == "r":
+        return A.new_empty(0), R.contiguous()
+    if mode == "complete" and m > n:
+        # Q is m x m: the k vectors in the leading columns of an m x m matrix.
+        H = torch.zeros(*A.shape[:-1], m, dtype=A.dtype, device=A.device)
+        H[..., :, :k] = a[..., :, :k]
+        Q = householder_product(H, tau)
+    else:
+        Q = householder_product(a[..., :, :k], tau)
+    return Q, R.contiguous()
+
+
+class _QRFunction(torch.autograd.Function):
+    """Forward by :func:`_qr`, backward by torch's ``linalg_qr_backward`` formula."""
+
+    @staticmethod
+    def forward(ctx, A, mode):
+        Q, R = _qr(A, mode)
+        ctx.mode = mode
+        ctx.save_for_backward(Q, R)
+        return Q, R
+
+    @staticmethod
+    def backward(ctx, gQ, gR):
+        Q, R = ctx.saved_tensors
+        return qr_backward(gQ, gR, Q, R, ctx.mode), None
+
+
+def qr_backward(gQ, gR, Q, R, mode: str) -> torch.Tensor:
+    """``dL/dA`` from ``dL/dQ`` and ``dL/dR`` (either may be None) of ``A = Q R`` (real
+    dtypes), as torch's ``linalg_qr_backward``."""
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                           "differentiate through linalg.qr.")
+    m, n = Q.shape[-2], R.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    if gQ is None and gR is None:
+        return torch.zeros(*Q.shape[:-2], m, n, dtype=Q.dtype, device=Q.device)
+    if gQ is not None:
+        M = -(Q.mT @ gQ) if gR is None else gR @ R.mT - Q.mT @ gQ
+    else:
+        M = gR @ R.mT
+    if m >= n:
+        sym = M.triu()
+        sym = sym + sym.mT
+        sym = sym - torch.diag_embed(sym.diagonal(dim1=-2, dim2=-1) * 0.5)
+        gA = Q @ sym
+        if gQ is not None:
+            gA = gA + gQ
+        return torch.linalg.solve_triangular(R.mT, gA, upper=False, left=False)
+    X = -M
+    skew = (X - X.mT).tril()
+    gA = torch.linalg.solve_triangular(R[..., :, :m].mT, Q @ skew, upper=False, left=False)
+    gA = torch.cat([gA, gA.new_zeros(*gA.shape[:-1], n - m)], dim=-1)
+    if gR is not None:
+        gA = gA + Q @ gR
+    return gA

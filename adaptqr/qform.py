@@ -1,0 +1,161 @@
+"""``adaptqr.householder_product``: Q from geqrf's Householder vectors, a drop-in for
+``torch.linalg.householder_product``, blocked in compact WY (issue 25).
+
+torch forms Q on CUDA with a host loop of cuSOLVER ``orgqr`` calls, one a matrix (64x512:
+about 32 ms). Forming Q has no serial chain of column reductions: it is LAPACK's ``orgqr``
+order, the panels applied backwards to the leading columns of the identity, each as
+``Q[k:, k:] -= V (T (V^T Q[k:, k:]))``, for the whole batch at once:
+
+- every panel's ``T`` from one batched product and one triangular solve:
+  ``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)`` (the inverse of LAPACK ``larft``'s
+  ``T^{-1} = diag(1/tau) + striu(V^T V)``, rewritten so that no ``1/tau`` appears: a
+  ``tau = 0`` column gives a zero column of ``T``, its reflector the identity);
+- then two batched products a panel (``W = V^T C``, ``C -= (V T) W``). Columns left of a
+  panel are still the identity's there, and stay so.
+
+CUDA float32 inputs that need no gradient take this route, in float32 products at full
+precision (whatever ``torch.set_float32_matmul_precision`` says). Everything else goes to
+torch's function (:mod:`adaptqr.originals`), so dtypes, devices, errors and autograd are
+torch's own.
+
+Example::
+
+    >>> import torch, adaptqr
+    >>> from adaptqr.qform import blocked_householder_product
+    >>> A = torch.randn(3, 6, 4, dtype=torch.float64)
+    >>> h, tau = torch.geqrf(A)
+    >>> Q = blocked_householder_product(h, tau)
+    >>> torch.allclose(Q, torch.linalg.householder_product(h, tau))
+    True
+    >>> adaptqr.householder_product(h, tau).shape
+    torch.Size([3, 6, 4])
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from adaptqr import originals
+
+#: Panel width of the blocked Q formation. Not measured yet (issue 25): 32 is the
+#: factorization's panel width; wider panels mean fewer launches and more flops in the
+#: triangle of each panel.
+QFORM_NB = 32
+
+
+def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = None
+                        ) -> torch.Tensor:
+    """``Q = H_1 ... H_k`` (its first ``n`` columns) from ``A`` ``(*, m, n)``'s Householder
+    vectors below the diagonal and ``tau`` ``(*, k)``, ``m >= n >= k``: a drop-in for
+    ``torch.linalg.householder_product`` (same shapes, dtypes, errors, ``out=``, autograd).
+
+    >>> import torch, adaptqr
+    >>> h, tau = torch.geqrf(torch.randn(5, 3))
+    >>> Q = adaptqr.householder_product(h, tau)
+    >>> bool(torch.allclose(Q.mT @ Q, torch.eye(3), atol=1e-5))
+    True
+    """
+    if not _blocked_applies(A, tau):
+        if out is None:
+            return originals.householder_product(A, tau)
+        return originals.householder_product(A, tau, out=out)
+    # torch's checks and messages, on shapes only.
+    originals.check(originals.householder_product, A, tau)
+    Q = blocked_householder_product(A, tau)
+    if out is None:
+        return Q
+    _check_out(out, Q)
+    out.resize_(Q.shape)
+    out.copy_(Q)
+    return out
+
+
+def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:
+    grad = torch.is_grad_enabled() and (A.requires_grad or tau.requires_grad)
+    return (isinstance(A, torch.Tensor) and isinstance(tau, torch.Tensor) and A.is_cuda
+            and A.dtype == torch.float32 and tau.dtype == torch.float32
+            and tau.device == A.device and not grad)
+
+
+def _check_out(out: torch.Tensor, Q: torch.Tensor) -> None:
+    if out.dtype != Q.dtype:
+        raise RuntimeError(f"householder_product: expected out tensor to have dtype {Q.dtype}, "
+                           f"but got {out.dtype} instead")
+    if out.device != Q.device:
+        raise RuntimeError(f"householder_product: Expected out tensor to have device {Q.device}, "
+                           f"but got {out.device} instead")
+
+
+@contextlib.contextmanager
+def full_fp32_matmul():
+    """float32 products at full precision for the block (no TF32), whatever the caller set;
+    restored after."""
+    was = torch.get_float32_matmul_precision()
+    if was == "highest":
+        yield
+        return
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(was)
+
+
+def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """Compact-WY ``T`` ``(..., nb, nb)`` (upper triangular, ``H_1 ... H_nb = I - V T V^T``)
+    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``.
+
+    >>> import torch
+    >>> V = torch.tensor([[1.0, 0.0], [0.5, 1.0], [0.25, 0.5]], dtype=torch.float64)
+    >>> tau = torch.tensor([1.2, 0.0], dtype=torch.float64)
+    >>> panel_t(V, tau)[..., 1].tolist()  # tau = 0: a zero column
+    [0.0, 0.0]
+    """
+    S = V.mT @ V
+    nb = S.shape[-1]
+    eye = torch.eye(nb, dtype=V.dtype, device=V.device)
+    M = eye + tau.unsqueeze(-1) * S.triu(1)
+    return torch.linalg.solve_triangular(M, torch.diag_embed(tau), upper=True,
+                                         unitriangular=True)
+
+
+def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB
+                                ) -> torch.Tensor:
+    """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
+    real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
+    checked here). Returns a new contiguous ``(*, m, n)`` tensor; ``A`` and ``tau`` are only
+    read."""
+    *batch, m, n = A.shape
+    k = tau.shape[-1]
+    B = 1
+    for d in batch:
+        B *= d
+    Q = torch.eye(m, n, dtype=A.dtype, device=A.device).expand(B, m, n).contiguous()
+    if B == 0 or k == 0:
+        return Q.reshape(*batch, m, n)
+    A3 = A.reshape(B, m, n)
+    t3 = tau.reshape(B, k)
+    npan = -(-k // nb)
+    kp = npan * nb
+    # Every panel's V in one (B, m, kp) tensor: unit diagonal, zeros above it, and zero
+    # columns (tau = 0) past k.
+    V = torch.zeros(B, m, kp, dtype=A.dtype, device=A.device)
+    V[:, :, :k] = A3[:, :, :k].tril(-1)
+    rows = torch.arange(min(m, kp), device=A.device)
+    V[:, rows, rows] = 1.0
+    taup = torch.zeros(B, kp, dtype=A.dtype, device=A.device)
+    taup[:, :k] = t3
+    with full_fp32_matmul():
+        Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
+        T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
+        Y = Vp @ T                                                   # (B, npan, m, nb)
+        for p in reversed(range(npan)):
+            k0 = p * nb
+            if k0 >= n:
+                continue
+            C = Q[:, k0:, k0:]
+            W = Vp[:, p, k0:, :].mT @ C
+            C.baddbmm_(Y[:, p, k0:, :], W, alpha=-1.0)
+    return Q.reshape(*batch, m, n)

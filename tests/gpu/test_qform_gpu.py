@@ -1,0 +1,88 @@
+"""Issue 25 on the GPU: adaptqr.householder_product (blocked compact WY, CUDA float32) and
+adaptqr.linalg.qr against float64 references, at the qr_v2 half gate's scale, on the
+benchmark's square shapes and the optimizer shapes.
+
+Bounds: orthogonality ``||Q^T Q - I||_max`` and the factor residual ``||A - Q R||_max /
+||A||_max`` in units of ``n eps32``, at most 50 (half of qr_v2's orthogonality gate of 100).
+"""
+
+import pytest
+import torch
+
+import adaptqr
+from adaptqr import originals
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+EPS32 = torch.finfo(torch.float32).eps
+HALF_GATE = 50.0
+SHAPES = [(20, 32, 32), (40, 176, 176), (40, 352, 352), (64, 512, 512), (8, 2048, 2048),
+          (64, 1024, 256), (16, 768, 768), (2, 3072, 3072), (4, 100, 37)]
+
+
+def _ortho(Q):
+    Qd = Q.double()
+    k = Qd.shape[-1]
+    return ((Qd.mT @ Qd - torch.eye(k, dtype=torch.float64, device=Q.device)).abs().amax()
+            / (max(Qd.shape[-2:]) * EPS32)).item()
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_householder_product_matches_float64(shape):
+    g = torch.Generator(device="cuda").manual_seed(25)
+    A = torch.randn(*shape, device="cuda", generator=g)
+    h, tau = originals.geqrf(A)
+    h0, t0 = h.clone(), tau.clone()
+    Q = adaptqr.householder_product(h, tau)
+    assert torch.equal(h, h0) and torch.equal(tau, t0)
+    ref = originals.householder_product(h.double(), tau.double())
+    n = max(shape[-2:])
+    assert ((Q.double() - ref).abs().amax() / (n * EPS32)).item() <= HALF_GATE
+    assert _ortho(Q) <= HALF_GATE
+
+
+def test_householder_product_ignores_a_global_tf32_setting():
+    was = torch.get_float32_matmul_precision()
+    A = torch.randn(16, 512, 512, device="cuda")
+    h, tau = originals.geqrf(A)
+    try:
+        torch.set_float32_matmul_precision("high")
+        Q = adaptqr.householder_product(h, tau)
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision(was)
+    assert _ortho(Q) <= HALF_GATE
+
+
+@pytest.mark.parametrize("shape", [(64, 512, 512), (8, 2048, 2048), (64, 1024, 256), (4, 64, 200)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+def test_linalg_qr_at_the_half_gate(shape, mode):
+    g = torch.Generator(device="cuda").manual_seed(52)
+    A = torch.randn(*shape, device="cuda", generator=g)
+    Q, R = adaptqr.linalg.qr(A, mode=mode)
+    Qt, Rt = originals.linalg_qr(A, mode=mode)
+    assert Q.shape == Qt.shape and R.shape == Rt.shape
+    n = max(shape[-2:])
+    res = ((A.double() - Q.double() @ R.double()).abs().amax() / (A.abs().amax() * n * EPS32)).item()
+    assert res <= HALF_GATE
+    assert _ortho(Q) <= HALF_GATE
+    # LAPACK's signs, as torch's: R's diagonal agrees in sign with torch's.
+    d, dt = R.diagonal(dim1=-2, dim2=-1), Rt.diagonal(dim1=-2, dim2=-1)
+    big = dt.abs() > 1e-3 * dt.abs().amax()
+    assert torch.equal(torch.sign(d)[big], torch.sign(dt)[big])
+
+
+def test_linalg_qr_gradients_agree_with_torch():
+    A = torch.randn(8, 128, 64, device="cuda", dtype=torch.float32)
+    gs = []
+    for fn in (adaptqr.linalg.qr, originals.linalg_qr):
+        X = A.clone().requires_grad_(True)
+        Q, R = fn(X)
+        (Q.sum() + (R * R).sum()).backward()
+        gs.append(X.grad.double())
+    scale = gs[1].abs().amax()
+    assert ((gs[0] - gs[1]).abs().amax() / scale).item() < 1e-3

@@ -1,0 +1,131 @@
+"""adaptqr.linalg.qr against torch.linalg.qr (issue 25), on the CPU: values, modes, shapes,
+errors, out=, the decisions log, and gradients against torch's own backward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import adaptqr
+from adaptqr import log, originals, qform
+
+SHAPES = [(6, 4), (4, 4), (3, 7), (2, 5, 3), (2, 3, 4, 6), (0, 3), (5, 0), (2, 0, 4, 4)]
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_values_and_shapes_are_torchs(shape, mode):
+    A = torch.randn(*shape, dtype=torch.float64)
+    Q, R = adaptqr.linalg.qr(A, mode=mode)
+    Qt, Rt = originals.linalg_qr(A, mode=mode)
+    assert Q.shape == Qt.shape and R.shape == Rt.shape
+    assert Q.dtype == Qt.dtype and R.dtype == Rt.dtype
+    torch.testing.assert_close(R, Rt, rtol=0, atol=1e-12)
+    torch.testing.assert_close(Q, Qt, rtol=0, atol=1e-12)
+
+
+def test_returns_the_named_tuple_and_leaves_the_input():
+    A = torch.randn(3, 5, 4)
+    A0 = A.clone()
+    res = adaptqr.linalg.qr(A)
+    assert isinstance(res, torch.return_types.linalg_qr)
+    assert res.Q is res[0] and res.R is res[1]
+    assert torch.equal(A, A0)
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+@pytest.mark.parametrize("shape", [(6, 4), (4, 4), (3, 7), (2, 5, 3)])
+def test_blocked_q_route(monkeypatch, shape, mode):
+    # The CUDA float32 Q route, run on CPU tensors.
+    monkeypatch.setattr(qform, "_blocked_applies", lambda A, tau: True)
+    A = torch.randn(*shape, dtype=torch.float64)
+    Q, R = adaptqr.linalg.qr(A, mode=mode)
+    Qt, Rt = originals.linalg_qr(A, mode=mode)
+    torch.testing.assert_close(Q, Qt, rtol=0, atol=1e-12)
+    torch.testing.assert_close(R, Rt, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("A,mode,err", [
+    (torch.randn(3), "reduced", RuntimeError),                    # one dim
+    (torch.randn(3, 3), "full", RuntimeError),                    # unknown mode
+    (torch.randint(0, 3, (3, 3)), "reduced", RuntimeError),       # integer dtype
+])
+def test_errors_are_torchs(A, mode, err):
+    with pytest.raises(err) as theirs:
+        originals.linalg_qr(A, mode=mode)
+    with pytest.raises(err) as ours:
+        adaptqr.linalg.qr(A, mode=mode)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_not_a_tensor():
+    with pytest.raises(TypeError, match="must be Tensor"):
+        adaptqr.linalg.qr([[1.0]])
+
+
+def test_out():
+    A = torch.randn(2, 5, 3, dtype=torch.float64)
+    Q, R = torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.float64)
+    res = adaptqr.linalg.qr(A, out=(Q, R))
+    Qt, Rt = originals.linalg_qr(A)
+    assert res.Q is Q and res.R is R
+    torch.testing.assert_close(Q, Qt, rtol=0, atol=1e-12)
+    torch.testing.assert_close(R, Rt, rtol=0, atol=1e-12)
+
+
+def test_log_records_the_op():
+    log.enable()
+    try:
+        adaptqr.clear_decisions()
+        adaptqr.linalg.qr(torch.randn(2, 4, 3))
+        adaptqr.geqrf(torch.randn(2, 4, 3))
+        ops = [d["op"] for d in adaptqr.decisions()]
+        assert ops == ["qr", "geqrf"]
+    finally:
+        log.disable()
+        adaptqr.clear_decisions()
+
+
+def _grads(fn, A, mode, seed):
+    A = A.clone().requires_grad_(True)
+    Q, R = fn(A, mode=mode)
+    g = torch.Generator().manual_seed(seed)
+    loss = (Q * torch.randn(Q.shape, generator=g, dtype=A.dtype)).sum() \
+        + (R * torch.randn(R.shape, generator=g, dtype=A.dtype)).sum()
+    (gA,) = torch.autograd.grad(loss, A)
+    return gA
+
+
+@pytest.mark.parametrize("shape,mode", [((6, 4), "reduced"), ((4, 4), "reduced"),
+                                        ((3, 7), "reduced"), ((2, 5, 3), "reduced"),
+                                        ((3, 7), "complete"), ((4, 4), "complete")])
+def test_gradients_agree_with_torch(shape, mode):
+    A = torch.randn(*shape, dtype=torch.float64)
+    ours = _grads(adaptqr.linalg.qr, A, mode, 1)
+    theirs = _grads(originals.linalg_qr, A, mode, 1)
+    torch.testing.assert_close(ours, theirs, rtol=1e-9, atol=1e-10)
+
+
+def test_gradient_of_one_output():
+    A = torch.randn(5, 3, dtype=torch.float64)
+    for pick in (0, 1):
+        gs = []
+        for fn in (adaptqr.linalg.qr, originals.linalg_qr):
+            X = A.clone().requires_grad_(True)
+            fn(X)[pick].pow(2).sum().backward()
+            gs.append(X.grad)
+        torch.testing.assert_close(gs[0], gs[1], rtol=1e-9, atol=1e-10)
+
+
+def test_gradcheck():
+    A = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda X: tuple(adaptqr.linalg.qr(X)), (A,))
+
+
+@pytest.mark.parametrize("shape,mode,match", [((4, 3), "r", "mode='r'"),
+                                              ((5, 3), "complete", "nrows > ncols")])
+def test_no_derivative_where_torch_has_none(shape, mode, match):
+    A = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    Q, R = adaptqr.linalg.qr(A, mode=mode)
+    with pytest.raises(RuntimeError, match=match):
+        R.sum().backward()

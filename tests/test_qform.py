@@ -1,0 +1,138 @@
+"""adaptqr.householder_product and its blocked compact-WY route (issue 25), on the CPU.
+
+The blocked route serves CUDA float32 only; here it runs on CPU tensors directly
+(``blocked_householder_product``) and, for the public function's checks and ``out=``,
+with the route forced on (``_blocked_applies`` patched)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import adaptqr
+from adaptqr import originals, qform
+from adaptqr.qform import blocked_householder_product, panel_t
+
+
+def _factors(shape, k=None, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(*shape, generator=g, dtype=dtype)
+    h, tau = originals.geqrf(A)
+    if k is not None:
+        tau = tau[..., :k].contiguous()
+    return h, tau
+
+
+@pytest.mark.parametrize("shape,k,nb", [
+    ((5, 3), None, 32),          # one panel, unbatched
+    ((2, 70, 70), None, 32),     # square, a partial last panel
+    ((3, 40, 24), 10, 8),        # k < n: columns past k still get the reflectors
+    ((2, 3, 33, 17), None, 4),   # two batch dims, many panels
+    ((4, 9, 9), 0, 4),           # k = 0: the identity's columns
+    ((1, 64, 64), None, 64),     # kp = m = n
+])
+def test_blocked_equals_torch(shape, k, nb):
+    h, tau = _factors(shape, k)
+    got = blocked_householder_product(h, tau, nb=nb)
+    want = originals.householder_product(h, tau)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+
+
+def test_blocked_float32_is_orthonormal_and_matches():
+    h, tau = _factors((8, 96, 80), dtype=torch.float32, seed=3)
+    Q = blocked_householder_product(h, tau)
+    want = originals.householder_product(h.double(), tau.double())
+    eye = torch.eye(80, dtype=torch.float64)
+    assert (Q.double().mT @ Q.double() - eye).abs().max() < 80 * 2e-7
+    assert (Q.double() - want).abs().max() < 80 * 2e-7
+
+
+def test_arbitrary_tau_and_zero_tau_columns():
+    g = torch.Generator().manual_seed(5)
+    h = torch.randn(3, 20, 12, generator=g, dtype=torch.float64)
+    tau = torch.rand(3, 12, generator=g, dtype=torch.float64) * 2
+    tau[:, 3] = 0.0
+    tau[1] = 0.0
+    got = blocked_householder_product(h, tau, nb=4)
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=1e-12)
+    torch.testing.assert_close(got[1], torch.eye(20, 12, dtype=torch.float64))
+
+
+def test_panel_t_gives_the_product_of_reflectors():
+    g = torch.Generator().manual_seed(7)
+    V = torch.randn(2, 10, 4, generator=g, dtype=torch.float64).tril(-1)
+    V = V + torch.eye(10, 4, dtype=torch.float64)
+    tau = torch.rand(2, 4, generator=g, dtype=torch.float64)
+    tau[0, 2] = 0.0
+    T = panel_t(V, tau)
+    prod = torch.eye(10, dtype=torch.float64).expand(2, 10, 10).clone()
+    for i in range(4):
+        v = V[:, :, i:i + 1]
+        prod = prod @ (torch.eye(10, dtype=torch.float64) - tau[:, i, None, None] * (v @ v.mT))
+    torch.testing.assert_close(torch.eye(10, dtype=torch.float64) - V @ T @ V.mT, prod)
+    assert torch.equal(T, T.triu())
+
+
+def test_inputs_are_not_modified():
+    h, tau = _factors((2, 12, 8))
+    h0, t0 = h.clone(), tau.clone()
+    blocked_householder_product(h, tau, nb=4)
+    assert torch.equal(h, h0) and torch.equal(tau, t0)
+
+
+def test_public_cpu_call_is_torchs():
+    h, tau = _factors((3, 7, 5), dtype=torch.float32)
+    assert torch.equal(adaptqr.householder_product(h, tau), originals.householder_product(h, tau))
+    out = torch.empty(0)
+    r = adaptqr.householder_product(h, tau, out=out)
+    assert r is out and torch.equal(out, originals.householder_product(h, tau))
+
+
+@pytest.fixture
+def forced_route(monkeypatch):
+    monkeypatch.setattr(qform, "_blocked_applies", lambda A, tau: True)
+
+
+@pytest.mark.parametrize("A,tau", [
+    (torch.randn(2, 3, 5), torch.randn(2, 3)),     # m < n
+    (torch.randn(2, 5, 3), torch.randn(3, 3)),     # batch dims differ
+    (torch.randn(2, 5, 3), torch.randn(2, 4)),     # k > n
+    (torch.randn(2, 5, 3).double(), torch.randn(2, 3)),  # dtypes differ
+])
+def test_blocked_route_errors_are_torchs(forced_route, A, tau):
+    with pytest.raises(RuntimeError) as theirs:
+        originals.householder_product(A, tau)
+    with pytest.raises(RuntimeError, match="householder_product") as ours:
+        adaptqr.householder_product(A, tau)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_blocked_route_out(forced_route):
+    h, tau = _factors((2, 9, 6))
+    want = originals.householder_product(h, tau)
+    out = torch.empty(0, dtype=torch.float64)
+    assert adaptqr.householder_product(h, tau, out=out) is out
+    torch.testing.assert_close(out, want, rtol=0, atol=1e-12)
+    with pytest.raises(RuntimeError, match="dtype"):
+        adaptqr.householder_product(h, tau, out=torch.empty(0, dtype=torch.float32))
+
+
+def test_grad_goes_to_torch(monkeypatch):
+    # The blocked route is for inputs that need no gradient; with one, torch's autograd.
+    h, tau = _factors((2, 6, 4))
+    h.requires_grad_(True)
+    assert not qform._blocked_applies(h, tau)
+    adaptqr.householder_product(h, tau).sum().backward()
+    assert h.grad is not None and torch.isfinite(h.grad).all()
+
+
+def test_full_fp32_matmul_restores_the_callers_precision():
+    was = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        with qform.full_fp32_matmul():
+            assert torch.get_float32_matmul_precision() == "highest"
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision(was)
