@@ -131,6 +131,7 @@ def cmd_bench(args) -> int:
         max_inputs=None if device.type == "cuda" else cases.CPU_MAX_INPUTS,
         env_variants=_parse_env_variants(args.env),
         knob_variants=_parse_knob_variants(args.knobs),
+        op=args.op,
         settings={"cases": args.cases or ("bench" if device.type == "cuda" else "cpu"), "quick": bool(args.quick)},
     )
     rec = run_bench(case_list, opts)
@@ -209,10 +210,14 @@ def cmd_explain(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptqr", description="adaptqr: batched QR on NVIDIA GPUs")
     sub = p.add_subparsers(dest="command", required=True)
-    cases_help = "tests (22 cases), bench (12), all, cpu (small CPU set) or a JSON file of cases"
+    cases_help = ("tests (22 cases), bench (12), all, optimizer (4 optimizer shapes), bench+optimizer, "
+                  "cpu (small CPU set) or a JSON file of cases")
 
     b = sub.add_parser("bench", help="time adaptqr.geqrf against torch.geqrf (qr_v2 timing)")
     b.add_argument("--cases", help=cases_help + "; default bench on CUDA, cpu otherwise")
+    b.add_argument("--op", default="geqrf", choices=("geqrf", "householder_product", "qr"),
+                   help="what is timed against torch's own function (default geqrf; qr: reduced "
+                        "linalg.qr; householder_product: on adaptqr.geqrf's factors of each input)")
     b.add_argument("--paths", help="comma-separated path names to compare (forced via geqrf(path=...))")
     b.add_argument("--env", action="append", metavar="NAME:VAR=VALUE[,VAR=VALUE]",
                    help="also time the default dispatch with these environment variables set, as variant "

@@ -402,3 +402,49 @@ def test_commit_hint_wins_over_a_checkout(monkeypatch):
     monkeypatch.setenv("ADAPTQR_COMMIT", "0123abc")
     assert git_info(repo) == {"commit": "0123abc", "dirty": None, "source": "ADAPTQR_COMMIT"}
     assert real != "0123abc"
+
+
+# ---------------------------------------------------------------- --op (issue 25)
+
+@pytest.mark.parametrize("op", ["householder_product", "qr"])
+def test_ops_are_checked_timed_and_compared_with_torch(op):
+    cases_ = TINY + [{"batch": 2, "m": 40, "n": 12, "cond": 0, "seed": 7, "case": "dense"}]
+    rec = run_bench(cases_, _opts(None, op=op, baseline="cache", baseline_rule=StopRule(max_repeats=3, budget_s=1.0)))
+    assert report.validate_record(rec) == []
+    assert rec["settings"]["op"] == op
+    for c in rec["cases"]:
+        r = c["results"]["adaptqr"]
+        assert r["status"] == "ok" and r["passes_bar"] is True, r
+        assert c["key"].endswith(":" + op)
+        assert c["baseline"]["source"] == "measured" and c["baseline"]["median_ms"] > 0
+    assert "torch.linalg." in report.render_table(rec)
+
+
+def test_op_check_fails_a_wrong_result(monkeypatch):
+    import adaptqr
+
+    monkeypatch.setattr(adaptqr, "householder_product", lambda h, tau: torch.linalg.householder_product(h, tau * 1.5))
+    rec = run_bench(TINY[:1], _opts(None, op="householder_product"))
+    assert rec["cases"][0]["results"]["adaptqr"]["status"] == "FAILED"
+
+
+def test_unknown_op_and_paths_with_another_op():
+    from adaptqr.bench.ops import get_op
+
+    with pytest.raises(ValueError, match="unknown --op"):
+        get_op("lu")
+    with pytest.raises(ValueError, match="--op geqrf only"):
+        get_op("qr").library(None, "householder")
+
+
+def test_tall_cases():
+    c = cases.normalize({"batch": 64, "m": 1024, "n": 256, "seed": 1})
+    assert cases.case_key(c) == "64x1024x256-dense-c0-s1" and cases.case_name(c).startswith("64x1024x256 dense")
+    assert cases.inputs_per_case(64, 256, 1024) == 4  # 64 MiB an input
+    from adaptqr.testing import make_inputs
+
+    (a,) = make_inputs({"batch": 2, "m": 10, "n": 4, "cond": 0, "seed": 3}, 1, "cpu")
+    assert a.shape == (2, 10, 4)
+    with pytest.raises(ValueError, match="tall"):
+        cases.normalize({"batch": 2, "m": 10, "n": 4, "seed": 3, "case": "rankdef"})
+    assert [cases.case_key(x) for x in cases.resolve("optimizer")][0] == "64x1024x256-dense-c0-s2501"

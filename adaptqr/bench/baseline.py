@@ -83,12 +83,14 @@ def save(cache_dir: str, device_name: str, torch_version: str, entries: dict[str
     return path
 
 
-def measure(inputs: Sequence[torch.Tensor], rule: StopRule = BASELINE_RULE) -> dict:
-    """Time torch.geqrf on the rotating inputs (warm-up call on each first) and one call's extra memory."""
+def measure(inputs: Sequence[torch.Tensor], rule: StopRule = BASELINE_RULE, fn=None) -> dict:
+    """Time torch's ``fn`` (default torch.geqrf) on the rotating inputs (warm-up call on each
+    first) and one call's extra memory."""
+    fn = fn or originals.geqrf
     for a in inputs:
-        originals.geqrf(a)
-    t = time_calls(originals.geqrf, inputs, rule)
-    extra = extra_memory_bytes(originals.geqrf, inputs[0])
+        fn(a)
+    t = time_calls(fn, inputs, rule)
+    extra = extra_memory_bytes(fn, inputs[0])
     return {
         "mean_ms": t.mean_ms,
         "median_ms": t.median_ms,

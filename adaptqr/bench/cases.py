@@ -1,9 +1,11 @@
 """Which cases a bench or check run covers, their names, and how many rotating inputs each gets.
 
 A case is a dict ``{"batch", "n", "cond", "seed", "case"}`` as in qr_v2_cases.json
-(``"case"`` defaults to ``"dense"``). ``--cases`` takes ``tests`` (22 cases), ``bench``
-(12), ``all`` (both), ``cpu`` (the small CPU set) or a JSON file holding either a list of
-cases or an object with ``"tests"`` and/or ``"benchmarks"`` lists.
+(``"case"`` defaults to ``"dense"``; an optional ``"m"`` > n makes a tall dense case).
+``--cases`` takes ``tests`` (22 cases), ``bench`` (12), ``all`` (both), ``optimizer`` (the
+optimizers' shapes of issue 25), ``bench+optimizer``, ``cpu`` (the small CPU set) or a JSON
+file holding either a list of cases or an object with ``"tests"`` and/or ``"benchmarks"``
+lists.
 
 Example::
 
@@ -45,7 +47,16 @@ CPU_CHECK_CASES: list[Case] = [
     for i, p in enumerate(_PROFILES)
 ]
 
-NAMED_SETS = ("tests", "bench", "all", "cpu")
+#: The shapes second-order optimizers factor (issue 25): SOAP's and Dion's tall d x r
+#: power-iteration blocks, and single-shape square batches of Shampoo/SOAP statistics.
+OPTIMIZER_CASES: list[Case] = [
+    {"batch": 64, "m": 1024, "n": 256, "cond": 0, "seed": 2501, "case": "dense"},
+    {"batch": 64, "n": 512, "cond": 0, "seed": 2502, "case": "dense"},
+    {"batch": 16, "n": 1024, "cond": 0, "seed": 2503, "case": "dense"},
+    {"batch": 4, "n": 4096, "cond": 0, "seed": 2504, "case": "dense"},
+]
+
+NAMED_SETS = ("tests", "bench", "all", "optimizer", "bench+optimizer", "cpu")
 
 
 def normalize(c: Case) -> Case:
@@ -64,13 +75,18 @@ def normalize(c: Case) -> Case:
         raise ValueError(f"malformed case {c!r}: needs batch, n, seed (and optional cond, case): {e}") from None
     if out["batch"] < 1 or out["n"] < 1:
         raise ValueError(f"malformed case {c!r}: batch and n must be >= 1")
+    if c.get("m") is not None and int(c["m"]) != out["n"]:
+        out["m"] = int(c["m"])
+        if out["m"] < out["n"] or out["case"] != "dense":
+            raise ValueError(f"malformed case {c!r}: a tall case (m > n) is dense")
     return out
 
 
 def case_key(c: Case) -> str:
     """A stable identifier (baseline cache key, CSV column)."""
     c = normalize(c)
-    return f"{c['batch']}x{c['n']}-{c['case']}-c{c['cond']}-s{c['seed']}"
+    rows = f"{c['m']}x" if "m" in c else ""
+    return f"{c['batch']}x{rows}{c['n']}-{c['case']}-c{c['cond']}-s{c['seed']}"
 
 
 def case_name(c: Case) -> str:
@@ -84,14 +100,15 @@ def case_name(c: Case) -> str:
         return f"{c['batch']}x{c['n']} {c['case']}"
 
 
-def inputs_per_case(batch: int, n: int) -> int:
-    """k of spec/qr_v2.md: enough distinct inputs to fill 256 MiB, between 1 and 50."""
+def inputs_per_case(batch: int, n: int, m: int | None = None) -> int:
+    """k of spec/qr_v2.md: enough distinct inputs to fill 256 MiB, between 1 and 50 (``m``:
+    the rows of a tall case)."""
     try:
         from adaptqr.testing import inputs_per_case as _k
 
-        return int(_k(batch, n))
+        return int(_k(batch, n, m))
     except ImportError:
-        return max(1, min(50, (256 << 20) // (batch * n * n * 4)))
+        return max(1, min(50, (256 << 20) // (batch * (m or n) * n * 4)))
 
 
 def resolve(spec: str) -> list[Case]:
@@ -102,6 +119,10 @@ def resolve(spec: str) -> list[Case]:
     """
     if spec == "cpu":
         cases = CPU_BENCH_CASES
+    elif spec in ("optimizer", "bench+optimizer"):
+        from adaptqr.testing import load_cases
+
+        cases = (load_cases("bench") if spec != "optimizer" else []) + OPTIMIZER_CASES
     else:
         from adaptqr.testing import load_cases
 

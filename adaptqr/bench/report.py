@@ -115,17 +115,24 @@ def table_rows(rec: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _baseline_name(rec: dict) -> str:
+    """torch's function the run compares with (``--op``; records before it: geqrf)."""
+    op = rec.get("settings", {}).get("op", "geqrf")
+    return {"geqrf": "torch.geqrf", "qr": "torch.linalg.qr"}.get(op, f"torch.linalg.{op}")
+
+
 def render_table(rec: dict) -> str:
     header, rows = table_rows(rec)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     out = [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
     out.append("")
+    baseline = _baseline_name(rec)
     for v, s in rec["summary"].items():
         msg = (f"{v}: geomean median {format_ms(s['geomean_median_ms'])} ms, mean {format_ms(s['geomean_mean_ms'])} ms"
                f" over {s['n_timed']}/{s['n_cases']} timed cases")
         if s["geomean_speedup"] is not None:
-            msg += (f"; torch.geqrf geomean {format_ms(s['baseline_geomean_median_ms'])} ms,"
+            msg += (f"; {baseline} geomean {format_ms(s['baseline_geomean_median_ms'])} ms,"
                     f" speedup {s['geomean_speedup']:.1f}x over {s['n_speedup']} cases")
         if s["n_failed"] or s["n_error"]:
             msg += f"; {s['n_failed']} FAILED, {s['n_error']} error (not timed, not in the geomean)"
@@ -211,9 +218,9 @@ def write_plot(rec: dict, png_path: str) -> str | None:
         ax1.bar([x + j * width for x in xs], sp, width, label=v)
         ax2.bar([x + j * width for x in xs], t, width, label=v)
     tb = [(c.get("baseline") or {}).get("median_ms") or float("nan") for c in rec["cases"]]
-    ax2.bar([x + len(rec["variants"]) * width for x in xs], tb, width, label="torch.geqrf")
+    ax2.bar([x + len(rec["variants"]) * width for x in xs], tb, width, label=_baseline_name(rec))
     ax1.set_yscale("log")
-    ax1.set_ylabel("speedup over torch.geqrf")
+    ax1.set_ylabel(f"speedup over {_baseline_name(rec)}")
     ax1.legend()
     ax2.set_yscale("log")
     ax2.set_ylabel("median ms per call")

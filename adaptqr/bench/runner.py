@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import functools
 import os
 import sys
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from adaptqr.bench import cases as _cases
 from adaptqr.bench import env, stats
 from adaptqr.bench.decisions import paths_taken
 from adaptqr.bench.memory import MIB, allocated_bytes, extra_memory_bytes
+from adaptqr.bench.ops import Op, get_op
 from adaptqr.bench.timing import StopRule, time_calls
 
 SCHEMA = "adaptqr-bench/1"
@@ -56,6 +56,7 @@ class BenchOptions:
     setting is compared with the default in the same run on the same inputs.
     ``knob_variants``: ``[(name, {knob: value})]``, likewise with experiment knobs set
     (:func:`adaptqr.config.experiment`, e.g. ``("ieeetail", {"tail_prec": "ieee"})``).
+    ``op``: what is timed (:mod:`adaptqr.bench.ops`: geqrf, householder_product, qr).
     """
 
     device: torch.device
@@ -70,6 +71,7 @@ class BenchOptions:
     settings: dict = field(default_factory=dict)
     env_variants: list[tuple[str, dict]] = field(default_factory=list)
     knob_variants: list[tuple[str, dict]] = field(default_factory=list)
+    op: str = "geqrf"
 
     def variants(self) -> list[tuple[str, str | None, dict, dict]]:
         """``(variant name, forced path, environment, knobs)`` for every variant, in run order."""
@@ -99,12 +101,7 @@ def environment(env: dict):
 
 
 def _library_fn(opts: BenchOptions, path: str | None) -> Callable:
-    fn = opts.geqrf
-    if fn is None:
-        import adaptqr
-
-        fn = adaptqr.geqrf
-    return fn if path is None else functools.partial(fn, path=path)
+    return get_op(opts.op).library(opts.geqrf, path)
 
 
 def make_inputs(case: dict, k: int, device: torch.device) -> list[torch.Tensor]:
@@ -114,20 +111,17 @@ def make_inputs(case: dict, k: int, device: torch.device) -> list[torch.Tensor]:
     return list(_make(case, k, device))
 
 
-def _check_all(fn: Callable, inputs: list[torch.Tensor]) -> dict:
+def _check_all(fn: Callable, inputs: list, op: Op) -> dict:
     """Run fn once on each input, check each output (and that the input is untouched)."""
-    from adaptqr.testing import check_geqrf
-
     worst_f = worst_o = 0.0
     gate = bar = True
     failing_inputs = []
     for i, a in enumerate(inputs):
         guard = a.clone()
         out = fn(a)
-        h, tau = out[0], out[1]
-        res = check_geqrf(guard, h, tau)
-        del out, h, tau
-        modified = not torch.equal(a, guard)
+        res = op.check(guard, out)
+        del out
+        modified = not op.unchanged(a, guard)
         wf, wo = float(res.worst_factor), float(res.worst_orth)
         worst_f, worst_o = max(worst_f, wf), max(worst_o, wo)
         ok_bar = bool(res.passes_bar) and not modified
@@ -146,12 +140,12 @@ def _empty_result(path: str | None) -> dict:
             "extra_mib": None, "retained_mib": None, "paths_taken": None}
 
 
-def run_variant(fn: Callable, path: str | None, inputs: list[torch.Tensor], rule: StopRule) -> dict:
+def run_variant(fn: Callable, path: str | None, inputs: list, rule: StopRule, op: Op | None = None) -> dict:
     """Check then (only if every output passes the half-gate bar) time one library variant."""
     r = _empty_result(path)
     before = allocated_bytes(inputs[0].device)
     try:
-        r.update(_check_all(fn, inputs))
+        r.update(_check_all(fn, inputs, op or get_op("geqrf")))
     except Exception as e:  # a crash is reported per case; the other cases still run
         r.update(status="error", error=f"{type(e).__name__}: {e}")
         return r
@@ -178,7 +172,7 @@ def _baseline_for(case: dict, key: str, inputs, opts: BenchOptions, cached: dict
         return None
     if opts.baseline == "cache" and key in cached:
         return {**cached[key], "source": "cache"}
-    entry = _baseline.measure(inputs, opts.baseline_rule)
+    entry = _baseline.measure(inputs, opts.baseline_rule, get_op(opts.op).torch_fn())
     # CPU figures depend on the host and its load; only device figures are worth keeping.
     if opts.device.type == "cuda" and opts.cache_dir:
         _baseline.save(opts.cache_dir, dev_name, torch.__version__, {key: entry})
@@ -187,11 +181,12 @@ def _baseline_for(case: dict, key: str, inputs, opts: BenchOptions, cached: dict
 
 def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_name: str) -> dict:
     """One case's record entry: every variant's result, the baseline, speedups."""
-    key = _cases.case_key(case)
-    k = _cases.inputs_per_case(case["batch"], case["n"])
+    op = get_op(opts.op)
+    key = op.cache_key(_cases.case_key(case))
+    k = _cases.inputs_per_case(case["batch"], case["n"], case.get("m"))
     if opts.max_inputs is not None:
         k = min(k, opts.max_inputs)
-    inputs = make_inputs(case, k, opts.device)
+    inputs = op.prepare(make_inputs(case, k, opts.device))
     entry = {"name": _cases.case_name(case), "key": key, **case, "k": k, "results": {},
              "baseline": None, "published_h200_ms": published.get(key), "speedup": {}}
     from adaptqr import config
@@ -199,7 +194,7 @@ def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_
     for name, path, env_vars, knobs in opts.variants():
         opts.progress(f"  {name}: check {k} input(s), then time")
         with environment(env_vars), config.experiment(**knobs):
-            r = run_variant(_library_fn(opts, path), path, inputs, opts.rule)
+            r = run_variant(_library_fn(opts, path), path, inputs, opts.rule, op)
         if env_vars:
             r["env"] = dict(env_vars)
         if knobs:
@@ -211,10 +206,11 @@ def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_
                                        f"{', ' + r['error'] if r['error'] else ''}): not timed"))
     base = None
     if opts.baseline != "none":
-        opts.progress("  torch.geqrf baseline" + (" (cached)" if opts.baseline == "cache" and key in cached else ""))
+        opts.progress(f"  torch {op.name} baseline" + (" (cached)" if opts.baseline == "cache" and key in cached
+                                                         else ""))
         base = _baseline_for(case, key, inputs, opts, cached, dev_name)
-        opts.progress(f"  torch.geqrf: median {base['median_ms']:.4g} ms ({base['source']})")
-    if base is None and entry["published_h200_ms"] is not None:
+        opts.progress(f"  torch {op.name}: median {base['median_ms']:.4g} ms ({base['source']})")
+    if base is None and entry["published_h200_ms"] is not None and op.name == "geqrf":
         base = {"source": "published_h200", "median_ms": entry["published_h200_ms"], "mean_ms": None}
     entry["baseline"] = base
     for name, r in entry["results"].items():
@@ -272,7 +268,7 @@ def run_bench(case_list: list[dict], opts: BenchOptions) -> dict:
         "versions": env.versions(),
         "git": env.git_info(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "settings": {"paths": list(opts.paths), "env_variants": [[n, e] for n, e in opts.env_variants],
+        "settings": {"op": opts.op, "paths": list(opts.paths), "env_variants": [[n, e] for n, e in opts.env_variants],
                      "knob_variants": [[n, k] for n, k in opts.knob_variants],
                      "max_repeats": opts.rule.max_repeats,
                      "budget_s": opts.rule.budget_s, "baseline": opts.baseline, **opts.settings},

@@ -88,8 +88,9 @@ def baseline_us(c: dict) -> float | None:
 
 
 def case_name(c: dict) -> str:
-    """A short display name: ``"640x512 mixed cond=2"``."""
-    return f"{int(c['batch'])}x{int(c['n'])} {c.get('case') or 'dense'} cond={c['cond']}"
+    """A short display name: ``"640x512 mixed cond=2"`` (``"64x1024x256 ..."`` for a tall case)."""
+    rows = f"{int(c['m'])}x" if c.get("m") else ""
+    return f"{int(c['batch'])}x{rows}{int(c['n'])} {c.get('case') or 'dense'} cond={c['cond']}"
 
 
 def load_cases(spec: str | os.PathLike = "tests") -> list[dict]:

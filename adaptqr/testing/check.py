@@ -36,7 +36,8 @@ import torch
 
 from adaptqr import originals
 
-__all__ = ["GATE_FACTOR", "GATE_ORTH", "BAR", "BAR_FACTOR", "BAR_ORTH", "CheckResult", "check_geqrf"]
+__all__ = ["GATE_FACTOR", "GATE_ORTH", "BAR", "BAR_FACTOR", "BAR_ORTH", "CheckResult", "check_geqrf",
+           "check_qr", "check_householder_product"]
 
 EPS32 = 2.0 ** -23
 #: The public gates, in units of n * eps32 (scaled residuals).
@@ -149,10 +150,46 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
         return _failed(err)
     m, n = A.shape[-2:]
     k = min(m, n)
-    scale_n = max(m, n, 1)
-    A3 = A.reshape(-1, m, n)
     H3 = H.reshape(-1, m, n)
     t2 = tau.reshape(-1, k)
+
+    def factors(s, e):
+        h = H3[s:e].double()
+        return originals.householder_product(h[:, :, :k], t2[s:e].double()), torch.triu(h[:, :k, :])
+
+    return _score(A, factors, chunk)
+
+
+def check_qr(A: torch.Tensor, Q: torch.Tensor, R: torch.Tensor, *, chunk: int | None = None) -> CheckResult:
+    """Check a reduced ``(Q, R)`` (``Q`` ``(..., m, k)``, ``R`` ``(..., k, n)``, ``k = min(m,
+    n)``) of ``A`` as :func:`check_geqrf` checks geqrf's: the same residuals and gates.
+
+    >>> import torch
+    >>> A = torch.randn(2, 8, 5)
+    >>> check_qr(A, *torch.linalg.qr(A)).passes_bar
+    True
+    """
+    for name, t in (("A", A), ("Q", Q), ("R", R)):
+        if not isinstance(t, torch.Tensor):
+            return _failed(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    if Q.shape != (*A.shape[:-2], m, k) or R.shape != (*A.shape[:-2], k, n):
+        return _failed(f"Q, R shapes must be {(*A.shape[:-2], m, k)} and {(*A.shape[:-2], k, n)}, "
+                       f"got {tuple(Q.shape)} and {tuple(R.shape)}")
+    if not (bool(torch.isfinite(Q).all()) and bool(torch.isfinite(R).all())):
+        return _failed("Q or R contains NaN or Inf")
+    Q3, R3 = Q.reshape(-1, m, k), R.reshape(-1, k, n)
+    return _score(A, lambda s, e: (Q3[s:e].double(), R3[s:e].double()), chunk)
+
+
+def _score(A: torch.Tensor, factors, chunk: int | None) -> CheckResult:
+    """The residuals of every matrix of ``A`` against ``factors(s, e)``: float64 ``(Q, R)``
+    of matrices ``[s, e)``."""
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    scale_n = max(m, n, 1)
+    A3 = A.reshape(-1, m, n)
     B = A3.shape[0]
     if chunk is None:
         chunk = max(1, CHUNK_BYTES // (max(m, 1) * max(n, 1) * 8))
@@ -161,9 +198,7 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
     for s in range(0, B, chunk):
         e = min(B, s + chunk)
         a = A3[s:e].double()
-        h = H3[s:e].double()
-        q = originals.householder_product(h[:, :, :k], t2[s:e].double())  # (b, m, k)
-        r = torch.triu(h[:, :k, :])  # (b, k, n)
+        q, r = factors(s, e)  # (b, m, k), (b, k, n)
         qt = q.mT
         fres = torch.linalg.matrix_norm(r - qt @ a, ord=1)
         if m > n:
@@ -172,7 +207,7 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
             fres = torch.maximum(fres, torch.linalg.matrix_norm(a - q @ r, ord=1))
         del r
         anorm = torch.linalg.matrix_norm(a, ord=1)
-        del a, h
+        del a
         eye = torch.eye(k, dtype=torch.float64, device=q.device)
         ores = torch.linalg.matrix_norm(qt @ q - eye, ord=1)
         del q, qt
@@ -181,3 +216,34 @@ def check_geqrf(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor, *, chunk: i
     worst_f = float(factor.max()) if B else 0.0
     worst_o = float(orth.max()) if B else 0.0
     return CheckResult(factor, orth, worst_f, worst_o)
+
+
+def check_householder_product(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> CheckResult:
+    """Check ``Q = householder_product(H, tau)`` (float32) per matrix against the same
+    product in float64: "factor" is ``||Q - Q64||_1 / (max(m, n) eps32)``, "orth" ``||Q^T Q -
+    I||_1 / (max(m, n) eps32)``, with :func:`check_geqrf`'s gates.
+
+    >>> import torch
+    >>> h, tau = torch.geqrf(torch.randn(3, 9, 6))
+    >>> check_householder_product(h, tau, torch.linalg.householder_product(h, tau)).passes_bar
+    True
+    """
+    m, n = H.shape[-2:]
+    if Q.shape != H.shape:
+        return _failed(f"Q shape must be {tuple(H.shape)}, got {tuple(Q.shape)}")
+    if not bool(torch.isfinite(Q).all()):
+        return _failed("Q contains NaN or Inf")
+    scale = max(m, n, 1) * EPS32
+    B = H.reshape(-1, m, n).shape[0]
+    chunk = max(1, CHUNK_BYTES // (max(m, 1) * max(n, 1) * 8))
+    H3, Q3, t2 = H.reshape(-1, m, n), Q.reshape(-1, m, n), tau.reshape(B, -1)
+    factor = torch.empty(B, dtype=torch.float64)
+    orth = torch.empty(B, dtype=torch.float64)
+    eye = torch.eye(n, dtype=torch.float64, device=Q.device)
+    for s in range(0, B, chunk):
+        e = min(B, s + chunk)
+        q = Q3[s:e].double()
+        q64 = originals.householder_product(H3[s:e].double(), t2[s:e].double())
+        factor[s:e] = (torch.linalg.matrix_norm(q - q64, ord=1) / scale).cpu()
+        orth[s:e] = (torch.linalg.matrix_norm(q.mT @ q - eye, ord=1) / scale).cpu()
+    return CheckResult(factor, orth, float(factor.max()) if B else 0.0, float(orth.max()) if B else 0.0)

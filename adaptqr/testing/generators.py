@@ -132,10 +132,12 @@ def _mixed(a: torch.Tensor, cond: float, gen: torch.Generator) -> torch.Tensor:
 
 
 def generate(batch: int, n: int, cond: float, seed: int, case: str = "dense",
-             device: str | torch.device = "cuda") -> torch.Tensor:
+             device: str | torch.device = "cuda", m: int | None = None) -> torch.Tensor:
     """The qr_v2 input ``{batch, n, cond, seed, case}``: float32 ``(batch, n, n)``, contiguous.
 
     ``device="cpu"`` works too (CPU tests, CPU bench); its numbers differ from CUDA's.
+    ``m`` (> n, the dense profile only): a tall ``(batch, m, n)`` input, as an optimizer's
+    ``d x r`` power-iteration block (issue 25's optimizer shapes).
 
     >>> generate(2, 8, cond=0, seed=1, case="rankdef", device="cpu")[:, :, 6:].abs().max().item()
     0.0
@@ -147,20 +149,24 @@ def generate(batch: int, n: int, cond: float, seed: int, case: str = "dense",
     case = (case or "dense").lower()
     if case not in PROFILES:
         raise ValueError(f"unknown qr_v2 case {case!r}; expected one of {', '.join(PROFILES)}")
+    m = n if m is None else int(m)
+    if m < n or (m != n and case != "dense"):
+        raise ValueError(f"qr_v2 case with m={m} rows and n={n}: tall inputs (m > n) are dense only")
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
-    a = torch.randn((batch, n, n), generator=gen, device=device, dtype=torch.float32)
+    a = torch.randn((batch, m, n), generator=gen, device=device, dtype=torch.float32)
     a = _mixed(a, cond, gen) if case == "mixed" else _apply(a, case, cond, gen)
     return a.contiguous()
 
 
-def inputs_per_case(batch: int, n: int) -> int:
-    """How many rotated inputs the benchmark times for a case (spec: 256 MiB of data, 1..50).
+def inputs_per_case(batch: int, n: int, m: int | None = None) -> int:
+    """How many rotated inputs the benchmark times for a case (spec: 256 MiB of data, 1..50);
+    ``m``: the rows of a tall case.
 
     >>> inputs_per_case(20, 32), inputs_per_case(60, 1024), inputs_per_case(1, 4096)
     (50, 1, 4)
     """
-    return max(1, min(MAX_INPUTS, ROTATION_BYTES // (batch * n * n * 4)))
+    return max(1, min(MAX_INPUTS, ROTATION_BYTES // (batch * (m or n) * n * 4)))
 
 
 def input_seed(seed: int, i: int) -> int:
@@ -177,11 +183,11 @@ def make_inputs(case: Mapping, k: int | None = None, device: str | torch.device 
     >>> len(xs), bool((xs[0] == generate(2, 8, 1, 45, device="cpu")).all())
     (3, True)
     """
-    batch, n = int(case["batch"]), int(case["n"])
+    batch, n, m = int(case["batch"]), int(case["n"]), case.get("m")
     if k is None:
-        k = inputs_per_case(batch, n)
+        k = inputs_per_case(batch, n, m)
     return [
-        generate(batch, n, case["cond"], input_seed(case["seed"], i), case.get("case", "dense"), device)
+        generate(batch, n, case["cond"], input_seed(case["seed"], i), case.get("case", "dense"), device, m)
         for i in range(k)
     ]
 
