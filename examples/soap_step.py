@@ -1,0 +1,110 @@
+"""SOAP (pytorch-optimizer) on a small transformer-shaped MLP stack, with and without
+``adaptqr.patch()`` (issue 25).
+
+SOAP refreshes its eigenbases every ``precondition_frequency`` steps with one
+``torch.linalg.qr`` a factor, looked up at call time, so ``adaptqr.patch()`` reaches it.
+The two runs start from the same weights and see the same data; their losses must agree
+within float32 tolerance. Printed: both runs' losses, and per run the median time of a
+plain step, of a step with a refresh, and of the refresh alone (their difference).
+
+Run (GPU; ``pip install pytorch-optimizer``)::
+
+    python3 examples/soap_step.py                  # dim 768, 6 blocks: factors 768 and 3072
+    python3 examples/soap_step.py --dim 128 --blocks 1 --steps 6 --device cpu   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+import torch
+
+import adaptqr
+
+
+def make_model(dim: int, blocks: int) -> torch.nn.Module:
+    """Per block four dim x dim layers and a dim -> 4 dim -> dim MLP, as a transformer's."""
+    layers: list[torch.nn.Module] = []
+    for _ in range(blocks):
+        layers += [torch.nn.Linear(dim, dim, bias=False) for _ in range(4)]
+        layers += [torch.nn.Linear(dim, 4 * dim, bias=False), torch.nn.GELU(),
+                   torch.nn.Linear(4 * dim, dim, bias=False)]
+    return torch.nn.Sequential(*layers)
+
+
+def run(model: torch.nn.Module, data, steps: int, freq: int, device: torch.device):
+    """Losses and per-step times (ms) of SOAP on ``model``."""
+    from pytorch_optimizer import SOAP
+
+    opt = SOAP(model.parameters(), lr=3e-3, precondition_frequency=freq)
+    losses, times = [], []
+    for step in range(steps):
+        x, y = data[step % len(data)]
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append((time.perf_counter() - t0) * 1e3)
+        losses.append(float(loss.detach()))
+    return losses, times
+
+
+def summarize(times: list[float], freq: int) -> tuple[float, float]:
+    """Median ms of plain steps and of refresh steps (SOAP refreshes at step % freq == 0,
+    counting from 1 after its first step; the first two steps warm up and are left out)."""
+    plain = [t for i, t in enumerate(times) if i >= 2 and i % freq != 0]
+    refresh = [t for i, t in enumerate(times) if i >= 2 and i % freq == 0]
+    return statistics.median(plain), statistics.median(refresh) if refresh else float("nan")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dim", type=int, default=768)
+    p.add_argument("--blocks", type=int, default=6)
+    p.add_argument("--steps", type=int, default=32)
+    p.add_argument("--freq", type=int, default=5, help="SOAP's precondition_frequency")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = p.parse_args()
+    device = torch.device(args.device)
+
+    torch.manual_seed(0)
+    base = make_model(args.dim, args.blocks).to(device)
+    g = torch.Generator(device=device).manual_seed(1)
+    data = [(torch.randn(args.batch, args.dim, device=device, generator=g),
+             torch.randn(args.batch, args.dim, device=device, generator=g)) for _ in range(4)]
+
+    results = {}
+    for name in ("torch", "adaptqr"):
+        model = copy.deepcopy(base)
+        if name == "adaptqr":
+            with adaptqr.patched():
+                results[name] = run(model, data, args.steps, args.freq, device)
+        else:
+            results[name] = run(model, data, args.steps, args.freq, device)
+
+    lt, la = results["torch"][0], results["adaptqr"][0]
+    print("step  loss (torch)     loss (adaptqr)   |diff|")
+    for i, (a, b) in enumerate(zip(lt, la)):
+        print(f"{i:4d}  {a:.9e}  {b:.9e}  {abs(a - b):.2e}")
+    worst = max(abs(a - b) / max(abs(a), 1e-30) for a, b in zip(lt, la))
+    print(f"largest relative loss difference: {worst:.2e}")
+    print()
+    print("| run | plain step (ms) | step with a refresh (ms) | refresh (ms) |")
+    print("|---|---|---|---|")
+    for name, (_, times) in results.items():
+        plain, refresh = summarize(times, args.freq)
+        print(f"| {name} | {plain:.1f} | {refresh:.1f} | {refresh - plain:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
