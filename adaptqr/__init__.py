@@ -6,6 +6,7 @@ Public surface::
     adaptqr.householder_product(A, tau, *, out=None)  # drop-in for torch.linalg.householder_product
     adaptqr.linalg.qr(A, mode="reduced", *, out=None) # drop-in for torch.linalg.qr
     adaptqr.patch() / unpatch() / patched()       # route torch's three through adaptqr
+    adaptqr.foreach_geqrf(tensors) / adaptqr.linalg.foreach_qr(tensors, mode)  # lists, batched by shape
     adaptqr.register_path(...) / unregister_path(name) / paths_registered()
     adaptqr.decisions(n=None) / clear_decisions() # the dispatch decisions log (adaptqr.log.enable())
     adaptqr.explain(A)                            # which path each matrix would take, and why
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 from adaptqr import config, linalg, log, originals
 from adaptqr.api import geqrf
 from adaptqr.explain import Explanation, explain
+from adaptqr.foreach import foreach_geqrf
 from adaptqr.log import clear_decisions, decisions
 from adaptqr.patching import is_patched, patch, patched, unpatch
 from adaptqr.qform import householder_product
@@ -43,6 +45,7 @@ from adaptqr.registry import (
 __all__ = [
     "geqrf",
     "householder_product",
+    "foreach_geqrf",
     "linalg",
     "patch",
     "unpatch",

@@ -120,3 +120,22 @@ def qr_backward(gQ, gR, Q, R, mode: str) -> torch.Tensor:
     if gR is not None:
         gA = gA + Q @ gR
     return gA
+
+
+def foreach_qr(tensors, mode: str = "reduced") -> list:
+    """``[qr(t, mode) for t in tensors]``, one batched call a shape (:mod:`adaptqr.foreach`):
+    a list of ``torch.return_types.linalg_qr``.
+
+    >>> import torch, adaptqr
+    >>> outs = adaptqr.linalg.foreach_qr([torch.randn(5, 3), torch.randn(5, 3)])
+    >>> outs[1].Q.shape, outs[1].R.shape
+    (torch.Size([5, 3]), torch.Size([3, 3]))
+    """
+    from adaptqr.foreach import apply_grouped
+
+    def unstack(out, j, t):
+        Q = t.new_empty(0) if mode == "r" else out.Q[j]
+        return torch.return_types.linalg_qr((Q, out.R[j]))
+
+    return apply_grouped(tensors, "foreach_qr", lambda t: originals.check(originals.linalg_qr, t, mode=mode),
+                         lambda x: qr(x, mode), unstack)

@@ -49,23 +49,23 @@ def _targets():
              qform.householder_product))
 
 
+def _install(ours: bool) -> None:
+    global _active
+    with _lock:
+        for owner, name, theirs, mine in _targets():
+            setattr(owner, name, mine if ours else theirs)
+        _active = ours
+
+
 def patch() -> None:
     """Route ``torch.geqrf``, ``torch.linalg.qr`` and ``torch.linalg.householder_product``
     through adaptqr until :func:`unpatch`."""
-    global _active
-    with _lock:
-        for owner, name, _, ours in _targets():
-            setattr(owner, name, ours)
-        _active = True
+    _install(True)
 
 
 def unpatch() -> None:
     """Give torch its own functions back (a no-op when not patched)."""
-    global _active
-    with _lock:
-        for owner, name, theirs, _ in _targets():
-            setattr(owner, name, theirs)
-        _active = False
+    _install(False)
 
 
 def is_patched() -> bool:
