@@ -59,9 +59,9 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = A.shape[-2], A.shape[-1]
     k = min(m, n)
     a, tau = dispatch.run(A.detach(), None, op="qr")
-    R = (a if mode == "complete" else a[..., :k, :]).triu()
+    R = _column_major((a if mode == "complete" else a[..., :k, :]).triu())
     if mode == "r":
-        return A.new_empty(0), R.contiguous()
+        return A.new_empty(0), R
     if mode == "complete" and m > n:
         # Q is m x m: the k vectors in the leading columns of an m x m matrix.
         H = torch.zeros(*A.shape[:-1], m, dtype=A.dtype, device=A.device)
@@ -69,7 +69,12 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
         Q = householder_product(H, tau)
     else:
         Q = householder_product(a[..., :, :k], tau)
-    return Q, R.contiguous()
+    return Q, R
+
+
+def _column_major(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with each matrix column-major (torch.linalg.qr's layout of R)."""
+    return x.mT.contiguous().mT
 
 
 class _QRFunction(torch.autograd.Function):

@@ -125,16 +125,17 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
                                 ) -> torch.Tensor:
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
     real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
-    checked here). Returns a new contiguous ``(*, m, n)`` tensor; ``A`` and ``tau`` are only
-    read."""
+    checked here). Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's;
+    ``A`` and ``tau`` are only read."""
     *batch, m, n = A.shape
     k = tau.shape[-1]
     B = 1
     for d in batch:
         B *= d
-    Q = torch.eye(m, n, dtype=A.dtype, device=A.device).expand(B, m, n).contiguous()
+    # Q is formed as Qt = Q^T, row-major: Q column-major, as torch's.
+    Qt = torch.eye(n, m, dtype=A.dtype, device=A.device).expand(B, n, m).contiguous()
     if B == 0 or k == 0:
-        return Q.reshape(*batch, m, n)
+        return Qt.mT.reshape(*batch, m, n)
     A3 = A.reshape(B, m, n)
     t3 = tau.reshape(B, k)
     npan = -(-k // nb)
@@ -150,12 +151,13 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     with full_fp32_matmul():
         Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
         T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
-        Y = Vp @ T                                                   # (B, npan, m, nb)
+        Yt = (Vp @ T).mT                                             # (B, npan, nb, m)
         for p in reversed(range(npan)):
             k0 = p * nb
             if k0 >= n:
                 continue
-            C = Q[:, k0:, k0:]
-            W = Vp[:, p, k0:, :].mT @ C
-            C.baddbmm_(Y[:, p, k0:, :], W, alpha=-1.0)
-    return Q.reshape(*batch, m, n)
+            # C = Q[k0:, k0:] -= Y (V^T C), as Ct -= (Ct V) Y^T.
+            Ct = Qt[:, k0:, k0:]
+            W = Ct @ Vp[:, p, k0:, :]
+            Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
+    return Qt.mT.reshape(*batch, m, n)

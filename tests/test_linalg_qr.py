@@ -129,3 +129,17 @@ def test_no_derivative_where_torch_has_none(shape, mode, match):
     Q, R = adaptqr.linalg.qr(A, mode=mode)
     with pytest.raises(RuntimeError, match=match):
         R.sum().backward()
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("shape", [(3, 6, 4), (3, 4, 6), (5, 5)])
+def test_strides_are_torchs(shape, mode, monkeypatch):
+    A = torch.randn(*shape)
+    Qt, Rt = originals.linalg_qr(A, mode=mode)
+    for forced in (False, True):
+        if forced:  # the CUDA float32 Q route, on CPU tensors
+            monkeypatch.setattr(qform, "_blocked_applies", lambda A, tau: True)
+        Q, R = adaptqr.linalg.qr(A, mode=mode)
+        assert R.stride() == Rt.stride()
+        if Q.numel():
+            assert Q.stride() == Qt.stride()

@@ -136,3 +136,8 @@ def test_full_fp32_matmul_restores_the_callers_precision():
         assert torch.get_float32_matmul_precision() == "high"
     finally:
         torch.set_float32_matmul_precision(was)
+
+
+def test_blocked_q_is_column_major_as_torchs():
+    h, tau = _factors((3, 9, 6))
+    assert blocked_householder_product(h, tau).stride() == originals.householder_product(h, tau).stride()
