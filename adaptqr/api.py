@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr import dispatch, validate
+from adaptqr import custom_ops, dispatch, validate  # noqa: F401 (custom_ops registers the ops)
 
 
 class _GeqrfFunction(torch.autograd.Function):
@@ -54,7 +54,10 @@ def geqrf(A: torch.Tensor, *, out=None, path: str | None = None):
     validate.check_input(A)
     if out is not None:
         out = validate.check_out(out, A)
-    if A.requires_grad and torch.is_grad_enabled():
+    if torch.compiler.is_compiling():
+        # Traced: the op is opaque to the compiler (adaptqr.custom_ops).
+        a, tau = torch.ops.adaptqr.geqrf(A)
+    elif A.requires_grad and torch.is_grad_enabled():
         validate.check_grad(A, out)
         a, tau = _GeqrfFunction.apply(A, path)
     else:

@@ -41,6 +41,7 @@ MODULES = (
     "adaptqr.paths.reference",
     "adaptqr.paths.householder",
     "adaptqr.paths.cholqr",
+    "adaptqr.paths.wide",
 )
 
 

@@ -270,7 +270,9 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf"):
 
     runner = _Runner(plan, settings)
     mode = "eager"
-    if dev_type == "cuda" and plan.capturable:
+    # Inside a capture of the caller's (torch.compile's mode="reduce-overhead", or a user's
+    # torch.cuda.graph) the kernels are captured there: no graph of our own within it.
+    if dev_type == "cuda" and plan.capturable and not torch.cuda.is_current_stream_capturing():
         mode = "graph"
         # Allocated outside any capture, so the graph only reads it.
         plan.zero_routes(B, A.device)

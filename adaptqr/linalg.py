@@ -40,12 +40,17 @@ def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
     """
     if not isinstance(A, torch.Tensor):
         raise TypeError(f"linalg.qr(): argument 'A' must be Tensor, not {type(A).__name__}")
-    # torch's own checks and messages (dtype, dims, mode), on shapes only.
-    originals.check(originals.linalg_qr, A, mode=mode)
-    if A.requires_grad and torch.is_grad_enabled():
-        Q, R = _QRFunction.apply(A, mode)
+    if torch.compiler.is_compiling():
+        # Traced: the op (adaptqr.custom_ops) is opaque to the compiler; its fake
+        # implementation is torch's, with torch's checks.
+        Q, R = torch.ops.adaptqr.qr(A, mode)
     else:
-        Q, R = _qr(A, mode)
+        # torch's own checks and messages (dtype, dims, mode), on shapes only.
+        originals.check(originals.linalg_qr, A, mode=mode)
+        if A.requires_grad and torch.is_grad_enabled():
+            Q, R = _QRFunction.apply(A, mode)
+        else:
+            Q, R = _qr(A, mode)
     if out is not None:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise TypeError("linalg.qr(): out must be a tuple of two tensors (Q, R)")

@@ -57,6 +57,9 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     >>> bool(torch.allclose(Q.mT @ Q, torch.eye(3), atol=1e-5))
     True
     """
+    if torch.compiler.is_compiling() and out is None:
+        # Traced: the op is opaque to the compiler (adaptqr.custom_ops).
+        return torch.ops.adaptqr.householder_product(A, tau)
     if not _blocked_applies(A, tau):
         if out is None:
             return originals.householder_product(A, tau)
@@ -161,3 +164,30 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
             W = Ct @ Vp[:, p, k0:, :]
             Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
     return Qt.mT.reshape(*batch, m, n)
+
+
+def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB) -> None:
+    """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``H`` ``(B, m, k)``'s vectors and
+    ``tau`` ``(B, k)`` (``C``: ``(B, m, c)``, any strides): the panels applied forwards as
+    ``C -= V (T^T (V^T C))``, in batched products at full float32 precision. The wide
+    factorization's trailing columns (paths/wide.py).
+
+    >>> import torch
+    >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
+    >>> h, tau = torch.geqrf(A[..., :4])
+    >>> C = A[..., 4:].clone(); apply_qt(h, tau, C)
+    >>> Q = torch.linalg.householder_product(h, tau)
+    >>> torch.allclose(C, Q.mT @ A[..., 4:])
+    True
+    """
+    B, m, k = H.shape
+    if B == 0 or k == 0 or C.shape[-1] == 0:
+        return
+    with full_fp32_matmul():
+        for k0 in range(0, k, nb):
+            pw = min(nb, k - k0)
+            V = H[:, k0:, k0:k0 + pw].tril(-1)
+            V.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+            T = panel_t(V, tau[:, k0:k0 + pw])
+            Cs = C[:, k0:, :]
+            Cs.sub_(V @ (T.mT @ (V.mT @ Cs)))

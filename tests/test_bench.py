@@ -445,6 +445,6 @@ def test_tall_cases():
 
     (a,) = make_inputs({"batch": 2, "m": 10, "n": 4, "cond": 0, "seed": 3}, 1, "cpu")
     assert a.shape == (2, 10, 4)
-    with pytest.raises(ValueError, match="tall"):
+    with pytest.raises(ValueError, match="rectangular"):
         cases.normalize({"batch": 2, "m": 10, "n": 4, "seed": 3, "case": "rankdef"})
     assert [cases.case_key(x) for x in cases.resolve("optimizer")][0] == "64x1024x256-dense-c0-s2501"

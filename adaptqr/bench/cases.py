@@ -1,9 +1,9 @@
 """Which cases a bench or check run covers, their names, and how many rotating inputs each gets.
 
 A case is a dict ``{"batch", "n", "cond", "seed", "case"}`` as in qr_v2_cases.json
-(``"case"`` defaults to ``"dense"``; an optional ``"m"`` > n makes a tall dense case).
+(``"case"`` defaults to ``"dense"``; an optional ``"m"`` makes a rectangular dense case).
 ``--cases`` takes ``tests`` (22 cases), ``bench`` (12), ``all`` (both), ``optimizer`` (the
-optimizers' shapes of issue 25), ``bench+optimizer``, ``cpu`` (the small CPU set) or a JSON
+optimizers' shapes of issue 25), ``bench+optimizer``, ``wide`` (m < n, issue 26), ``cpu`` (the small CPU set) or a JSON
 file holding either a list of cases or an object with ``"tests"`` and/or ``"benchmarks"``
 lists.
 
@@ -56,7 +56,13 @@ OPTIMIZER_CASES: list[Case] = [
     {"batch": 4, "n": 4096, "cond": 0, "seed": 2504, "case": "dense"},
 ]
 
-NAMED_SETS = ("tests", "bench", "all", "optimizer", "bench+optimizer", "cpu")
+#: Wide inputs (m < n), which torch.geqrf loops over on the host (issue 26).
+WIDE_CASES: list[Case] = [
+    {"batch": 64, "m": 256, "n": 1024, "cond": 0, "seed": 2601, "case": "dense"},
+    {"batch": 8, "m": 1024, "n": 4096, "cond": 0, "seed": 2602, "case": "dense"},
+]
+
+NAMED_SETS = ("tests", "bench", "all", "optimizer", "bench+optimizer", "wide", "cpu")
 
 
 def normalize(c: Case) -> Case:
@@ -77,8 +83,8 @@ def normalize(c: Case) -> Case:
         raise ValueError(f"malformed case {c!r}: batch and n must be >= 1")
     if c.get("m") is not None and int(c["m"]) != out["n"]:
         out["m"] = int(c["m"])
-        if out["m"] < out["n"] or out["case"] != "dense":
-            raise ValueError(f"malformed case {c!r}: a tall case (m > n) is dense")
+        if out["m"] < 1 or out["case"] != "dense":
+            raise ValueError(f"malformed case {c!r}: a rectangular case (m != n) is dense")
     return out
 
 
@@ -119,6 +125,8 @@ def resolve(spec: str) -> list[Case]:
     """
     if spec == "cpu":
         cases = CPU_BENCH_CASES
+    elif spec == "wide":
+        cases = WIDE_CASES
     elif spec in ("optimizer", "bench+optimizer"):
         from adaptqr.testing import load_cases
 

@@ -136,8 +136,8 @@ def generate(batch: int, n: int, cond: float, seed: int, case: str = "dense",
     """The qr_v2 input ``{batch, n, cond, seed, case}``: float32 ``(batch, n, n)``, contiguous.
 
     ``device="cpu"`` works too (CPU tests, CPU bench); its numbers differ from CUDA's.
-    ``m`` (> n, the dense profile only): a tall ``(batch, m, n)`` input, as an optimizer's
-    ``d x r`` power-iteration block (issue 25's optimizer shapes).
+    ``m`` (the dense profile only): a ``(batch, m, n)`` input, tall as an optimizer's ``d x
+    r`` power-iteration block (issue 25's optimizer shapes) or wide (issue 26).
 
     >>> generate(2, 8, cond=0, seed=1, case="rankdef", device="cpu")[:, :, 6:].abs().max().item()
     0.0
@@ -150,8 +150,8 @@ def generate(batch: int, n: int, cond: float, seed: int, case: str = "dense",
     if case not in PROFILES:
         raise ValueError(f"unknown qr_v2 case {case!r}; expected one of {', '.join(PROFILES)}")
     m = n if m is None else int(m)
-    if m < n or (m != n and case != "dense"):
-        raise ValueError(f"qr_v2 case with m={m} rows and n={n}: tall inputs (m > n) are dense only")
+    if m < 1 or (m != n and case != "dense"):
+        raise ValueError(f"qr_v2 case with m={m} rows and n={n}: rectangular inputs are dense only")
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
     a = torch.randn((batch, m, n), generator=gen, device=device, dtype=torch.float32)

@@ -1,0 +1,88 @@
+"""adaptqr's public ops as ``torch.library`` custom ops, so that they compose with
+``torch.compile`` (``fullgraph=True``, ``mode="reduce-overhead"``), ``torch.export`` and
+autograd (issue 26).
+
+- ``torch.ops.adaptqr.geqrf(A) -> (a, tau)``
+- ``torch.ops.adaptqr.householder_product(A, tau) -> Q``
+- ``torch.ops.adaptqr.qr(A, mode) -> (Q, R)``, with torch's ``linalg_qr_backward``
+
+The public functions (:func:`adaptqr.geqrf`, :func:`adaptqr.householder_product`,
+:func:`adaptqr.linalg.qr`) call these ops while ``torch.compile`` traces them, and run
+directly otherwise (an eager call skips the op's dispatch overhead). Inside the op the
+dispatcher, the probes, the graph cache and the decisions log run as in an eager call. The
+fake (meta) implementations give the real ones' shapes and strides: geqrf's by hand (torch
+has no meta geqrf), the other two by torch's own functions on the fake tensors.
+
+Example::
+
+    >>> import torch, adaptqr
+    >>> f = torch.compile(lambda x: adaptqr.geqrf(x * 2.0), fullgraph=True, backend="aot_eager")
+    >>> a, tau = f(torch.eye(3))
+    >>> tau.tolist()
+    [0.0, 0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import torch
+
+from adaptqr import originals
+
+
+@torch.library.custom_op("adaptqr::geqrf", mutates_args=())
+def geqrf(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    from adaptqr import dispatch
+
+    return dispatch.run(A, None)
+
+
+@geqrf.register_fake
+def _geqrf_fake(A):
+    *batch, m, n = A.shape
+    # torch.geqrf's layout: each matrix column-major, the batch contiguous.
+    strides = [1, m]
+    step = m * n
+    for d in reversed(batch):
+        strides.insert(0, step)
+        step = step * d
+    a = torch.empty_strided((*batch, m, n), tuple(strides), dtype=A.dtype, device=A.device)
+    return a, A.new_empty((*batch, min(m, n)))
+
+
+@torch.library.custom_op("adaptqr::householder_product", mutates_args=())
+def householder_product(A: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    from adaptqr.qform import householder_product as _hp
+
+    return _hp(A, tau)
+
+
+@householder_product.register_fake
+def _householder_product_fake(A, tau):
+    return originals.householder_product(A, tau)
+
+
+@torch.library.custom_op("adaptqr::qr", mutates_args=())
+def qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    from adaptqr.linalg import _qr
+
+    return _qr(A, mode)
+
+
+@qr.register_fake
+def _qr_fake(A, mode):
+    return tuple(originals.linalg_qr(A, mode=mode))
+
+
+def _qr_setup(ctx, inputs, output):
+    ctx.mode = inputs[1]
+    ctx.save_for_backward(*output)
+
+
+def _qr_backward(ctx, gQ, gR):
+    from adaptqr.linalg import qr_backward
+
+    Q, R = ctx.saved_tensors
+    return qr_backward(gQ, gR, Q, R, ctx.mode), None
+
+
+qr.register_autograd(_qr_backward, setup_context=_qr_setup)

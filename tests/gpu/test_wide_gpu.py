@@ -1,0 +1,34 @@
+"""Issue 26 on the GPU: wide (m < n) float32 batches through the wide path, at the half gate,
+with torch.geqrf's layout and R's signs."""
+
+import pytest
+import torch
+
+import adaptqr
+from adaptqr import originals
+from adaptqr.testing import check_geqrf
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+
+@pytest.mark.parametrize("shape", [(64, 256, 1024), (8, 1024, 4096), (3, 17, 50), (1, 2, 3)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_wide_at_the_half_gate(shape):
+    g = torch.Generator(device="cuda").manual_seed(262)
+    A = torch.randn(*shape, device="cuda", generator=g)
+    A0 = A.clone()
+    adaptqr.log.enable()
+    try:
+        a, tau = adaptqr.geqrf(A)
+        rec = adaptqr.decisions()[-1]
+    finally:
+        adaptqr.log.disable()
+    assert torch.equal(A, A0)
+    assert "wide" in str(rec["plan"]), rec["plan"]
+    ra, _ = originals.geqrf(A[:1])
+    assert a.stride()[-2:] == ra.stride()[-2:] and tau.shape == (*shape[:-2], shape[-2])
+    res = check_geqrf(A, a, tau)
+    assert res.passes_bar, res.summary
