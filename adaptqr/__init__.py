@@ -7,6 +7,7 @@ Public surface::
     adaptqr.linalg.qr(A, mode="reduced", *, out=None) # drop-in for torch.linalg.qr
     adaptqr.patch() / unpatch() / patched()       # route torch's three through adaptqr
     adaptqr.foreach_geqrf(tensors) / adaptqr.linalg.foreach_qr(tensors, mode)  # lists, batched by shape
+    adaptqr.distributed.geqrf(A, group) / geqrf_list(tensors, group)  # shares over torch.distributed ranks
     adaptqr.register_path(...) / unregister_path(name) / paths_registered()
     adaptqr.decisions(n=None) / clear_decisions() # the dispatch decisions log (adaptqr.log.enable())
     adaptqr.explain(A)                            # which path each matrix would take, and why
@@ -22,7 +23,7 @@ Example::
 
 __version__ = "0.1.0"
 
-from adaptqr import config, linalg, log, originals
+from adaptqr import config, distributed, linalg, log, originals
 from adaptqr.api import geqrf
 from adaptqr.explain import Explanation, explain
 from adaptqr.foreach import foreach_geqrf
@@ -47,6 +48,7 @@ __all__ = [
     "householder_product",
     "foreach_geqrf",
     "linalg",
+    "distributed",
     "patch",
     "unpatch",
     "patched",
