@@ -35,11 +35,11 @@ def make_model(dim: int, blocks: int) -> torch.nn.Module:
     return torch.nn.Sequential(*layers)
 
 
-def run(model: torch.nn.Module, data, steps: int, freq: int, device: torch.device):
-    """Losses and per-step times (ms) of SOAP on ``model``."""
+def run(model: torch.nn.Module, data, steps: int, freq: int, device: torch.device, optimizer=None):
+    """Losses and per-step times (ms) of SOAP (or ``optimizer``, a SOAP subclass) on ``model``."""
     from pytorch_optimizer import SOAP
 
-    opt = SOAP(model.parameters(), lr=3e-3, precondition_frequency=freq)
+    opt = (optimizer or SOAP)(model.parameters(), lr=3e-3, precondition_frequency=freq)
     losses, times = [], []
     for step in range(steps):
         x, y = data[step % len(data)]
