@@ -20,9 +20,12 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 for columns ``< n_active[b]``; later columns get ``tau = 0`` and hold ``Q1^T A_tail``;
 panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, read with
 n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
-``info.features["prescale"]`` (int32 ``(B,)``, optional, from the route probe): matrix b is
-factored as ``A * 2^e`` and R scaled back (:mod:`adaptqr.paths.prescale`); with it, blocked
-schedules leave a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is.
+``info.features["prescale"]`` (int32 ``(B,)``, from the route probe): matrix b is factored as
+``A * 2^e`` and R scaled back (:mod:`adaptqr.paths.prescale`); blocked schedules then leave
+a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is. Without the feature (no probe:
+``ADAPTQR_DETECT=0``, the wide path, a direct call) a blocked schedule computes the
+exponents itself from each matrix's max-abs (:func:`~adaptqr.paths.prescale.own_exponents`,
+one read of the batch), so that extreme scales never depend on the probe.
 ``info.features["fp16_scale"]`` (float32 ``(B,)``, optional, from the route probe): matrix b
 with a scale above 0 keeps its trailing matrix in a float16 copy (issue 8's FP16 route,
 :mod:`adaptqr.paths.kernels.fp16_storage`; the copy is ``B x n x m`` float16, half the
@@ -67,7 +70,7 @@ from adaptqr.paths.kernels.panel import (
     panel_t_kernel,
 )
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
-from adaptqr.paths.prescale import prescale, unscale
+from adaptqr.paths.prescale import own_exponents, prescale, unscale
 from adaptqr.paths.schedules import next_pow2
 from adaptqr.registry import ALL_CLASSES, Path
 
@@ -174,6 +177,8 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     s = _with_knobs(schedule or schedules.schedule_for(m, n), info)
 
     pexp = _feature(info, "prescale", B, H.device)
+    if pexp is None and not s.small:
+        pexp = own_exponents(H)
     if pexp is not None:
         prescale(H, pexp)
     _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n,

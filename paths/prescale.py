@@ -42,6 +42,23 @@ def times_pow2(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     return (x * torch.pow(2.0, e1.to(x.dtype))) * torch.pow(2.0, (e - e1).to(x.dtype))
 
 
+def own_exponents(H: torch.Tensor) -> torch.Tensor:
+    """``(B,)`` int32 exponents for ``H`` ``(B, m, n)`` without the probe's column norms: from
+    each matrix's largest entry (exact for subnormal and huge entries, where a sum of
+    squares under- or overflows), by :func:`adaptqr.detectors.classify.prescale_exponents`.
+    Its range test is on that entry rather than on the largest column norm, which is at most
+    ``sqrt(m)`` times larger: a prescaled matrix's largest norm is then in ``[1, 2 sqrt(m))``.
+
+    >>> import torch
+    >>> own_exponents(torch.full((2, 3, 3), 1e-40) * torch.tensor([1.0, 1e40]).view(2, 1, 1)).tolist()
+    [133, 0]
+    """
+    from adaptqr.detectors.classify import prescale_exponents
+
+    amax = H.abs().amax(dim=(-2, -1))
+    return prescale_exponents(amax, torch.isfinite(amax))
+
+
 def _apply(H: torch.Tensor, e: torch.Tensor, sign: int, upper: bool) -> None:
     if H.dim() != 3 or e.shape != (H.shape[0],):
         raise ValueError(f"prescale: H (B, m, n) and e (B,), got {tuple(H.shape)} and "

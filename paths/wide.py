@@ -7,8 +7,9 @@ in batched products). Same ``(a, tau)`` layout as torch.geqrf: R is ``m x n``, `
 ``m`` entries. torch.geqrf on CUDA loops on the host over the batch (64x256x1024: 366 ms).
 
 Without the detectors' features for the leading block (they describe the whole matrix),
-the block takes the default route: no low-rank skipping, no FP16 trailing matrix, no
-prescaling.
+the block takes the default route: no low-rank skipping, no FP16 trailing matrix. A matrix
+of extreme scale is prescaled as a whole (:func:`~adaptqr.paths.prescale.own_exponents`),
+so that the block and the other columns keep one scale.
 
 Example::
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import torch
 
+from adaptqr.paths.prescale import own_exponents, prescale, unscale
 from adaptqr.qform import apply_qt
 from adaptqr.registry import Path
 
@@ -42,12 +44,23 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     from adaptqr.paths.householder import factor_householder
 
     B, m, _ = H.shape
+    e = own_exponents(H)
+    prescale(H, e)
     # The kernels take whole column-major batches: the leading block gets its own buffer.
     lead = torch.empty((B, m, m), dtype=H.dtype, device=H.device).mT  # strides (m*m, 1, m)
     lead.copy_(H[..., :m])
-    factor_householder(lead, tau, None)
+    factor_householder(lead, tau, _Prescaled(B, H.device))
     apply_qt(lead, tau, H[..., m:])
     H[..., :m] = lead
+    unscale(H, e)
+
+
+class _Prescaled:
+    """The leading block's info: already prescaled (exponents 0), so that the householder
+    path neither reads the block again nor drops the reflector floor."""
+
+    def __init__(self, B: int, device):
+        self.features = {"prescale": torch.zeros(B, dtype=torch.int32, device=device)}
 
 
 PATH = Path(

@@ -23,3 +23,34 @@ def test_wide_matches_lapack_at_the_bar(shape):
     assert res.passes_bar, res.summary
     # LAPACK's signs: the same R up to rounding.
     torch.testing.assert_close(a.triu(), ra.triu(), rtol=0, atol=1e-4)
+
+
+def test_wide_subnormal_matrix_is_prescaled():
+    g = torch.Generator().manual_seed(262)
+    A = torch.randn(2, 24, 40, generator=g) * 1e-40
+    a, tau = adaptqr.geqrf(A, path="wide")
+    assert torch.isfinite(a).all() and torch.isfinite(tau).all()
+    res = check_geqrf(A, a, tau)
+    assert res.passes_bar, res.summary
+
+
+def test_blocked_call_without_the_probe_prescales_itself(monkeypatch):
+    # ADAPTQR_DETECT=0 or a direct call: no "prescale" feature; the blocked schedule takes
+    # the exponents from the max-abs itself. (The interpreter keeps subnormal products, so
+    # the residual alone would pass without it: the exponents are watched as well.)
+    from adaptqr.paths import householder
+    from adaptqr.paths.schedules import schedule_for
+
+    seen = []
+    real = householder.prescale
+    monkeypatch.setattr(householder, "prescale", lambda H, e: seen.append(e.tolist()) or real(H, e))
+    m = n = 160
+    assert not schedule_for(m, n).small
+    g = torch.Generator().manual_seed(263)
+    A = torch.randn(2, m, n, generator=g) * torch.tensor([1e-40, 1.0]).view(2, 1, 1)
+    H = A.mT.contiguous().mT
+    tau = A.new_empty(2, n)
+    householder.factor_householder(H, tau, None)
+    assert len(seen) == 1 and seen[0][0] > 100 and seen[0][1] == 0
+    res = check_geqrf(A, H, tau)
+    assert res.passes_bar, res.summary
