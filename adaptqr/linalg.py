@@ -1,9 +1,11 @@
 """``adaptqr.linalg.qr``: a drop-in for ``torch.linalg.qr`` through adaptqr's dispatcher
 (issue 25).
 
-R comes from :func:`adaptqr.geqrf`'s dispatcher (the decisions log records ``op="qr"``),
-Q from :func:`adaptqr.householder_product` (blocked compact WY on CUDA float32). The signs
-are LAPACK's, as torch's: ``R``'s diagonal may be negative.
+On CUDA, R comes from :func:`adaptqr.geqrf`'s dispatcher (the decisions log records
+``op="qr"``) and Q from :func:`adaptqr.householder_product` (blocked compact WY for
+float32). The signs are LAPACK's, as torch's: ``R``'s diagonal may be negative. Off CUDA
+no path is faster than torch's own ``linalg.qr`` (LAPACK's geqrf and orgqr in one call),
+which then runs as it is.
 
 Autograd: the backward is torch's ``linalg_qr_backward`` formula (reduced mode, and
 complete mode when ``m <= n``; no derivative for mode ``"r"``, nor for complete mode of a
@@ -45,6 +47,8 @@ def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
         # implementation is torch's, with torch's checks.
         Q, R = torch.ops.adaptqr.qr(A, mode)
     else:
+        if not dispatched(A):
+            return originals.linalg_qr(A, mode=mode, out=out)
         # torch's own checks and messages (dtype, dims, mode), on shapes only.
         originals.check(originals.linalg_qr, A, mode=mode)
         if A.requires_grad and torch.is_grad_enabled():
@@ -58,6 +62,12 @@ def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
             validate.write_out(dst, src, name, A.dtype)
         return torch.return_types.linalg_qr(tuple(out))
     return torch.return_types.linalg_qr((Q, R))
+
+
+def dispatched(A: torch.Tensor) -> bool:
+    """Whether ``qr(A)`` goes through adaptqr's dispatcher (CUDA) rather than torch's
+    ``linalg.qr``."""
+    return A.is_cuda
 
 
 def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,7 +17,6 @@ Run (GPU; ``pip install pytorch-optimizer``)::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import json
@@ -29,7 +28,7 @@ import torch
 import adaptqr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from soap_step import make_model, run, summarize  # noqa: E402
+from soap_step import arguments, run, setup, summarize  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -76,22 +75,10 @@ def gathered_soap():
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--dim", type=int, default=768)
-    p.add_argument("--blocks", type=int, default=6)
-    p.add_argument("--steps", type=int, default=32)
-    p.add_argument("--freq", type=int, default=5, help="SOAP's precondition_frequency")
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p = arguments(__doc__.splitlines()[0])
     p.add_argument("--json", help="also write the figures to this file")
     args = p.parse_args()
-    device = torch.device(args.device)
-
-    torch.manual_seed(0)
-    base = make_model(args.dim, args.blocks).to(device)
-    g = torch.Generator(device=device).manual_seed(1)
-    data = [(torch.randn(args.batch, args.dim, device=device, generator=g),
-             torch.randn(args.batch, args.dim, device=device, generator=g)) for _ in range(4)]
+    device, base, data = setup(args)
 
     results = {}
     for name in ("torch", "patch", "foreach_qr"):

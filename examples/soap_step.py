@@ -65,22 +65,32 @@ def summarize(times: list[float], freq: int) -> tuple[float, float]:
     return statistics.median(plain), statistics.median(refresh) if refresh else float("nan")
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The model, run and device options both SOAP examples take."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--dim", type=int, default=768)
     p.add_argument("--blocks", type=int, default=6)
     p.add_argument("--steps", type=int, default=32)
     p.add_argument("--freq", type=int, default=5, help="SOAP's precondition_frequency")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    args = p.parse_args()
-    device = torch.device(args.device)
+    return p
 
+
+def setup(args) -> tuple[torch.device, torch.nn.Module, list]:
+    """The device, the initial model and the data batches (seeded: every run sees the same)."""
+    device = torch.device(args.device)
     torch.manual_seed(0)
     base = make_model(args.dim, args.blocks).to(device)
     g = torch.Generator(device=device).manual_seed(1)
     data = [(torch.randn(args.batch, args.dim, device=device, generator=g),
              torch.randn(args.batch, args.dim, device=device, generator=g)) for _ in range(4)]
+    return device, base, data
+
+
+def main() -> int:
+    args = arguments(__doc__.splitlines()[0]).parse_args()
+    device, base, data = setup(args)
 
     results = {}
     for name in ("torch", "adaptqr"):

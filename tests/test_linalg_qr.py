@@ -12,6 +12,24 @@ from adaptqr import log, originals, qform
 SHAPES = [(6, 4), (4, 4), (3, 7), (2, 5, 3), (2, 3, 4, 6), (0, 3), (5, 0), (2, 0, 4, 4)]
 
 
+@pytest.fixture(autouse=True)
+def dispatched(monkeypatch, request):
+    # Off CUDA qr is torch's own; these tests run the dispatched route (CUDA's) on CPU
+    # tensors, except the one that checks the CPU default.
+    if "cpu_default" not in request.node.name:
+        monkeypatch.setattr(adaptqr.linalg, "dispatched", lambda A: True)
+
+
+def test_cpu_default_is_torchs_own_call(monkeypatch):
+    calls = []
+    real = originals.linalg_qr
+    monkeypatch.setattr(originals, "linalg_qr", lambda *a, **k: calls.append(k.get("mode")) or real(*a, **k))
+    A = torch.randn(3, 5, 4)
+    Q, R = adaptqr.linalg.qr(A, mode="complete")
+    Qt, Rt = real(A, mode="complete")
+    assert calls == ["complete"] and torch.equal(Q, Qt) and torch.equal(R, Rt)
+
+
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_values_and_shapes_are_torchs(shape, mode):
