@@ -10,6 +10,8 @@ cholqr         110       opt-in (``ADAPTQR_CHOLQR=1``): square CUDA float32, ``n
                          hands the matrices it cannot take to householder (one host sync).
 householder    100       what its module's ``capable`` accepts (CUDA float32,
                          ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
+wide           90        CUDA float32 ``m < n``: householder on the leading block, Q^T on
+                         the rest.
 torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
 reference      -10       never automatically: it is the oracle of the tests (blocked
                          Householder in torch ops). Force it with ``path="reference"``.
