@@ -22,9 +22,9 @@ panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, rea
 n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
 ``info.features["prescale"]`` (int32 ``(B,)``, from the route probe): matrix b is factored as
 ``A * 2^e`` and R scaled back (:mod:`adaptqr.paths.prescale`); blocked schedules then leave
-a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is. Without the feature (no probe:
-``ADAPTQR_DETECT=0``, the wide path, a direct call) a blocked schedule computes the
-exponents itself from each matrix's max-abs (:func:`~adaptqr.paths.prescale.own_exponents`,
+a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is. Without any feature (no probe:
+``ADAPTQR_DETECT=0``, a direct call) a blocked schedule computes the exponents itself from
+each matrix's max-abs (:func:`~adaptqr.paths.prescale.own_exponents`,
 one read of the batch), so that extreme scales never depend on the probe.
 ``info.features["fp16_scale"]`` (float32 ``(B,)``, optional, from the route probe): matrix b
 with a scale above 0 keeps its trailing matrix in a float16 copy (issue 8's FP16 route,
@@ -177,7 +177,9 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     s = _with_knobs(schedule or schedules.schedule_for(m, n), info)
 
     pexp = _feature(info, "prescale", B, H.device)
-    if pexp is None and not s.small:
+    if pexp is None and not s.small and not getattr(info, "features", None):
+        # No probe ran. (Features without exponents, e.g. an FP16 scale, were computed for
+        # the matrix as it is: it must not be rescaled under them.)
         pexp = own_exponents(H)
     if pexp is not None:
         prescale(H, pexp)

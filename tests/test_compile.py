@@ -13,6 +13,14 @@ from adaptqr import originals
 A = torch.randn(4, 8, 6)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_dynamo():
+    # Compiled frames of this module are dropped when it is done: their caches otherwise
+    # clean up at interpreter exit, after dynamo's own state (a KeyError printed there).
+    yield
+    torch._dynamo.reset()
+
+
 def test_opcheck_geqrf():
     torch.library.opcheck(torch.ops.adaptqr.geqrf.default, (A,))
     torch.library.opcheck(torch.ops.adaptqr.geqrf.default, (torch.randn(2, 3, 5, 7, dtype=torch.float64),))
