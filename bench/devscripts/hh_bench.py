@@ -53,21 +53,32 @@ def left(budget):
     return budget - (time.time() - T0)
 
 
+class _Unscaled:
+    """Exponents 0 for every matrix, as the probe gives them for ordinary inputs: without a
+    feature the path would read the batch once more for its own (EXPERIMENTS.md R7)."""
+
+    def __init__(self, B, device):
+        self.features = {"prescale": torch.zeros(B, dtype=torch.int32, device=device)}
+
+
 def factor(A, sched=None):
     B, m, n = A.shape
     H = torch.empty_strided((B, m, n), (m * n, 1, m), dtype=A.dtype, device=A.device)
     H.copy_(A)
     tau = torch.empty((B, n), dtype=A.dtype, device=A.device)
-    householder.factor_householder(H, tau, None, schedule=sched)
+    householder.factor_householder(H, tau, _Unscaled(B, A.device), schedule=sched)
     return H, tau
 
 
 #: Variants compared by the ``panels`` section on every benchmark case (EXPERIMENTS.md H9,
-#: W1, P8, N2): the default, the T kernel forced off, 8-warp trailing kernels, T by the
-#: recurrence, one-pass TF32 and FP16 trailing products (what issue 8's operands could gain).
+#: W1, P8, N2, OC4): the default, the T kernel forced off, 8-warp trailing kernels, T by the
+#: recurrence, one-pass TF32 trailing products, trailing groups of 2 and 4 panels.
 PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
                   "trailing_w8": {"trailing_warps": 8}, "t_steps": {"t_doubling": False},
-                  "prec_tf32": {"prec": "tf32"}}
+                  "prec_tf32": {"prec": "tf32"},
+                  # Fewer passes over the trailing matrix: the far update of 2 or 4 panels in
+                  # one pass (EXPERIMENTS.md OC4, family 1).
+                  "group2": {"group": 2}, "group4": {"group": 4}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3; C2's CholeskyQR2 panel was removed in issue 22's session).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},
