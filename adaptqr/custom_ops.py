@@ -13,11 +13,11 @@ dispatcher, the probes, the graph cache and the decisions log run as in an eager
 fake (meta) implementations give the real ones' shapes and strides: geqrf's by hand (torch
 has no meta geqrf), the other two by torch's own functions on the fake tensors.
 
-Example::
+Example (``torch.compile(lambda x: adaptqr.geqrf(x), fullgraph=True)`` traces into the
+first; tests/test_compile.py compiles each)::
 
     >>> import torch, adaptqr
-    >>> f = torch.compile(lambda x: adaptqr.geqrf(x * 2.0), fullgraph=True, backend="aot_eager")
-    >>> a, tau = f(torch.eye(3))
+    >>> a, tau = torch.ops.adaptqr.geqrf(torch.eye(3))
     >>> tau.tolist()
     [0.0, 0.0, 0.0]
 """
