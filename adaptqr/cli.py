@@ -132,6 +132,7 @@ def cmd_bench(args) -> int:
         env_variants=_parse_env_variants(args.env),
         knob_variants=_parse_knob_variants(args.knobs),
         op=args.op,
+        compile_modes=list(args.compile or []),
         settings={"cases": args.cases or ("bench" if device.type == "cuda" else "cpu"), "quick": bool(args.quick)},
     )
     rec = run_bench(case_list, opts)
@@ -226,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also time the default dispatch with these experiment knobs set "
                         "(adaptqr.config.experiment), as variant adaptqr[NAME] (repeatable), e.g. "
                         "ieeetail:tail_prec=ieee; knobs: split_min_rows, tail_prec, fp16_max_n")
+    b.add_argument("--compile", action="append", metavar="MODE",
+                   help="also time the default dispatch inside torch.compile(fullgraph=True, mode=MODE), "
+                        "as variant adaptqr[compile:MODE] (repeatable; MODE default or reduce-overhead)")
     b.add_argument("--repeats", type=_positive_int, help="most repeats per case")
     b.add_argument("--quick", action="store_true", help="few repeats, short per-case budget")
     b.add_argument("--budget", type=float, help="seconds of repeats per case (overrides the default)")

@@ -448,3 +448,10 @@ def test_tall_cases():
     with pytest.raises(ValueError, match="rectangular"):
         cases.normalize({"batch": 2, "m": 10, "n": 4, "seed": 3, "case": "rankdef"})
     assert [cases.case_key(x) for x in cases.resolve("optimizer")][0] == "64x1024x256-dense-c0-s2501"
+
+
+def test_compile_variant_is_checked_and_timed():
+    rec = run_bench(TINY[:1], _opts(None, compile_modes=["default"]))
+    assert rec["variants"] == ["adaptqr", "adaptqr[compile:default]"]
+    r = rec["cases"][0]["results"]["adaptqr[compile:default]"]
+    assert r["status"] == "ok" and r["passes_bar"] is True and r["median_ms"] > 0

@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
@@ -57,6 +58,8 @@ class BenchOptions:
     ``knob_variants``: ``[(name, {knob: value})]``, likewise with experiment knobs set
     (:func:`adaptqr.config.experiment`, e.g. ``("ieeetail", {"tail_prec": "ieee"})``).
     ``op``: what is timed (:mod:`adaptqr.bench.ops`: geqrf, householder_product, qr).
+    ``compile_modes``: the default dispatch timed again inside ``torch.compile(fullgraph=True,
+    mode=...)``, as variant ``adaptqr[compile:MODE]`` (issue 26: within 5 % of eager).
     """
 
     device: torch.device
@@ -72,13 +75,27 @@ class BenchOptions:
     env_variants: list[tuple[str, dict]] = field(default_factory=list)
     knob_variants: list[tuple[str, dict]] = field(default_factory=list)
     op: str = "geqrf"
+    compile_modes: list[str] = field(default_factory=list)
 
-    def variants(self) -> list[tuple[str, str | None, dict, dict]]:
-        """``(variant name, forced path, environment, knobs)`` for every variant, in run order."""
-        out = [(variant_name(p), p, {}, {}) for p in self.paths]
-        out += [(f"adaptqr[{name}]", None, dict(env), {}) for name, env in self.env_variants]
-        out += [(f"adaptqr[{name}]", None, {}, dict(k)) for name, k in self.knob_variants]
+    def variants(self) -> list[Variant]:
+        """Every variant, in run order."""
+        out = [Variant(variant_name(p), p) for p in self.paths]
+        out += [Variant(f"adaptqr[{name}]", env=dict(env)) for name, env in self.env_variants]
+        out += [Variant(f"adaptqr[{name}]", knobs=dict(k)) for name, k in self.knob_variants]
+        out += [Variant(f"adaptqr[compile:{mode}]", compile=mode) for mode in self.compile_modes]
         return out
+
+
+class Variant(NamedTuple):
+    """One timed variant: a forced path, environment variables, experiment knobs, or the call
+    inside ``torch.compile(fullgraph=True, mode=compile)`` (``"default"``,
+    ``"reduce-overhead"``, ...)."""
+
+    name: str
+    path: str | None = None
+    env: dict = {}
+    knobs: dict = {}
+    compile: str | None = None
 
 
 def variant_name(path: str | None) -> str:
@@ -102,6 +119,25 @@ def environment(env: dict):
 
 def _library_fn(opts: BenchOptions, path: str | None) -> Callable:
     return get_op(opts.op).library(opts.geqrf, path)
+
+
+def _compiled(fn: Callable, mode: str) -> Callable:
+    """``fn`` inside ``torch.compile(fullgraph=True)``; ``mode`` ``"default"`` or another of
+    torch.compile's modes (CPU runs use the ``aot_eager`` backend: no code generation)."""
+    def call(x):
+        return fn(x)
+
+    compiled = {}
+
+    def run(x):
+        if "f" not in compiled:
+            kw = {"mode": None if mode == "default" else mode}
+            if x.device.type != "cuda":
+                kw = {"backend": "aot_eager"}
+            compiled["f"] = torch.compile(call, fullgraph=True, **kw)
+        return compiled["f"](x)
+
+    return run
 
 
 def make_inputs(case: dict, k: int, device: torch.device) -> list[torch.Tensor]:
@@ -191,10 +227,13 @@ def run_case(case: dict, opts: BenchOptions, cached: dict, published: dict, dev_
              "baseline": None, "published_h200_ms": published.get(key), "speedup": {}}
     from adaptqr import config
 
-    for name, path, env_vars, knobs in opts.variants():
+    for name, path, env_vars, knobs, mode in opts.variants():
         opts.progress(f"  {name}: check {k} input(s), then time")
+        fn = _library_fn(opts, path)
+        if mode is not None:
+            fn = _compiled(fn, mode)
         with environment(env_vars), config.experiment(**knobs):
-            r = run_variant(_library_fn(opts, path), path, inputs, opts.rule, op)
+            r = run_variant(fn, path, inputs, opts.rule, op)
         if env_vars:
             r["env"] = dict(env_vars)
         if knobs:

@@ -4,10 +4,20 @@
 #   geqrf on the wide shapes, then (with pytorch-optimizer's wheel in .whl, carried) the
 #   SOAP examples. torch.linalg.qr and orgqr loop on the host: the first runs of a machine
 #   measure their baselines (slow), later ones read bench/baseline_cache.
-# Usage there: ADAPTQR_COMMIT=<sha> bash bench/devscripts/ops_bench.sh [BUDGET]
+#   With COMPILE=1 first: the 12 cases eager and inside torch.compile (default and
+#   reduce-overhead modes) in one bench (issue 26: within 5 %), and nothing else.
+# Usage there: [COMPILE=1] ADAPTQR_COMMIT=<sha> bash bench/devscripts/ops_bench.sh [BUDGET]
 # Here first: echo /.whl/ >> .git/info/exclude; python3 -m pip download --no-deps -d .whl pytorch-optimizer==4.1.0
 source "$(dirname "$0")/_preamble.sh"
 budget=${1:-0.8}
+if [ "${COMPILE:-0}" = 1 ]; then
+  mkdir -p "$OUT/compile"
+  timeout 500 python3 -m adaptqr bench --compile default --compile reduce-overhead --budget "$budget" \
+    --out "$OUT/compile" | tail -n 8
+  rm -f "$OUT"/*/*.csv "$OUT"/*/*.png
+  echo "== done  (t=$(( $(date +%s) - T0 ))s)"
+  exit 0
+fi
 for op in householder_product qr; do
   mkdir -p "$OUT/$op"
   timeout 200 python3 -m adaptqr bench --op "$op" --cases bench+optimizer --budget "$budget" --out "$OUT/$op" | tail -n 20
