@@ -28,6 +28,8 @@ from adaptqr import dispatch, originals, validate
 from adaptqr.qform import householder_product
 
 MODES = ("reduced", "complete", "r")
+#: What torch.linalg.qr factors.
+DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 
 def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
@@ -47,10 +49,9 @@ def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
         # implementation is torch's, with torch's checks.
         Q, R = torch.ops.adaptqr.qr(A, mode)
     else:
-        if not dispatched(A):
+        if not (dispatched(A) and mode in MODES and A.dim() >= 2 and A.dtype in DTYPES):
+            # torch's own call: off CUDA, and for what torch rejects (its errors, its words).
             return originals.linalg_qr(A, mode=mode, out=out)
-        # torch's own checks and messages (dtype, dims, mode), on shapes only.
-        originals.check(originals.linalg_qr, A, mode=mode)
         if A.requires_grad and torch.is_grad_enabled():
             Q, R = _QRFunction.apply(A, mode)
         else:

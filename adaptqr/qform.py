@@ -60,12 +60,11 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     if torch.compiler.is_compiling() and out is None:
         # Traced: the op is opaque to the compiler (adaptqr.custom_ops).
         return torch.ops.adaptqr.householder_product(A, tau)
-    if not _blocked_applies(A, tau):
+    if not (_blocked_applies(A, tau) and _shapes_ok(A, tau)):
+        # torch's function, with its errors and messages for what the route rejects.
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    # torch's checks and messages, on shapes only.
-    originals.check(originals.householder_product, A, tau)
     Q = blocked_householder_product(A, tau)
     if out is None:
         return Q
@@ -80,6 +79,13 @@ def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:
     return (isinstance(A, torch.Tensor) and isinstance(tau, torch.Tensor) and A.is_cuda
             and A.dtype == torch.float32 and tau.dtype == torch.float32
             and tau.device == A.device and not grad)
+
+
+def _shapes_ok(A: torch.Tensor, tau: torch.Tensor) -> bool:
+    """torch's shape rules: ``A`` ``(*, m, n)``, ``tau`` ``(*, k)``, ``m >= n >= k`` (checked in
+    Python: a meta-tensor check of torch's costs tens of microseconds a call)."""
+    return (A.dim() >= 2 and tau.dim() == A.dim() - 1 and A.shape[:-2] == tau.shape[:-1]
+            and A.shape[-2] >= A.shape[-1] >= tau.shape[-1])
 
 
 def _check_out(out: torch.Tensor, Q: torch.Tensor) -> None:

@@ -91,7 +91,8 @@ def test_public_cpu_call_is_torchs():
 
 @pytest.fixture
 def forced_route(monkeypatch):
-    monkeypatch.setattr(qform, "_blocked_applies", lambda A, tau: True)
+    # The route on CPU tensors, of any one dtype (on CUDA: float32 both).
+    monkeypatch.setattr(qform, "_blocked_applies", lambda A, tau: A.dtype == tau.dtype)
 
 
 @pytest.mark.parametrize("A,tau", [
