@@ -10,8 +10,9 @@ The public functions (:func:`adaptqr.geqrf`, :func:`adaptqr.householder_product`
 :func:`adaptqr.linalg.qr`) call these ops while ``torch.compile`` traces them, and run
 directly otherwise (an eager call skips the op's dispatch overhead). Inside the op the
 dispatcher, the probes, the graph cache and the decisions log run as in an eager call. The
-fake (meta) implementations give the real ones' shapes and strides: geqrf's by hand (torch
-has no meta geqrf), the other two by torch's own functions on the fake tensors.
+fake (meta) implementations give the real ones' shapes and strides: geqrf's from the
+dispatcher's own allocation (torch has no meta geqrf), the other two by torch's own
+functions on the fake tensors.
 
 Example (``torch.compile(lambda x: adaptqr.geqrf(x), fullgraph=True)`` traces into the
 first; tests/test_compile.py compiles each)::
@@ -38,15 +39,9 @@ def geqrf(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 @geqrf.register_fake
 def _geqrf_fake(A):
-    *batch, m, n = A.shape
-    # torch.geqrf's layout: each matrix column-major, the batch contiguous.
-    strides = [1, m]
-    step = m * n
-    for d in reversed(batch):
-        strides.insert(0, step)
-        step = step * d
-    a = torch.empty_strided((*batch, m, n), tuple(strides), dtype=A.dtype, device=A.device)
-    return a, A.new_empty((*batch, min(m, n)))
+    from adaptqr import dispatch
+
+    return dispatch.empty_outputs(A)
 
 
 @torch.library.custom_op("adaptqr::householder_product", mutates_args=())

@@ -178,6 +178,13 @@ def _alloc(A: torch.Tensor, B: int, m: int, n: int):
     return (a, tau) + _path_views(a, tau, B, m, n)
 
 
+def empty_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Uninitialized ``(a, tau)`` in torch.geqrf's layout for ``A``'s shape (also on fake
+    tensors: the custom op's fake implementation)."""
+    m, n = A.shape[-2], A.shape[-1]
+    return _alloc(A, math.prod(A.shape[:-2]), m, n)[:2]
+
+
 def _path_views(a: torch.Tensor, tau: torch.Tensor, B: int, m: int, n: int):
     """The ``(B, m, n)`` / ``(B, k)`` views of geqrf's outputs that the paths take."""
     k = min(m, n)

@@ -42,6 +42,20 @@ def times_pow2(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     return (x * torch.pow(2.0, e1.to(x.dtype))) * torch.pow(2.0, (e - e1).to(x.dtype))
 
 
+class Given:
+    """A path ``info`` that carries only the exponents ``e`` (``(B,)`` int32): for a caller that
+    prescaled already (``e = 0``) or chose them, so that the householder path neither reads
+    the batch for its own (:func:`own_exponents`) nor drops its reflector floor.
+
+    >>> import torch
+    >>> Given(torch.zeros(2, dtype=torch.int32)).features["prescale"].tolist()
+    [0, 0]
+    """
+
+    def __init__(self, e: torch.Tensor):
+        self.features = {"prescale": e}
+
+
 def own_exponents(H: torch.Tensor) -> torch.Tensor:
     """``(B,)`` int32 exponents for ``H`` ``(B, m, n)`` without the probe's column norms: from
     each matrix's largest entry (exact for subnormal and huge entries, where a sum of

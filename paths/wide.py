@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr.paths.prescale import own_exponents, prescale, unscale
+from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
 from adaptqr.qform import apply_qt
 from adaptqr.registry import Path
 
@@ -49,18 +49,12 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     # The kernels take whole column-major batches: the leading block gets its own buffer.
     lead = torch.empty((B, m, m), dtype=H.dtype, device=H.device).mT  # strides (m*m, 1, m)
     lead.copy_(H[..., :m])
-    factor_householder(lead, tau, _Prescaled(B, H.device))
+    # Prescaled already: exponents 0 for the block.
+    factor_householder(lead, tau, Given(torch.zeros(B, dtype=torch.int32, device=H.device)))
     apply_qt(lead, tau, H[..., m:])
     H[..., :m] = lead
     unscale(H, e)
 
-
-class _Prescaled:
-    """The leading block's info: already prescaled (exponents 0), so that the householder
-    path neither reads the block again nor drops the reflector floor."""
-
-    def __init__(self, B: int, device):
-        self.features = {"prescale": torch.zeros(B, dtype=torch.int32, device=device)}
 
 
 PATH = Path(

@@ -24,6 +24,9 @@ def _fresh_dynamo():
 def test_opcheck_geqrf():
     torch.library.opcheck(torch.ops.adaptqr.geqrf.default, (A,))
     torch.library.opcheck(torch.ops.adaptqr.geqrf.default, (torch.randn(2, 3, 5, 7, dtype=torch.float64),))
+    # Size-1 and size-0 dims: the fake strides are the dispatcher's own, as torch.geqrf's.
+    torch.library.opcheck(torch.ops.adaptqr.geqrf.default, (torch.randn(1, 4, 3),))
+    torch.library.opcheck(torch.ops.adaptqr.geqrf.default, (torch.randn(0, 4, 3),))
 
 
 def test_opcheck_householder_product():

@@ -43,6 +43,7 @@ except Exception as e:  # another layer mid-edit must not cost a device run
     sys.modules["adaptqr"] = _stub
 
 from adaptqr.paths import householder, schedules
+from adaptqr.paths.prescale import Given
 from adaptqr.testing import bench_cases, case_name, check_geqrf, make_inputs, test_cases
 from adaptqr.testing.cases import baseline_us
 
@@ -53,20 +54,15 @@ def left(budget):
     return budget - (time.time() - T0)
 
 
-class _Unscaled:
-    """Exponents 0 for every matrix, as the probe gives them for ordinary inputs: without a
-    feature the path would read the batch once more for its own (EXPERIMENTS.md R7)."""
-
-    def __init__(self, B, device):
-        self.features = {"prescale": torch.zeros(B, dtype=torch.int32, device=device)}
-
-
 def factor(A, sched=None):
     B, m, n = A.shape
     H = torch.empty_strided((B, m, n), (m * n, 1, m), dtype=A.dtype, device=A.device)
     H.copy_(A)
     tau = torch.empty((B, n), dtype=A.dtype, device=A.device)
-    householder.factor_householder(H, tau, _Unscaled(B, A.device), schedule=sched)
+    # Exponents 0, as the probe gives them for ordinary inputs: without a feature the path
+    # would read the batch once more for its own (EXPERIMENTS.md R7).
+    zero = torch.zeros(B, dtype=torch.int32, device=A.device)
+    householder.factor_householder(H, tau, Given(zero), schedule=sched)
     return H, tau
 
 
