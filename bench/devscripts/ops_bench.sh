@@ -22,13 +22,16 @@ for op in householder_product qr; do
   mkdir -p "$OUT/$op"
   timeout 200 python3 -m adaptqr bench --op "$op" --cases bench+optimizer --budget "$budget" --out "$OUT/$op" | tail -n 20
   echo "== $op  (t=$(( $(date +%s) - T0 ))s)"
+  # torch's orgqr and linalg.qr loops are slow to measure: bring the cache back each time
+  mkdir -p "$OUT/baseline_cache" && cp bench/baseline_cache/*.json "$OUT/baseline_cache/"
 done
 mkdir -p "$OUT/wide"
 timeout 100 python3 -m adaptqr bench --cases wide --budget "$budget" --out "$OUT/wide" | tail -n 6
 if ls .whl/pytorch_optimizer-*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
-  timeout 150 python3 examples/soap_refresh.py --json "$OUT/soap_refresh.json" | tail -n 6
+  timeout 150 python3 examples/soap_refresh.py --json "$OUT/soap_refresh.json" | tail -n 12
+  timeout 90 python3 examples/soap_step.py --steps 21 | tail -n 12
 fi
 rm -f "$OUT"/*/*.csv "$OUT"/*/*.png
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"
