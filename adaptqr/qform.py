@@ -34,15 +34,40 @@ Example::
 from __future__ import annotations
 
 import contextlib
+from typing import NamedTuple
 
 import torch
+import triton
 
 from adaptqr import originals
+from adaptqr.paths.householder import interpreting
+from adaptqr.paths.kernels.qform import qform_kernel, qform_t_kernel
+from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
-#: Panel width of the blocked Q formation. Not measured yet (issue 25): 32 is the
-#: factorization's panel width; wider panels mean fewer launches and more flops in the
-#: triangle of each panel.
+#: Panel width of the blocked Q formation: the factorization's (its T kernel's helpers).
 QFORM_NB = 32
+#: Rows of a panel's ``V^T V`` a step of the T kernel sums (one warp a panel).
+QFORM_T_ROWS = 64
+#: Longest column (rows, a power of two) the register-resident kernel keeps whole.
+QFORM_RESIDENT_ROWS = 256
+
+
+class QFormTiles(NamedTuple):
+    """Launch shape of :func:`paths.kernels.qform.qform_kernel`: column tile ``bn``, row
+    chunk (or whole resident column) ``bm``, ``resident``, ``warps``."""
+
+    bn: int
+    bm: int
+    resident: bool
+    warps: int
+
+
+def qform_tiles(m: int, n: int) -> QFormTiles:
+    """The tiles for ``m x n`` Q factors: resident when a column strip fits in registers."""
+    bm = max(16, next_pow2(m))
+    if bm <= QFORM_RESIDENT_ROWS:
+        return QFormTiles(32, bm, True, 4 if bm <= 128 else 8)
+    return QFormTiles(64, 64, False, 4)
 
 
 def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = None
@@ -65,7 +90,10 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    Q = blocked_householder_product(A, tau)
+    # The Triton kernels where they run; the same blocked product in torch ops elsewhere
+    # (CPU tensors reach here only when a test forces the route).
+    fn = triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
+    Q = fn(A, tau)
     if out is None:
         return Q
     _check_out(out, Q)
@@ -170,6 +198,46 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
             W = Ct @ Vp[:, p, k0:, :]
             Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
     return Qt.mT.reshape(*batch, m, n)
+
+
+def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
+                               tiles: QFormTiles | None = None) -> torch.Tensor:
+    """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
+    ``TRITON_INTERPRET=1``): two launches, every panel's ``T``, then ``Q`` (products in
+    tf32x3, float32 accuracy). Shapes as :func:`householder_product` (not checked here).
+    Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's.
+
+    >>> import torch
+    >>> from adaptqr.paths.householder import interpreting
+    >>> A = torch.randn(2, 40, 24)
+    >>> h, tau = torch.geqrf(A)
+    >>> if torch.cuda.is_available() or interpreting():
+    ...     dev = "cuda" if torch.cuda.is_available() else "cpu"
+    ...     Q = triton_householder_product(h.to(dev), tau.to(dev))
+    ...     torch.testing.assert_close(Q.cpu(), torch.linalg.householder_product(h, tau))
+    """
+    *batch, m, n = A.shape
+    k = tau.shape[-1]
+    B = 1
+    for d in batch:
+        B *= d
+    # (*batch, n, m) contiguous: Q = Qt.mT has torch's strides, size-1 batch dims included.
+    Qt = torch.empty(*batch, n, m, dtype=A.dtype, device=A.device)
+    if B == 0 or n == 0:
+        return Qt.mT
+    # Column-major A (geqrf's output) makes this a view.
+    Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
+    t2 = tau.reshape(B, k).contiguous()
+    n_tw = triton.cdiv(k, QFORM_NB)
+    TW = torch.empty(B, max(n_tw, 1), QFORM_NB, QFORM_NB, dtype=A.dtype, device=A.device)
+    if n_tw:
+        qform_t_kernel[(B, n_tw)](Ht, t2, TW, m, n, k, n_tw, NB=QFORM_NB, CH=QFORM_T_ROWS,
+                                  num_warps=1)
+    t = tiles or qform_tiles(m, n)
+    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, TW, Qt, m, n, k, max(n_tw, 1), NB=QFORM_NB,
+                                            BN=t.bn, BM=t.bm, RESIDENT=t.resident,
+                                            PREC=DEFAULT_PREC, num_warps=t.warps)
+    return Qt.mT
 
 
 def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB) -> None:

@@ -1,0 +1,104 @@
+"""Triton Q formation (``householder_product``): compact-WY panels applied backwards to the
+identity's columns, one launch for every panel's ``T`` and one for ``Q``.
+
+Storage: ``Ht`` is ``(B, n, m)`` contiguous (row j of ``Ht[b]`` is column j of matrix b, the
+layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW`` is
+``(B, n_tw, NB, NB)`` (panel p's ``T`` at ``TW[b, p]``, row-major) and ``Qt`` is
+``(B, n, m)`` contiguous, ``Q`` transposed (so ``Q`` is column-major, as torch's).
+
+* :func:`qform_t_kernel`, grid ``(B, n_tw)``: panel p's ``T`` from its stored reflectors by
+  larft's recurrence (:func:`adaptqr.paths.kernels.panel._build_t`), one warp a panel.
+* :func:`qform_kernel`, grid ``(B, cdiv(n, BN))``: program ``(b, t)`` owns Q's columns
+  ``[t*BN, (t+1)*BN)``. Columns of ``Q = H_1 ... H_k I`` are independent, so one program
+  applies every panel to its columns, last panel first, in transposed form::
+
+      W  = C^T V        (BN x NB, over rows [k0, m))
+      Y  = W T^T
+      C^T -= Y V^T
+
+  A panel starting right of the tile's last column leaves the tile's identity columns as
+  they are (``V``'s rows above ``k0`` are zero), so it is skipped: the tile at columns
+  ``c`` does ``c / NB`` panels' work. ``RESIDENT``: the tile ``[BN, BM]`` (``BM >= m``)
+  stays in registers from the identity to the store; otherwise it is written as the
+  identity, and each panel takes one pass over row chunks of BM for ``W`` and one to
+  update.
+
+Products in ``PREC`` ("ieee" or "tf32x3": float32 accuracy on tensor cores).
+
+Example: see :func:`adaptqr.qform.triton_householder_product`.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from adaptqr.paths.kernels.panel import _build_t, _store_t, _stored_vtv
+from adaptqr.paths.kernels.trailing import _dot, _load_t, _load_v
+
+
+@triton.jit
+def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, NB: tl.constexpr, CH: tl.constexpr):
+    """``TW[b, p]``: the ``T`` of the reflectors in columns ``[p*NB, p*NB + NB)`` of matrix b
+    (columns at or past ``k`` count as ``tau = 0``: a zero column of ``T``)."""
+    b = tl.program_id(0)
+    p = tl.program_id(1)
+    k0 = p * NB
+    jj = tl.arange(0, NB)
+    cols = k0 + jj
+    keep = cols < k
+    base = Ht + b.to(tl.int64) * n * m
+    taus = tl.load(TAU + b.to(tl.int64) * k + cols, mask=keep, other=0.0)
+    T = _build_t(_stored_vtv(base, cols, keep, k0, m, NB, CH), taus, NB)
+    _store_t(TW, b, p, n_tw, T, NB)
+
+
+@triton.jit
+def qform_kernel(Ht, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
+                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr):
+    """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc)."""
+    b = tl.program_id(0)
+    # The tiles at the right do the most panels: they start first.
+    t = tl.num_programs(1) - 1 - tl.program_id(1)
+    base = Ht + b.to(tl.int64) * n * m
+    qbase = Qt + b.to(tl.int64) * n * m
+    cc = t * BN + tl.arange(0, BN)
+    ccmask = cc < n
+    rr = tl.arange(0, BM)
+    # The last panel that reaches the tile's last column.
+    p_top = tl.minimum(tl.cdiv(k, NB), (t * BN + BN - 1) // NB + 1) - 1
+    if RESIDENT:
+        amask = ccmask[:, None] & (rr < m)[None, :]
+        Ct = tl.where(cc[:, None] == rr[None, :], 1.0, 0.0)
+        for i in range(0, p_top + 1):
+            k0 = (p_top - i) * NB
+            Vt = _load_v(base, k0, rr, m, m, k, NB, k - k0)
+            Y = _dot(_dot(Ct, tl.trans(Vt), PREC), tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)),
+                     PREC)
+            Ct -= _dot(Y, Vt, PREC)
+        tl.store(qbase + cc[:, None] * m + rr[None, :], Ct, mask=amask)
+    else:
+        for r0 in range(0, m, BM):
+            r = r0 + rr
+            tl.store(qbase + cc[:, None] * m + r[None, :],
+                     tl.where(cc[:, None] == r[None, :], 1.0, 0.0),
+                     mask=ccmask[:, None] & (r < m)[None, :])
+        tl.debug_barrier()
+        for i in range(0, p_top + 1):
+            k0 = (p_top - i) * NB
+            W = tl.zeros((BN, NB), dtype=tl.float32)
+            for r0 in range(k0, m, BM):
+                r = r0 + rr
+                Ct = tl.load(qbase + cc[:, None] * m + r[None, :],
+                             mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
+                W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NB, k - k0)), PREC)
+            Y = _dot(W, tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)), PREC)
+            for r0 in range(k0, m, BM):
+                r = r0 + rr
+                cptr = qbase + cc[:, None] * m + r[None, :]
+                cmask = ccmask[:, None] & (r < m)[None, :]
+                Ct = tl.load(cptr, mask=cmask, other=0.0)
+                Ct -= _dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
+                tl.store(cptr, Ct, mask=cmask)
+            # The next panel re-reads rows this program just wrote.
+            tl.debug_barrier()

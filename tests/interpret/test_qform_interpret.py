@@ -1,0 +1,62 @@
+"""The Triton Q formation (householder_product's CUDA route) under the interpreter (issue 25)."""
+
+import pytest
+import torch
+
+from adaptqr import originals, qform
+from adaptqr.qform import QFormTiles, triton_householder_product
+
+pytestmark = pytest.mark.interpret
+
+TILES = {
+    "default": None,
+    "chunked": QFormTiles(16, 16, False, 4),   # several row chunks and column tiles
+    "resident": QFormTiles(16, 128, True, 4),
+}
+
+
+def _factors(shape, k=None, seed=25):
+    g = torch.Generator().manual_seed(seed)
+    h, tau = originals.geqrf(torch.randn(*shape, generator=g))
+    return h, (tau if k is None else tau[..., :k].contiguous())
+
+
+@pytest.mark.parametrize("tiles", TILES)
+@pytest.mark.parametrize("shape,k", [
+    ((2, 40, 24), None),      # tall, a partial panel
+    ((2, 70, 70), None),      # square: three panels, the last partial
+    ((1, 90, 50), 20),        # k < n: the columns past k are the identity's, reflected
+    ((2, 2, 33, 17), None),   # two batch dims
+    ((3, 9, 9), 0),           # k = 0: the identity's columns
+])
+def test_equals_torch(tiles, shape, k):
+    h, tau = _factors(shape, k)
+    if TILES[tiles] is not None and TILES[tiles].resident and TILES[tiles].bm < shape[-2]:
+        pytest.skip("the resident tile must hold a whole column")
+    h0, t0 = h.clone(), tau.clone()
+    got = triton_householder_product(h, tau, TILES[tiles])
+    want = originals.householder_product(h, tau)
+    assert got.shape == want.shape and got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=0, atol=2e-6)
+    assert torch.equal(h, h0) and torch.equal(tau, t0)
+
+
+def test_zero_tau_columns_are_identity_reflectors():
+    h, tau = _factors((2, 48, 40))
+    tau[:, 5] = 0.0
+    tau[1, 33:] = 0.0
+    torch.testing.assert_close(triton_householder_product(h, tau),
+                               originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+def test_row_major_input_is_read_as_is():
+    h, tau = _factors((2, 36, 20))
+    hr = h.contiguous()  # row-major, where geqrf's output is column-major
+    torch.testing.assert_close(triton_householder_product(hr, tau),
+                               originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+def test_default_tiles_are_resident_for_short_columns():
+    assert qform.qform_tiles(40, 32).resident
+    assert qform.qform_tiles(256, 256).resident
+    assert not qform.qform_tiles(257, 40).resident
