@@ -34,7 +34,9 @@ from adaptqr import originals
 def geqrf(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     from adaptqr import dispatch
 
-    return dispatch.run(A, None)
+    # Fresh outputs: under mode="reduce-overhead" torch's CUDA graphs check that every
+    # output lives in their pool, and a replay of the library's own graph hands out its own.
+    return dispatch.run(A, None, fresh=True)
 
 
 @geqrf.register_fake

@@ -245,12 +245,14 @@ class _Runner:
         return outs
 
 
-def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf"):
+def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: bool = False):
     """Factor a validated ``(*batch, m, n)`` tensor: ``(a, tau)`` with torch.geqrf's layout.
 
     ``path`` forces a path by name (else ``ADAPTQR_PATH``). ``op``: the public op the
-    factorization serves (``"geqrf"``, ``"qr"``), for the decisions log. The input is never
-    modified.
+    factorization serves (``"geqrf"``, ``"qr"``), for the decisions log. ``fresh``: a graph
+    replay copies into outputs allocated now rather than handing out its own (the custom op:
+    torch.compile's CUDA graphs want every output in their own memory pool). The input is
+    never modified.
     """
     settings = config.snapshot()  # the call's settings, read once
     forced = path if path is not None else settings.path
@@ -283,7 +285,8 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf"):
         mode = "graph"
         # Allocated outside any capture, so the graph only reads it.
         plan.zero_routes(B, A.device)
-        result = graphs().run(graph_key(key, shape, A.get_device(), settings), runner, A)
+        result = graphs().run(graph_key(key, shape, A.get_device(), settings), runner, A,
+                              out=empty_outputs(A) if fresh else None)
     else:
         result = runner(A)
 

@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import NamedTuple
 
 import torch
@@ -41,15 +42,24 @@ import triton
 
 from adaptqr import originals
 from adaptqr.paths.householder import interpreting
-from adaptqr.paths.kernels.qform import qform_kernel, qform_t_kernel
+from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
 #: Panel width of the blocked Q formation: the factorization's (its T kernel's helpers).
 QFORM_NB = 32
 #: Rows of a panel's ``V^T V`` a step of the T kernel sums (one warp a panel).
 QFORM_T_ROWS = 64
-#: Longest column (rows, a power of two) the register-resident kernel keeps whole.
-QFORM_RESIDENT_ROWS = 256
+#: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200,
+#: 2026-12-01 (bench/results/..._qform-tiles.json): at 40x176 resident tiles (bm 256) took
+#: 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every tiling is host-bound.
+QFORM_RESIDENT_ROWS = 64
+#: Row chunks and column tiles of the chunked kernel: 64 x 64, 4 warps, was the fastest or
+#: within 5 % on every case of that run but the small batches (below).
+QFORM_BM, QFORM_BN, QFORM_WARPS = 64, 64, 4
+#: Below one program of 64 columns an SM, 32 columns a program: 2x4096 took 14.9 ms against
+#: 16.4 (128 programs), 40x176 0.095 against 0.128; 4x4096 (256 programs) kept 64: 20.8 ms
+#: against 23.3.
+QFORM_NARROW_BN = 32
 
 
 class QFormTiles(NamedTuple):
@@ -62,12 +72,21 @@ class QFormTiles(NamedTuple):
     warps: int
 
 
-def qform_tiles(m: int, n: int) -> QFormTiles:
-    """The tiles for ``m x n`` Q factors: resident when a column strip fits in registers."""
+def qform_tiles(B: int, m: int, n: int, sm_count: int) -> QFormTiles:
+    """The tiles for ``B`` ``m x n`` Q factors on a GPU of ``sm_count`` SMs: resident when a
+    short column fits in registers, narrower column tiles when the wide ones leave SMs idle."""
     bm = max(16, next_pow2(m))
     if bm <= QFORM_RESIDENT_ROWS:
-        return QFormTiles(32, bm, True, 4 if bm <= 128 else 8)
-    return QFormTiles(64, 64, False, 4)
+        return QFormTiles(32, bm, True, 4)
+    narrow = B * triton.cdiv(n, QFORM_BN) < sm_count
+    return QFormTiles(QFORM_NARROW_BN if narrow else QFORM_BN, QFORM_BM, False, QFORM_WARPS)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 64  # the interpreter: any count (the tiles change, the result does not)
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = None
@@ -203,8 +222,8 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
 def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
                                tiles: QFormTiles | None = None) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
-    ``TRITON_INTERPRET=1``): two launches, every panel's ``T``, then ``Q`` (products in
-    tf32x3, float32 accuracy). Shapes as :func:`householder_product` (not checked here).
+    ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
+    most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as :func:`householder_product` (not checked here).
     Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's.
 
     >>> import torch
@@ -228,28 +247,64 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     # Column-major A (geqrf's output) makes this a view.
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
+    t = tiles or qform_tiles(B, m, n, _sm_count(A.device))
     n_tw = triton.cdiv(k, QFORM_NB)
-    TW = torch.empty(B, max(n_tw, 1), QFORM_NB, QFORM_NB, dtype=A.dtype, device=A.device)
-    if n_tw:
+    if t.resident or n_tw == 0:
+        TW = t2  # unread
+    else:
+        TW = torch.empty(B, n_tw, QFORM_NB, QFORM_NB, dtype=A.dtype, device=A.device)
         qform_t_kernel[(B, n_tw)](Ht, t2, TW, m, n, k, n_tw, NB=QFORM_NB, CH=QFORM_T_ROWS,
                                   num_warps=1)
-    t = tiles or qform_tiles(m, n)
-    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, TW, Qt, m, n, k, max(n_tw, 1), NB=QFORM_NB,
+    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=QFORM_NB,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps)
     return Qt.mT
 
 
-def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB) -> None:
+def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
     """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``H`` ``(B, m, k)``'s vectors and
-    ``tau`` ``(B, k)`` (``C``: ``(B, m, c)``, any strides): the panels applied forwards as
-    ``C -= V (T^T (V^T C))``, in batched products at full float32 precision. The wide
-    factorization's trailing columns (paths/wide.py).
+    ``tau`` ``(B, k)``, ``C`` ``(B, m, c)``: the wide factorization's other columns
+    (paths/wide.py). float32 with column-major ``H`` and contiguous columns of ``C``, where
+    the Triton kernels run: :func:`paths.kernels.qform.apply_qt_kernel` (tf32x3 products);
+    anything else :func:`blocked_apply_qt`.
 
     >>> import torch
     >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
     >>> h, tau = torch.geqrf(A[..., :4])
     >>> C = A[..., 4:].clone(); apply_qt(h, tau, C)
+    >>> Q = torch.linalg.householder_product(h, tau)
+    >>> torch.allclose(C, Q.mT @ A[..., 4:])
+    True
+    """
+    B, m, k = H.shape
+    nc = C.shape[-1]
+    if B == 0 or k == 0 or nc == 0:
+        return
+    if not ((H.is_cuda or interpreting()) and H.dtype == C.dtype == tau.dtype == torch.float32
+            and H.mT.is_contiguous() and C.stride(-2) == 1 and tau.is_contiguous()):
+        blocked_apply_qt(H, tau, C)
+        return
+    Ht = H.mT
+    n_tw = triton.cdiv(k, QFORM_NB)
+    TW = torch.empty(B, n_tw, QFORM_NB, QFORM_NB, dtype=H.dtype, device=H.device)
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, k, k, n_tw, NB=QFORM_NB, CH=QFORM_T_ROWS,
+                              num_warps=1)
+    narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
+    bn = QFORM_NARROW_BN if narrow else QFORM_BN
+    apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),
+                                              C.stride(-1), NB=QFORM_NB, BN=bn, BM=QFORM_BM,
+                                              PREC=DEFAULT_PREC, num_warps=QFORM_WARPS)
+
+
+def blocked_apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB
+                     ) -> None:
+    """:func:`apply_qt` in batched torch products at full float32 precision (any device,
+    dtype and strides): the panels applied forwards as ``C -= V (T^T (V^T C))``.
+
+    >>> import torch
+    >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
+    >>> h, tau = torch.geqrf(A[..., :4])
+    >>> C = A[..., 4:].clone(); blocked_apply_qt(h, tau, C)
     >>> Q = torch.linalg.householder_product(h, tau)
     >>> torch.allclose(C, Q.mT @ A[..., 4:])
     True

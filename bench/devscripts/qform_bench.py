@@ -70,7 +70,7 @@ def main() -> None:
         line = {name: (round(r["median_ms"], 4) if r["status"] == "ok" else r["status"])
                 for name, r in res.items()}
         orth = {name: r["worst_orth"] for name, r in res.items()}
-        print(bcases.case_name(case), "default", qform.qform_tiles(*fac[0][0].shape[-2:]), line,
+        print(bcases.case_name(case), "default", qform.qform_tiles(fac[0][0].shape[0], *fac[0][0].shape[-2:], qform._sm_count(dev)), line,
               "orth", {k_: (round(v, 3) if v is not None else None) for k_, v in orth.items()},
               flush=True)
         rows.append({"case": bcases.case_key(case), "name": bcases.case_name(case),

@@ -7,7 +7,8 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
 ``(B, n, m)`` contiguous, ``Q`` transposed (so ``Q`` is column-major, as torch's).
 
 * :func:`qform_t_kernel`, grid ``(B, n_tw)``: panel p's ``T`` from its stored reflectors by
-  larft's recurrence (:func:`adaptqr.paths.kernels.panel._build_t`), one warp a panel.
+  larft's recurrence (:func:`adaptqr.paths.kernels.panel._build_t`), one warp a panel
+  (not for ``RESIDENT``, which builds ``T`` itself).
 * :func:`qform_kernel`, grid ``(B, cdiv(n, BN))``: program ``(b, t)`` owns Q's columns
   ``[t*BN, (t+1)*BN)``. Columns of ``Q = H_1 ... H_k I`` are independent, so one program
   applies every panel to its columns, last panel first, in transposed form::
@@ -19,9 +20,12 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
   A panel starting right of the tile's last column leaves the tile's identity columns as
   they are (``V``'s rows above ``k0`` are zero), so it is skipped: the tile at columns
   ``c`` does ``c / NB`` panels' work. ``RESIDENT``: the tile ``[BN, BM]`` (``BM >= m``)
-  stays in registers from the identity to the store; otherwise it is written as the
+  stays in registers from the identity to the store, with each panel's ``T`` built there; otherwise it is written as the
   identity, and each panel takes one pass over row chunks of BM for ``W`` and one to
   update.
+
+* :func:`apply_qt_kernel`: ``C <- Q^T C`` for other columns (the wide path's), the panels
+  first to last with ``T`` as stored.
 
 Products in ``PREC`` ("ieee" or "tf32x3": float32 accuracy on tensor cores).
 
@@ -54,9 +58,11 @@ def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, NB: tl.constexpr, CH: tl.constexp
 
 
 @triton.jit
-def qform_kernel(Ht, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
+def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
                  BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr):
-    """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc)."""
+    """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
+    ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` unread: one
+    launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU`` unread)."""
     b = tl.program_id(0)
     # The tiles at the right do the most panels: they start first.
     t = tl.num_programs(1) - 1 - tl.program_id(1)
@@ -70,11 +76,13 @@ def qform_kernel(Ht, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
     if RESIDENT:
         amask = ccmask[:, None] & (rr < m)[None, :]
         Ct = tl.where(cc[:, None] == rr[None, :], 1.0, 0.0)
+        jj = tl.arange(0, NB)
         for i in range(0, p_top + 1):
             k0 = (p_top - i) * NB
             Vt = _load_v(base, k0, rr, m, m, k, NB, k - k0)
-            Y = _dot(_dot(Ct, tl.trans(Vt), PREC), tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)),
-                     PREC)
+            taus = tl.load(TAU + b.to(tl.int64) * k + k0 + jj, mask=k0 + jj < k, other=0.0)
+            T = _build_t(tl.dot(Vt, tl.trans(Vt), input_precision="ieee"), taus, NB)
+            Y = _dot(_dot(Ct, tl.trans(Vt), PREC), tl.trans(T), PREC)
             Ct -= _dot(Y, Vt, PREC)
         tl.store(qbase + cc[:, None] * m + rr[None, :], Ct, mask=amask)
     else:
@@ -86,19 +94,52 @@ def qform_kernel(Ht, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
         tl.debug_barrier()
         for i in range(0, p_top + 1):
             k0 = (p_top - i) * NB
-            W = tl.zeros((BN, NB), dtype=tl.float32)
-            for r0 in range(k0, m, BM):
-                r = r0 + rr
-                Ct = tl.load(qbase + cc[:, None] * m + r[None, :],
-                             mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
-                W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NB, k - k0)), PREC)
-            Y = _dot(W, tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)), PREC)
-            for r0 in range(k0, m, BM):
-                r = r0 + rr
-                cptr = qbase + cc[:, None] * m + r[None, :]
-                cmask = ccmask[:, None] & (r < m)[None, :]
-                Ct = tl.load(cptr, mask=cmask, other=0.0)
-                Ct -= _dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
-                tl.store(cptr, Ct, mask=cmask)
-            # The next panel re-reads rows this program just wrote.
-            tl.debug_barrier()
+            _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                            NB, BN, BM, PREC)
+
+
+@triton.jit
+def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRANS_T: tl.constexpr,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``C^T -= (C^T V) T' V^T`` for the panel at ``k0`` on the columns ``cc`` of ``C`` (row
+    ``c`` of ``C^T`` at ``cbase + c * cstride``, rows ``[k0, m)``), ``T' = T^T`` with
+    ``TRANS_T`` (``Q C``: Q formation) else ``T`` (``Q^T C``): one pass over row chunks for
+    ``W``, one to update."""
+    rr = tl.arange(0, BM)
+    W = tl.zeros((BN, NB), dtype=tl.float32)
+    for r0 in range(k0, m, BM):
+        r = r0 + rr
+        Ct = tl.load(cbase + cc[:, None] * cstride + r[None, :],
+                     mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
+        W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NB, k - k0)), PREC)
+    T = _load_t(TW, b, k0 // NB, n_tw, NB)
+    if TRANS_T:
+        T = tl.trans(T)
+    Y = _dot(W, T, PREC)
+    for r0 in range(k0, m, BM):
+        r = r0 + rr
+        cptr = cbase + cc[:, None] * cstride + r[None, :]
+        cmask = ccmask[:, None] & (r < m)[None, :]
+        Ct = tl.load(cptr, mask=cmask, other=0.0)
+        Ct -= _dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
+        tl.store(cptr, Ct, mask=cmask)
+    # The next panel re-reads rows this program just wrote.
+    tl.debug_barrier()
+
+
+@triton.jit
+def apply_qt_kernel(Ht, TW, C, m, n, k, nc, n_tw, c_batch, c_col,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``Ht``'s reflectors and ``TW``'s
+    ``T`` (:func:`qform_t_kernel`); ``C``: ``nc`` columns of ``m`` contiguous rows (column j
+    of matrix b at ``C + b * c_batch + j * c_col``). Grid ``(B, cdiv(nc, BN))``: program
+    ``(b, t)`` applies every panel, first to last, to its ``BN`` columns."""
+    b = tl.program_id(0)
+    t = tl.program_id(1)
+    base = Ht + b.to(tl.int64) * n * m
+    cbase = C + b.to(tl.int64) * c_batch
+    cc = t * BN + tl.arange(0, BN)
+    ccmask = cc < nc
+    for p in range(0, tl.cdiv(k, NB)):
+        _chunked_update(base, cbase, cc, ccmask, p * NB, m, c_col, k, TW, b, n_tw, False,
+                        NB, BN, BM, PREC)

@@ -12,6 +12,7 @@ TILES = {
     "default": None,
     "chunked": QFormTiles(16, 16, False, 4),   # several row chunks and column tiles
     "resident": QFormTiles(16, 128, True, 4),
+    "narrow": QFormTiles(32, 32, False, 4),
 }
 
 
@@ -56,7 +57,21 @@ def test_row_major_input_is_read_as_is():
                                originals.householder_product(h, tau), rtol=0, atol=2e-6)
 
 
-def test_default_tiles_are_resident_for_short_columns():
-    assert qform.qform_tiles(40, 32).resident
-    assert qform.qform_tiles(256, 256).resident
-    assert not qform.qform_tiles(257, 40).resident
+def test_default_tiles():
+    # Short columns whole in registers; narrower column tiles when the wide ones leave SMs
+    # idle (2x4096 on 132 SMs: 128 programs of 64 columns).
+    assert qform.qform_tiles(20, 32, 32, 132).resident
+    assert not qform.qform_tiles(40, 65, 40, 132).resident
+    assert qform.qform_tiles(2, 4096, 4096, 132).bn == qform.QFORM_NARROW_BN
+    assert qform.qform_tiles(4, 4096, 4096, 132).bn == qform.QFORM_BN
+
+
+@pytest.mark.parametrize("B,m,nc", [(2, 40, 50), (1, 70, 33), (3, 16, 100)])
+def test_apply_qt_equals_torch(B, m, nc):
+    g = torch.Generator().manual_seed(26)
+    A = torch.randn(B, m, m + nc, generator=g).mT.contiguous().mT  # column-major, as geqrf's
+    h, tau = originals.geqrf(A[..., :m].contiguous().mT.contiguous().mT)
+    C = A[..., m:]
+    want = originals.householder_product(h, tau).mT @ C
+    qform.apply_qt(h, tau, C)  # the Triton kernels: column-major h, contiguous columns of C
+    torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
