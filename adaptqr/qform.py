@@ -3,20 +3,24 @@
 
 torch forms Q on CUDA with a host loop of cuSOLVER ``orgqr`` calls, one a matrix (64x512:
 about 32 ms). Forming Q has no serial chain of column reductions: it is LAPACK's ``orgqr``
-order, the panels applied backwards to the leading columns of the identity, each as
-``Q[k:, k:] -= V (T (V^T Q[k:, k:]))``, for the whole batch at once:
+order, the panels applied backwards to the identity, each as
+``Q[k:, k:] -= V (T (V^T Q[k:, k:]))``, and every column of Q is independent of the others.
 
-- every panel's ``T`` from one batched product and one triangular solve:
-  ``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)`` (the inverse of LAPACK ``larft``'s
-  ``T^{-1} = diag(1/tau) + striu(V^T V)``, rewritten so that no ``1/tau`` appears: a
-  ``tau = 0`` column gives a zero column of ``T``, its reflector the identity);
-- then two batched products a panel (``W = V^T C``, ``C -= (V T) W``). Columns left of a
-  panel are still the identity's there, and stay so.
+- CUDA float32 inputs that need no gradient take :func:`triton_householder_product`
+  (:mod:`adaptqr.paths.kernels.qform`): every panel's ``T`` by LAPACK ``larft``'s
+  recurrence in one launch, then one launch in which each program applies every panel to
+  its own identity columns (for columns of at most :data:`QFORM_RESIDENT_ROWS` rows one
+  launch in all). Products in tf32x3, float32 accuracy on tensor cores, whatever
+  ``torch.set_float32_matmul_precision`` says.
+- :func:`blocked_householder_product` is the same blocked product in batched torch ops
+  (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
+  ``T^{-1}`` without a ``1/tau``), for any device and dtype: the CPU stand-in when a test
+  forces the route. On the H200 it was 1.5-3x slower than the Triton kernels
+  (docs/EXPERIMENTS.md F2).
+- Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
+  errors and autograd are torch's own.
 
-CUDA float32 inputs that need no gradient take this route, in float32 products at full
-precision (whatever ``torch.set_float32_matmul_precision`` says). Everything else goes to
-torch's function (:mod:`adaptqr.originals`), so dtypes, devices, errors and autograd are
-torch's own.
+:func:`apply_qt` (``C <- Q^T C``, the wide path's other columns) uses the same kernels.
 
 Example::
 
@@ -64,12 +68,13 @@ QFORM_NARROW_BN = 32
 
 class QFormTiles(NamedTuple):
     """Launch shape of :func:`paths.kernels.qform.qform_kernel`: column tile ``bn``, row
-    chunk (or whole resident column) ``bm``, ``resident``, ``warps``."""
+    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``."""
 
     bn: int
     bm: int
     resident: bool
     warps: int
+    nb: int = QFORM_NB
 
 
 def qform_tiles(B: int, m: int, n: int, sm_count: int) -> QFormTiles:
@@ -223,8 +228,9 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
                                tiles: QFormTiles | None = None) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
     ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
-    most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as :func:`householder_product` (not checked here).
-    Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's.
+    most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as
+    :func:`householder_product` (not checked here). Returns a new ``(*, m, n)`` tensor,
+    each matrix column-major as torch's.
 
     >>> import torch
     >>> from adaptqr.paths.householder import interpreting
@@ -248,14 +254,14 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
     t = tiles or qform_tiles(B, m, n, _sm_count(A.device))
-    n_tw = triton.cdiv(k, QFORM_NB)
+    n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
         TW = t2  # unread
     else:
-        TW = torch.empty(B, n_tw, QFORM_NB, QFORM_NB, dtype=A.dtype, device=A.device)
-        qform_t_kernel[(B, n_tw)](Ht, t2, TW, m, n, k, n_tw, NB=QFORM_NB, CH=QFORM_T_ROWS,
+        TW = torch.empty(B, n_tw, t.nb, t.nb, dtype=A.dtype, device=A.device)
+        qform_t_kernel[(B, n_tw)](Ht, t2, TW, m, n, k, n_tw, NB=t.nb, CH=QFORM_T_ROWS,
                                   num_warps=1)
-    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=QFORM_NB,
+    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps)
     return Qt.mT

@@ -3,7 +3,7 @@
 LAPACK's order for a wide matrix: the leading ``m x m`` block is factored (the householder
 path's kernels, :func:`~adaptqr.paths.householder.factor_householder`), and its ``Q^T`` is
 applied to the other ``n - m`` columns (:func:`adaptqr.qform.apply_qt`, blocked compact WY
-in batched products). Same ``(a, tau)`` layout as torch.geqrf: R is ``m x n``, ``tau`` has
+in a Triton kernel). Same ``(a, tau)`` layout as torch.geqrf: R is ``m x n``, ``tau`` has
 ``m`` entries. torch.geqrf on CUDA loops on the host over the batch (64x256x1024: 366 ms).
 
 Without the detectors' features for the leading block (they describe the whole matrix),

@@ -3,7 +3,7 @@ same matrices (issue 25's bar: Q formation at most the factorization's time).
 
 Variants: ``geqrf`` (adaptqr.geqrf on the generated matrices), ``torch_blocked`` (the
 batched-torch compact WY), ``triton`` (the default tiles), and the tiles in ``--tiles``
-(``bn:bm:resident:warps``, comma separated). Each checked on every input (half-gate bar),
+(``bn:bm:resident:warps[:nb]``, comma separated). Each checked on every input (half-gate bar),
 then timed by the bench's rule (L2 flushed, inputs rotated, device events).
 
 Run there::
@@ -33,8 +33,9 @@ from adaptqr.bench.timing import StopRule
 def _tiles(spec: str) -> dict:
     out = {}
     for item in filter(None, spec.split(",")):
-        bn, bm, res, w = item.split(":")
-        out[f"t{item}"] = qform.QFormTiles(int(bn), int(bm), res in ("1", "r", "True"), int(w))
+        bn, bm, res, w, *nb = item.split(":")
+        out[f"t{item}"] = qform.QFormTiles(int(bn), int(bm), res in ("1", "r", "True"), int(w),
+                                           *(int(x) for x in nb))
     return out
 
 

@@ -13,6 +13,7 @@ TILES = {
     "chunked": QFormTiles(16, 16, False, 4),   # several row chunks and column tiles
     "resident": QFormTiles(16, 128, True, 4),
     "narrow": QFormTiles(32, 32, False, 4),
+    "nb16": QFormTiles(16, 32, False, 4, 16),
 }
 
 
