@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import adaptqr
-from adaptqr.testing.degenerate import STRUCTURES, degenerate, judge
+from adaptqr.testing.degenerate import STRUCTURES, degenerate, judge, judge_qr
 
 #: Examples a run: the GPU run on the H200 takes DEGENERATE_EXAMPLES (2000 there).
 EXAMPLES = int(os.environ.get("DEGENERATE_EXAMPLES", "0") or 0)
@@ -24,16 +24,28 @@ SEED = 22
 
 
 def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: str,
-                path: str | None = None) -> None:
-    """Factor a batch of ``batch`` matrices ``n x n`` on ``device``, matrix ``pos`` of the given
-    structure, the others random dense ones, and assert every verdict."""
+                path: str | None = None, op: str = "geqrf") -> None:
+    """Factor a batch of ``batch`` matrices ``n x n`` on ``device`` (``op``: ``adaptqr.geqrf``
+    or ``adaptqr.linalg.qr``), matrix ``pos`` of the given structure, the others random dense
+    ones, and assert every verdict."""
     A = torch.randn(batch, n, n, generator=torch.Generator().manual_seed(s)).to(device)
     A[pos] = degenerate(structure, n, seed=s + 1, device=device)
     keep = A.clone()
-    H, tau = adaptqr.geqrf(A, path=path)
+    first = min(n, 16)
+
+    def run(X):
+        """The verdicts, and what must be the same bits for the neighbours of a NaN matrix:
+        the first reflectors' tau, or R's first diagonal entries."""
+        if op == "qr":
+            Q, R = adaptqr.linalg.qr(X)
+            return judge_qr(X, Q, R), R.diagonal(dim1=-2, dim2=-1)[:, :first]
+        H, tau = adaptqr.geqrf(X, path=path)
+        return judge(X, H, tau), tau[:, :first]
+
+    verdicts, lead = run(A)
     assert torch.equal(A.nan_to_num(1.0), keep.nan_to_num(1.0)), "the input was modified"
-    bad = [(b, v.why) for b, v in enumerate(judge(A, H, tau)) if not v.ok]
-    assert not bad, f"{structure} n={n} batch={batch} pos={pos} seed={s}: {bad}"
+    bad = [(b, v.why) for b, v in enumerate(verdicts) if not v.ok]
+    assert not bad, f"{op} {structure} n={n} batch={batch} pos={pos} seed={s}: {bad}"
     if structure in ("nan", "inf") and batch > 1:
         # The same batch with the bad matrix replaced by a finite one: the neighbours pass
         # again, and their first reflectors (computed from the input alone, in a fixed order)
@@ -42,18 +54,17 @@ def check_batch(structure: str, n: int, batch: int, pos: int, s: int, device: st
         # rounding (tau moved by 0.74 at 8x2048 between two such runs, both passing the bar).
         A2 = A.clone()
         A2[pos] = torch.randn(n, n, generator=torch.Generator().manual_seed(s + 2)).to(device)
-        H2, tau2 = adaptqr.geqrf(A2, path=path)
+        verdicts2, lead2 = run(A2)
         others = [b for b in range(batch) if b != pos]
-        again = [(b, v.why) for b, v in zip(others, judge(A2[others], H2[others], tau2[others]))
-                 if not v.ok]
-        assert not again, f"{structure} n={n}: neighbours without it: {again}"
-        first = min(n, 16)
-        assert torch.equal(tau[others, :first], tau2[others, :first]), \
-            f"{structure} n={n}: a non-finite matrix changed its neighbours' first reflectors"
+        again = [(b, verdicts2[b].why) for b in others if not verdicts2[b].ok]
+        assert not again, f"{op} {structure} n={n}: neighbours without it: {again}"
+        assert torch.equal(lead[others], lead2[others]), \
+            f"{op} {structure} n={n}: a non-finite matrix changed its neighbours' first reflectors"
 
-def property_test(sizes, batches, device, path=None, examples=40, follow_env=True):
-    """A hypothesis test over :data:`STRUCTURES` x ``sizes`` x ``batches``; ``examples`` of
-    them, or ``DEGENERATE_EXAMPLES`` where set and ``follow_env``."""
+
+def property_test(sizes, batches, device, path=None, examples=40, follow_env=True, op="geqrf"):
+    """A hypothesis test over :data:`STRUCTURES` x ``sizes`` x ``batches`` through ``op``;
+    ``examples`` of them, or ``DEGENERATE_EXAMPLES`` where set and ``follow_env``."""
 
     @seed(SEED)
     @settings(max_examples=(EXAMPLES if follow_env and EXAMPLES else examples), deadline=None,
@@ -64,6 +75,6 @@ def property_test(sizes, batches, device, path=None, examples=40, follow_env=Tru
     def test(structure, n, batch, data):
         pos = data.draw(st.integers(0, batch - 1), label="pos")
         s = data.draw(st.integers(0, 2**31 - 1), label="seed")
-        check_batch(structure, n, batch, pos, s, device, path)
+        check_batch(structure, n, batch, pos, s, device, path, op)
 
     return test

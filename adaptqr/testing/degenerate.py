@@ -2,7 +2,8 @@
 tiny or huge on the way, built from a seed on any device.
 
 :func:`degenerate` makes one ``m x n`` float32 matrix of a named structure; :func:`judge`
-checks a factorization of a batch of them the way the degenerate-input tests do:
+(geqrf's ``(H, tau)``) and :func:`judge_qr` (``linalg.qr``'s ``(Q, R)``) check a
+factorization of a batch of them the way the degenerate-input tests do:
 
 - finite input with representable factors: the half gate (factor residual 10, orthogonality
   50, in units of ``n * eps32``);
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from adaptqr import originals
-from adaptqr.testing.check import check_geqrf
+from adaptqr.testing.check import check_geqrf, check_qr
 
 #: The structures, by name. ``rankK``: rank K (0 to 3); ``repeated``: one column repeated;
 #: ``duplicated``: random columns, a third of them copies of others; ``cancel``: integer
@@ -116,25 +117,42 @@ def representable(A: torch.Tensor) -> bool:
 def judge(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> list[Verdict]:
     """A :class:`Verdict` for each matrix of the ``(B, m, n)`` batch ``A`` factored as ``(H,
     tau)`` (see the module docstring)."""
+    return _judge(A, (H, tau), check_geqrf, originals.geqrf)
+
+
+def judge_qr(A: torch.Tensor, Q: torch.Tensor, R: torch.Tensor) -> list[Verdict]:
+    """:func:`judge` for a reduced ``(Q, R)`` of ``A`` (``linalg.qr``); the subnormal grid's
+    reference is torch's ``linalg.qr`` on the CPU (LAPACK).
+
+    >>> import torch
+    >>> A = degenerate("rank1", 6, seed=3)[None]
+    >>> [v.ok for v in judge_qr(A, *torch.linalg.qr(A))]
+    [True]
+    """
+    return _judge(A, (Q, R), check_qr, originals.linalg_qr)
+
+
+def _judge(A: torch.Tensor, outs: tuple, check, reference) -> list[Verdict]:
+    """Verdicts of ``check(a, *outs)`` a matrix, ``reference(a)``'s check the bound on the
+    subnormal grid."""
     out = []
     for b in range(A.shape[0]):
-        a, h, t = A[b:b + 1], H[b:b + 1], tau[b:b + 1]
-        finite_out = bool(torch.isfinite(h).all() and torch.isfinite(t).all())
+        a, mine = A[b:b + 1], [t[b:b + 1] for t in outs]
+        finite_out = all(bool(torch.isfinite(t).all()) for t in mine)
         if not bool(torch.isfinite(a).all()):  # (checks run where the tensors are)
             out.append(Verdict(not finite_out, "non-finite input: non-finite output expected"))
             continue
         if not finite_out:
             out.append(Verdict(False, "finite input, non-finite output"))
             continue
-        r = check_geqrf(a, h, t)
+        r = check(a, *mine)
         f, o = r.worst_factor, r.worst_orth
         if representable(a):
             out.append(Verdict(f <= BAR_FACTOR and o <= BAR_ORTH,
                                f"factor {f:.3g} (bar {BAR_FACTOR}), orth {o:.3g} (bar {BAR_ORTH})"))
             continue
-        # Subnormal R: at least as good as LAPACK's geqrf of the same matrix, rounding aside.
-        hr, tr = originals.geqrf(a.cpu())
-        rt = check_geqrf(a.cpu(), hr, tr)
+        # Subnormal R: at least as good as LAPACK's of the same matrix, rounding aside.
+        rt = check(a.cpu(), *reference(a.cpu()))
         fb = max(BAR_FACTOR, 1.5 * rt.worst_factor)
         ob = max(BAR_ORTH, 1.5 * rt.worst_orth)
         out.append(Verdict(f <= fb and o <= ob,

@@ -29,3 +29,27 @@ def test_every_structure_at_a_panel_boundary():
 
     for structure in STRUCTURES:  # n = 96: six panels of 16, every trailing variant
         check_batch(structure, 96, 2, 1, 11, "cpu", path="householder")
+
+
+@pytest.fixture
+def qr_dispatched(monkeypatch):
+    """linalg.qr through the dispatcher and the Triton Q formation on CPU tensors (off CUDA
+    it is torch's own call otherwise)."""
+    import adaptqr
+
+    monkeypatch.setattr(adaptqr.linalg, "dispatched", lambda A: True)
+
+
+@pytest.mark.parametrize("structure", ["repeated", "subnormal", "huge", "rank0", "single", "nan"])
+@pytest.mark.parametrize("n", [16, 72])
+def test_linalg_qr(structure, n, qr_dispatched):
+    from adaptqr import log
+
+    log.enable()
+    try:
+        log.clear_decisions()
+        check_batch(structure, n, 3, 1, 25, "cpu", op="qr")
+        last = log.decisions()[-1]
+    finally:
+        log.disable()
+    assert last["op"] == "qr" and "householder" in str(last["plan"]), last
