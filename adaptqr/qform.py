@@ -258,13 +258,21 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     if t.resident or n_tw == 0:
         TW = t2  # unread
     else:
-        TW = torch.empty(B, n_tw, t.nb, t.nb, dtype=A.dtype, device=A.device)
-        qform_t_kernel[(B, n_tw)](Ht, t2, TW, m, n, k, n_tw, NB=t.nb, CH=QFORM_T_ROWS,
-                                  num_warps=1)
+        TW = _panel_ts(Ht, t2, m, n, n_tw, t.nb)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps)
     return Qt.mT
+
+
+def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int
+              ) -> torch.Tensor:
+    """Every panel's ``T`` ``(B, n_tw, nb, nb)`` of the reflectors in ``Ht`` ``(B, n, m)``
+    (``tau`` ``(B, k)`` contiguous): one launch, one warp a panel."""
+    B, k = tau.shape
+    TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, NB=nb, CH=QFORM_T_ROWS, num_warps=1)
+    return TW
 
 
 def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
@@ -292,9 +300,7 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
         return
     Ht = H.mT
     n_tw = triton.cdiv(k, QFORM_NB)
-    TW = torch.empty(B, n_tw, QFORM_NB, QFORM_NB, dtype=H.dtype, device=H.device)
-    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, k, k, n_tw, NB=QFORM_NB, CH=QFORM_T_ROWS,
-                              num_warps=1)
+    TW = _panel_ts(Ht, tau, m, k, n_tw, QFORM_NB)
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
     bn = QFORM_NARROW_BN if narrow else QFORM_BN
     apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),
@@ -305,16 +311,8 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
 def blocked_apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB
                      ) -> None:
     """:func:`apply_qt` in batched torch products at full float32 precision (any device,
-    dtype and strides): the panels applied forwards as ``C -= V (T^T (V^T C))``.
-
-    >>> import torch
-    >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
-    >>> h, tau = torch.geqrf(A[..., :4])
-    >>> C = A[..., 4:].clone(); blocked_apply_qt(h, tau, C)
-    >>> Q = torch.linalg.householder_product(h, tau)
-    >>> torch.allclose(C, Q.mT @ A[..., 4:])
-    True
-    """
+    dtype and strides): the panels applied forwards as ``C -= V (T^T (V^T C))``. (Its
+    doctest is :func:`apply_qt`'s, which takes this route for float64.)"""
     B, m, k = H.shape
     if B == 0 or k == 0 or C.shape[-1] == 0:
         return
