@@ -53,9 +53,10 @@ from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 QFORM_NB = 32
 #: Rows of a panel's ``V^T V`` a step of the T kernel sums (one warp a panel).
 QFORM_T_ROWS = 64
-#: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200,
-#: 2026-12-01 (bench/results/..._qform-tiles.json): at 40x176 resident tiles (bm 256) took
-#: 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every tiling is host-bound.
+#: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
+#: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
+#: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
+#: tiling is host-bound.
 QFORM_RESIDENT_ROWS = 64
 #: Row chunks and column tiles of the chunked kernel: 64 x 64, 4 warps, was the fastest or
 #: within 5 % on every case of that run but the small batches (below).
