@@ -16,7 +16,7 @@ order, the panels applied backwards to the identity, each as
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
   ``T^{-1}`` without a ``1/tau``), for any device and dtype: the CPU stand-in when a test
   forces the route. On the H200 it was 1.5-3x slower than the Triton kernels
-  (docs/EXPERIMENTS.md F2).
+  (docs/EXPERIMENTS.md QF2).
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
 
