@@ -371,7 +371,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
             panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                        n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
                                        WRITE_T=wt, PAIRS=_pairs(s, rb), FLOOR=floor,
-                                       num_warps=s.split_warps or _warps(nb * rb))
+                                       num_warps=_warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)
             panel_chunked_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
@@ -387,7 +387,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
 def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tuple[int, int]:
     """``(nsplit, per)``: a row-split update's slices of ``per`` rows (a multiple of ``bm``).
 
-    With ``waves_sm`` (the SM count; ``Schedule.split_waves``, the default on a GPU), the
+    With ``waves_sm`` (the SM count, on a GPU), the
     slice count that minimises whole waves of programs (``TRAILING_SPLIT_CTAS_PER_SM`` an
     SM) times the rows a program sweeps; else about ``TRAILING_SPLIT_PROGRAMS`` programs.
     Slices of at least ``TRAILING_SPLIT_MIN_ROWS`` rows either way. 2x4096's first update
@@ -423,14 +423,13 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) ->
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
-    bm16 = s.fp16_bm or s.bm
-    bn = min(s.bn, max(32, next_pow2(c_end - c_start))) if s.fit_bn else s.bn
+    bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
             and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
-        sm = _sm_count(Ht.device) if s.split_waves and Ht.is_cuda else 0
+        sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
         if not wbuf:
             wbuf.append(torch.empty((B, n, s.nb), dtype=torch.float32, device=Ht.device))
@@ -440,14 +439,14 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) ->
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                     NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=bm16,
-                                    num_warps=s.trailing_warps or 4,
+                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
+                                    num_warps=schedules.TRAILING_WARPS,
                                     num_stages=schedules.TRAILING_STAGES)
         for mode in modes:
             trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
                                     per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=bm16,
-                                    num_warps=s.trailing_warps or 4,
+                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
+                                    num_warps=schedules.TRAILING_WARPS,
                                     num_stages=schedules.TRAILING_STAGES)
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
@@ -465,9 +464,8 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) ->
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
-                              BM16=max(16, bm) if resident else bm16, PAIR16=pair,
-                              num_warps=_warps(bn * bm) if resident else
-                              (s.fp16_warps if only16 and s.fp16_warps else s.trailing_warps or 4),
+                              BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
+                              num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)
 

@@ -63,14 +63,15 @@ TRAILING_MIN_PROGRAMS = 264
 #: too (W summed with atomics): 2x4096 trailing took 25 ms with one program per column
 #: tile sweeping all 4096 rows (EXPERIMENTS.md, run 2). 1024 was 1 % faster on 2x4096 and
 #: 8x2048 (S2) but sends 60x1024's first panels (960 tiles) to the split update: 9.86 ->
-#: 10.31 ms through the public call (run 1158); a threshold of 512 keeps them whole. With
-#: ``Schedule.split_waves`` off it is also the programs the row slices aim at.
+#: 10.31 ms through the public call (run 1158); a threshold of 512 keeps them whole. Off
+#: the GPU (no SM count) it is also the programs the row slices aim at.
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
-#: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for
-#: ``Schedule.split_waves``.
+#: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
+#: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
+#: run 1547: 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged).
 TRAILING_SPLIT_CTAS_PER_SM = 2
 #: The separate T kernel (``Schedule.t_kernel``): one warp a matrix, [NB, 32] row chunks of
 #: the stored panel for ``V^T V``. For sm_90 (ptxas, offline): 222 registers at NB = 32
@@ -94,6 +95,19 @@ PANEL_FEW_WARPS_TILE = 8192
 PAIRS_MAX_RB = 128
 #: Software-pipelining depth of the trailing kernel's row loops.
 TRAILING_STAGES = 3
+#: Warps of the streamed (non-resident) and row-split trailing kernels. At 4 they spill for
+#: sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W and U
+#: kernels), at 8 hardly (72 / 0 / 0), yet 8 warps were 10-27 % slower on every benchmark
+#: case (640x512 11.10 -> 14.14 ms, 2x4096 23.89 -> 29.47; EXPERIMENTS.md W1), and 8 for
+#: the FP16-only launch too (N4). The row-split panel takes its warps by its tile
+#: (householder._warps): 1 or 2 warps, intra-warp reductions, took 30.5 / 24.6 ms at 2x4096
+#: against 23.1 at 4 (P11).
+TRAILING_WARPS = 4
+#: Trailing column tiles no wider than the columns they update (next power of two, at
+#: least 32): the 32 columns of a group's second panel (fp16_group 2) otherwise take a
+#: 64-column tile, half of it masked. Path alone (run 1857), FP16 route 640x512 / 60x1024 /
+#: 640x512 mixed: 7.42 / 6.49 / 8.08 -> 7.32 / 6.47 / 8.01 ms; FP32 route unchanged.
+FIT_MIN_BN = 32
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (docs/DESIGN.md);
 #: tf32x3 keeps FP32 accuracy on tensor cores.
 DEFAULT_PREC = "tf32x3"
@@ -137,22 +151,9 @@ class Schedule:
     t_doubling: bool = True
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
-    # Warps of the streamed (non-resident) and row-split trailing kernels; 0: 4. At 4 they
-    # spill for sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W
-    # and U kernels), at 8 hardly (72 / 0 / 0), yet 8 warps are 10-27 % slower on every
-    # benchmark case (640x512 11.10 -> 14.14 ms, 2x4096 23.89 -> 29.47; EXPERIMENTS.md W1).
-    trailing_warps: int = 0
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
-    # Warps of the row-split Householder panel; 0: by its tile (householder._warps). At 1
-    # or 2 its reductions are intra-warp, yet 2x4096 took 30.5 / 24.6 ms against 23.1 at 4
-    # (EXPERIMENTS.md P11).
-    split_warps: int = 0
-    # Row-split updates sliced to whole waves of programs (householder.row_slices); False:
-    # about TRAILING_SPLIT_PROGRAMS programs. Path alone in a graph (EXPERIMENTS.md F2, run
-    # 1547): 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged (9.42 / 9.40).
-    split_waves: bool = True
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).
@@ -161,9 +162,10 @@ class Schedule:
     # (EXPERIMENTS.md N4, N5; 640x512 / 60x1024 dense, FP32 route 10.05 / 8.80 ms):
     # * one kernel a route, each with its own register allocation (7.85 / 6.94; both routes
     #   in one kernel, branching per matrix, 8.13 / 7.05 ms at fp16_bm 128, was removed);
-    # * fp16_bm (row chunk; 0: bm): 128 -> 8.20 / 7.13, 32 -> 8.37 / 7.37 (two launches);
-    # * fp16_warps / fp16_stages (of the FP16-only launch; 0: the FP32 launch's): 8 warps
-    #   9.30 / 7.68, 4 stages 8.40 / 7.33, 2 stages 7.88 / 6.98;
+    # * its row chunk at 128 (the FP32 launch's bm is 64): 8.20 / 7.13, at 32 8.37 / 7.37
+    #   (removed: the FP32 launch's chunk);
+    # * fp16_stages (of the FP16-only launch; 0: the FP32 launch's): 4 stages 8.40 / 7.33,
+    #   2 stages 7.88 / 6.98; 8 warps 9.30 / 7.68 (removed: TRAILING_WARPS);
     # * fp16_bn (its column tile; 0: bn): 32 -> 9.01 / 7.56, 128 -> 7.82 / 7.05.
     # With two panels a pass (fp16_group 2, N9; runs 1847 and 1853, FP32 route 10.05 /
     # 8.78): bn 64 7.73 / 6.75, bn 128 7.41-7.44 / 6.50 (its reflector reads shared by twice
@@ -171,16 +173,8 @@ class Schedule:
     # 7.90 / 6.88, bn 256 at 8 or 16 warps 7.88-7.97 / 6.92-6.98, bm 32 slower everywhere.
     # At bn 128 with fitted tiles (run 1857): 3 stages 7.32 / 6.47, 2 stages 7.19 / 6.42,
     # 4 stages 7.40 / 6.50.
-    fp16_bm: int = 0
-    fp16_warps: int = 0
     fp16_stages: int = 2
     fp16_bn: int = 128
-    # A column tile no wider than the columns it updates (next power of two, at least 32):
-    # the 32 columns of a group's second panel (fp16_group 2) otherwise take a 64-column
-    # tile, half of it masked. Path alone (run 1857), FP16 route 640x512 / 60x1024 / 640x512
-    # mixed: 7.42 / 6.49 / 8.08 -> 7.32 / 6.47 / 8.01 ms; FP32 route unchanged (10.06 / 8.78
-    # / 9.72 -> 10.03 / 8.79 / 9.72).
-    fit_bn: bool = True
     # Panels a trailing group when the FP16 route is offered (features["fp16_scale"]; in
     # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
     # panels in one pass over its tile, EXPERIMENTS.md N9).

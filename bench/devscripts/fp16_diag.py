@@ -44,31 +44,15 @@ CALIB = [  # (batch, n, cond, case, seed)
     (32, 512, 0, "rowscale", 18), (32, 512, 0, "band", 19), (32, 512, 0, "clustered", 20),
     (32, 512, 0, "nearcollinear", 21), (32, 512, 4, "rowscale", 22),
 ]
-#: Schedules compared by ``time`` (names: route, then the knob; EXPERIMENTS.md N3, N4).
-VARIANTS = {"fp32": {"fp16": False}, "fp16": {}, "fp16_bm128": {"fp16_bm": 128},
+#: Schedules compared by ``time`` (names: route, then the knob; EXPERIMENTS.md N3, N4, N9;
+#: the row-chunk, warp and unfitted-tile variants of those runs were removed with their
+#: Schedule fields in session 13, EXPERIMENTS.md Q3).
+VARIANTS = {"fp32": {"fp16": False}, "fp16": {},
             "fp32_bn128": {"fp16": False, "bn": 128},
-            "fp16_bm128_w8": {"fp16_bm": 128, "fp16_warps": 8},
-            "fp16_bm128_s4": {"fp16_bm": 128, "fp16_stages": 4},
-            "fp16_s4": {"fp16_stages": 4}, "fp16_bm128_s2": {"fp16_bm": 128, "fp16_stages": 2},
-            "fp16_s2": {"fp16_stages": 2}, "fp16_bm32": {"fp16_bm": 32},
-            "fp16_bn32": {"fp16_bn": 32}, "fp16_bn128": {"fp16_bn": 128},
-            "fp16_bn32_bm128": {"fp16_bn": 32, "fp16_bm": 128}, "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
+            "fp16_s4": {"fp16_stages": 4}, "fp16_s3": {"fp16_stages": 3},
+            "fp16_bn32": {"fp16_bn": 32}, "fp16_bn64": {"fp16_bn": 64},
             # N9: two panels a pass (fp16_group 2, the default) against one
             "fp16_g1": {"fp16_group": 1},
-            "fp16_bm32_s2": {"fp16_bm": 32, "fp16_stages": 2},
-            # wider FP16 column tiles for the pair update (the reflector reads amortized;
-            # offline sm_90 registers: bn 128 4 warps 255 + spill, 8 warps 223, 8 warps bm 32
-            # 173; bn 256 8 warps bm 32 249, 16 warps bm 32 127)
-            "fp16_bn128_w8": {"fp16_bn": 128, "fp16_warps": 8},
-            "fp16_bn128_w8_bm32": {"fp16_bn": 128, "fp16_warps": 8, "fp16_bm": 32},
-            "fp16_bn128_bm32": {"fp16_bn": 128, "fp16_bm": 32},
-            "fp16_bn256_w8_bm32": {"fp16_bn": 256, "fp16_warps": 8, "fp16_bm": 32},
-            "fp16_bn256_w16_bm32": {"fp16_bn": 256, "fp16_warps": 16, "fp16_bm": 32},
-            # with fp16_bn 128 the default (8a5294e on): the FP16 tile 64 wide again, its
-            # stages, the fitted column tile off
-            "fp16_bn64": {"fp16_bn": 64}, "fp16_bn128_s2": {"fp16_stages": 2},
-            "fp16_bn128_s4": {"fp16_stages": 4}, "fp16_nofit": {"fit_bn": False},
-            "fp32_nofit": {"fp16": False, "fit_bn": False},
             "fp32_g2": {"fp16": False, "group": 2}}
 TIME = [(640, 512, 2, "dense", 1029), (60, 1024, 2, "dense", 75342), (640, 512, 2, "mixed", 770001),
         (8, 2048, 1, "dense", 224466)]

@@ -67,19 +67,17 @@ def factor(A, sched=None):
 
 
 #: Variants compared by the ``panels`` section on every benchmark case (EXPERIMENTS.md H9,
-#: W1, P8, N2, OC4): the default, the T kernel forced off, 8-warp trailing kernels, T by the
-#: recurrence, one-pass TF32 trailing products, trailing groups of 2 and 4 panels.
+#: P8, N2, OC4): the default, the T kernel forced off, T by the recurrence, one-pass TF32
+#: trailing products, trailing groups of 2 and 4 panels.
 PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
-                  "trailing_w8": {"trailing_warps": 8}, "t_steps": {"t_doubling": False},
+                  "t_steps": {"t_doubling": False},
                   "prec_tf32": {"prec": "tf32"},
                   # Fewer passes over the trailing matrix: the far update of 2 or 4 panels in
                   # one pass (EXPERIMENTS.md OC4, family 1).
                   "group2": {"group": 2}, "group4": {"group": 4}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3; C2's CholeskyQR2 panel was removed in issue 22's session).
-SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True},
-                        "sw1": {"split_warps": 1}, "sw2": {"split_warps": 2},
-                        "nowaves": {"split_waves": False}}
+SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True}, "no_pairs": {"split_pairs": False}}
 
 
 def timed(fn, inputs, reps, graph):
