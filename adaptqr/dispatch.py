@@ -288,7 +288,8 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
         result = graphs().run(graph_key(key, shape, A.get_device(), settings), runner, A,
                               out=empty_outputs(A) if fresh else None)
     else:
-        result = runner(A)
+        with graphs().on_device(A.device):
+            result = runner(A)
 
     if _log._enabled or settings.log is not None:
         routes, fp16 = runner.routes, runner.fp16
@@ -297,7 +298,8 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
             # overwritten by the next replay: probe again, eagerly, for the record.
             a, _, H, _ = _alloc(A, B, m, n)
             a.copy_(A)
-            routes, feats = probe(plan, H, settings=settings)
+            with graphs().on_device(A.device):
+                routes, feats = probe(plan, H, settings=settings)
             fp16 = (feats or {}).get("fp16_scale")
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,

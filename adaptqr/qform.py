@@ -45,6 +45,7 @@ import torch
 import triton
 
 from adaptqr import originals
+from adaptqr.graphs.capture import on_device
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
@@ -118,7 +119,8 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     # The Triton kernels where they run; the same blocked product in torch ops elsewhere
     # (CPU tensors reach here only when a test forces the route).
     fn = triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
-    Q = fn(A, tau)
+    with on_device(A.device):
+        Q = fn(A, tau)
     if out is None:
         return Q
     _check_out(out, Q)

@@ -24,10 +24,10 @@ from typing import Callable, Hashable, Sequence
 import torch
 
 from adaptqr.graphs.cache import CAPTURE_ON_CALL, GraphCache, InPlacePlan, is_inplace_plan
-from adaptqr.graphs.capture import CudaGraphBackend
+from adaptqr.graphs.capture import CudaGraphBackend, on_device
 
 __all__ = ["run", "clear", "new_cache", "stats", "reset_stats", "default_cache", "GraphCache",
-           "CudaGraphBackend", "CAPTURE_ON_CALL", "InPlacePlan", "is_inplace_plan"]
+           "CudaGraphBackend", "CAPTURE_ON_CALL", "InPlacePlan", "is_inplace_plan", "on_device"]
 
 _default: GraphCache | None = None
 _default_lock = threading.Lock()

@@ -28,6 +28,7 @@ Example (needs a GPU)::
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -57,7 +58,7 @@ class GraphHandle:
     last_stream: torch.cuda.Stream | None = None
 
 
-class _DeviceGuard:
+class DeviceGuard:
     """``torch.cuda.device(index)`` that costs one C call when the device is already current."""
 
     __slots__ = ("index", "ctx")
@@ -74,6 +75,12 @@ class _DeviceGuard:
     def __exit__(self, *exc):
         if self.ctx is not None:
             self.ctx.__exit__(*exc)
+
+
+def on_device(device: torch.device):
+    """A :class:`DeviceGuard` for a CUDA device (Triton launches on the current device, not
+    the tensors'), else a context that does nothing."""
+    return DeviceGuard(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
 def _wait_for(stream: torch.cuda.Stream, waiter: torch.cuda.Stream) -> None:
@@ -105,12 +112,12 @@ class CudaGraphBackend:
         return isinstance(A, torch.Tensor) and A.is_cuda
 
     def is_capturing(self, A: torch.Tensor) -> bool:
-        with _DeviceGuard(A.device):
+        with DeviceGuard(A.device):
             return torch.cuda.is_current_stream_capturing()
 
     def warmup(self, fn: Callable, A: torch.Tensor) -> tuple:
         """Run ``fn(A)`` eagerly on this thread's side stream, ordered with the caller's."""
-        with _DeviceGuard(A.device):
+        with DeviceGuard(A.device):
             cur = torch.cuda.current_stream()
             side = self._side_stream(A.device)
             side.wait_stream(cur)
@@ -130,7 +137,7 @@ class CudaGraphBackend:
         The buffers thunk reads must be allocated, and filled, before the call (the
         capture synchronizes the device first, so work queued on any stream is done).
         """
-        with _DeviceGuard(dev):
+        with DeviceGuard(dev):
             alloc_stream = torch.cuda.current_stream()
             side = self._side_stream(dev)
             g = torch.cuda.CUDAGraph()
@@ -156,23 +163,23 @@ class CudaGraphBackend:
     def begin(self, h: GraphHandle) -> None:
         if h.last_key is None:
             return
-        with _DeviceGuard(h.device):
+        with DeviceGuard(h.device):
             if torch._C._cuda_getCurrentStream(h.device.index) != h.last_key:
                 _wait_for(h.last_stream, torch.cuda.current_stream())
 
     def replay(self, h: GraphHandle) -> None:
-        with _DeviceGuard(h.device):
+        with DeviceGuard(h.device):
             h.graph.replay()
 
     def end(self, h: GraphHandle) -> None:
-        with _DeviceGuard(h.device):
+        with DeviceGuard(h.device):
             cur = torch._C._cuda_getCurrentStream(h.device.index)
             if cur != h.last_key:
                 h.last_key, h.last_stream = cur, torch.cuda.current_stream()
 
     def release(self, h: GraphHandle) -> None:
         """Free the graph; its private pool goes back to torch's allocator (no sync)."""
-        with _DeviceGuard(h.device):
+        with DeviceGuard(h.device):
             if h.last_stream is not None and h.last_stream != h.alloc_stream:
                 _wait_for(h.last_stream, h.alloc_stream)
             # An executable graph destroyed while in flight is freed when it completes.

@@ -86,3 +86,17 @@ def test_linalg_qr_gradients_agree_with_torch():
         gs.append(X.grad.double())
     scale = gs[1].abs().amax()
     assert ((gs[0] - gs[1]).abs().amax() / scale).item() < 1e-3
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("shape", [(8, 64, 64), (4, 700, 600)])  # graph-cached and eager sizes
+def test_a_device_that_is_not_current(shape):
+    # Triton launches on the current device: the library's calls set the tensors' device.
+    assert torch.cuda.current_device() == 0
+    A = torch.randn(*shape, device="cuda:1")
+    h, tau = adaptqr.geqrf(A)
+    Q = adaptqr.householder_product(h, tau)
+    Q2, R = adaptqr.linalg.qr(A)
+    assert Q.device == Q2.device == R.device == A.device
+    assert _ortho(Q) <= HALF_GATE and _ortho(Q2) <= HALF_GATE
+    torch.testing.assert_close(Q2 @ R, A, rtol=0, atol=1e-4 * A.abs().amax().item())
