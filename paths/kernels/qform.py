@@ -20,9 +20,9 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
   A panel starting right of the tile's last column leaves the tile's identity columns as
   they are (``V``'s rows above ``k0`` are zero), so it is skipped: the tile at columns
   ``c`` does ``c / NB`` panels' work. ``RESIDENT``: the tile ``[BN, BM]`` (``BM >= m``)
-  stays in registers from the identity to the store, with each panel's ``T`` built there; otherwise it is written as the
-  identity, and each panel takes one pass over row chunks of BM for ``W`` and one to
-  update.
+  stays in registers from the identity to the store, with each panel's ``T`` built there;
+  otherwise it is written as the identity, and each panel takes one pass over row chunks
+  of BM for ``W`` and one to update (:func:`_chunked_update`).
 
 * :func:`apply_qt_kernel`: ``C <- Q^T C`` for other columns (the wide path's), the panels
   first to last with ``T`` as stored.
