@@ -250,8 +250,8 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
 
     ``path`` forces a path by name (else ``ADAPTQR_PATH``). ``op``: the public op the
     factorization serves (``"geqrf"``, ``"qr"``), for the decisions log. ``fresh``: a graph
-    replay copies into outputs allocated now rather than handing out its own (the custom op:
-    torch.compile's CUDA graphs want every output in their own memory pool). The input is
+    replay returns copies of its outputs rather than its own (the custom op: torch.compile's
+    CUDA graphs want every output in their own memory pool; an eager run's are fresh). The input is
     never modified.
     """
     settings = config.snapshot()  # the call's settings, read once
@@ -286,7 +286,7 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
         # Allocated outside any capture, so the graph only reads it.
         plan.zero_routes(B, A.device)
         result = graphs().run(graph_key(key, shape, A.get_device(), settings), runner, A,
-                              out=empty_outputs(A) if fresh else None)
+                              fresh=fresh)
     else:
         with graphs().on_device(A.device):
             result = runner(A)

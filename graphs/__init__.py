@@ -45,15 +45,18 @@ def default_cache() -> GraphCache:
 
 
 def run(key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]], A: torch.Tensor,
-        *, out: Sequence[torch.Tensor] | None = None, capturable: bool = True) -> tuple:
+        *, out: Sequence[torch.Tensor] | None = None, capturable: bool = True,
+        fresh: bool = False) -> tuple:
     """``fn(A)`` as a tuple of fresh tensors, replayed from a CUDA graph when possible.
 
     ``fn`` is a callable ``fn(A) -> (H, tau)`` or an in-place plan (``InPlacePlan``:
     ``alloc``/``load``/``body``), whose replays skip the copy of ``A`` into a static input.
     ``out=(H, tau)`` copies the result into the caller's tensors and returns them.
-    ``capturable=False`` runs ``fn`` eagerly (reason recorded in ``stats()``).
+    ``capturable=False`` runs ``fn`` eagerly (reason recorded in ``stats()``). ``fresh``: a
+    replay returns copies of the static outputs (for a caller whose outputs must be
+    allocated in its own call, such as a custom op under torch's CUDA graphs).
     """
-    return default_cache().run(key, fn, A, out=out, capturable=capturable)
+    return default_cache().run(key, fn, A, out=out, capturable=capturable, fresh=fresh)
 
 
 def new_cache(get_config: Callable, output_slots: int = 1) -> GraphCache:

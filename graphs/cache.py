@@ -279,8 +279,10 @@ class GraphCache:
     # ------------------------------------------------------------------ public
     def run(self, key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]],
             A: torch.Tensor, *, out: Sequence[torch.Tensor] | None = None,
-            capturable: bool = True) -> tuple:
-        """``fn(A)``, replayed from a captured graph when possible. See the module doc."""
+            capturable: bool = True, fresh: bool = False) -> tuple:
+        """``fn(A)``, replayed from a captured graph when possible. See the module doc.
+        ``fresh``: a replay returns copies of its outputs, never the slot's own (an eager
+        run's are fresh already)."""
         cfg = self._get_config()
         reason = self._precheck(A, capturable, cfg)
         if reason is not None:
@@ -295,7 +297,7 @@ class GraphCache:
                 self._misses += 1
                 reason = self._miss_reason(key)
         if entry is not None:
-            result = self._replay(entry, A, out)
+            result = self._replay(entry, A, out, fresh)
             if result is _BUSY:  # a miss after all: nothing was replayed
                 with self._lock:
                     self._hits -= 1
@@ -394,7 +396,7 @@ class GraphCache:
         self._note(key, reason)
         return _deliver(fn(A), out)
 
-    def _replay(self, entry: _Entry, A: torch.Tensor, out):
+    def _replay(self, entry: _Entry, A: torch.Tensor, out, fresh: bool = False):
         """The replayed result; None when the entry was released meanwhile; _BUSY when
         every slot's outputs are still held."""
         with entry.lock:
@@ -417,7 +419,7 @@ class GraphCache:
             self.backend.replay(slot.handle)
             if out is not None:
                 result = _deliver(slot.static_out, out)
-            elif entry.handout:
+            elif entry.handout and not fresh:
                 result = tuple(t.detach() for t in slot.static_out)
             else:
                 result = tuple(_clone_like(t) for t in slot.static_out)

@@ -159,6 +159,23 @@ def test_capture_on_second_call_then_replay_gives_fresh_correct_results():
     assert {H.data_ptr() for H, _ in outs[2:2 + S]} == slot_ptrs
 
 
+def test_fresh_replays_return_copies_and_leave_the_slots_free():
+    # The geqrf custom op's mode: torch's CUDA graphs want every output allocated in the
+    # op's own call, so no slot's static output is handed out, and none stays held.
+    c, be, _ = make()
+    A = [rand(3, 6, 6, seed=s) for s in range(6)]
+    outs = [c.run("k", geqrf_plan, a, fresh=True) for a in A]
+    assert c.stats()["captures"] == 1 and be.replays == 4
+    assert cache_mod.REASON_SLOTS_BUSY not in c.stats()["eager_reasons"]
+    slot_ptrs = {t.data_ptr() for h in be.captured for t in h["outs"]}
+    for a, (H, tau) in zip(A, outs):
+        H0, tau0 = torch.geqrf(a)
+        torch.testing.assert_close(H, H0)
+        torch.testing.assert_close(tau, tau0)
+        assert H.stride() == H0.stride()
+        assert H.data_ptr() not in slot_ptrs and tau.data_ptr() not in slot_ptrs
+
+
 def test_dropped_results_free_their_slot_and_held_ones_are_never_overwritten():
     c, be, _ = make()
     A = [rand(3, 6, 6, seed=s) for s in range(12)]
@@ -481,9 +498,9 @@ def test_expanded_input_is_captured_into_a_dense_buffer():
 
 def test_entry_evicted_between_lookup_and_replay_runs_eagerly():
     class Racy(GraphCache):
-        def _replay(self, entry, A, out):
+        def _replay(self, entry, A, out, fresh=False):
             self._release(entry)  # what another thread's eviction would do meanwhile
-            return super()._replay(entry, A, out)
+            return super()._replay(entry, A, out, fresh)
 
     be = FakeBackend()
     c = Racy(backend=be, get_config=Cfg())
