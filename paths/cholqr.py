@@ -261,19 +261,21 @@ def factor_cholqr(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     B, _, n = H.shape
     fail = torch.empty(B, dtype=torch.int32, device=H.device)
     run_body(H, tau, fail)
-    ok = fail == 0
-    redo = torch.nonzero(~ok).flatten()
-    count = redo.numel()  # the host sync: the fallback's batch size
+    # The path's one host sync (why it is not capturable): the fail codes, read once, give
+    # the fallback's batch and the note, before any fallback kernel is queued.
+    reasons = fail.tolist()
+    matrices = [b for b, f in enumerate(reasons) if f]
     note = None
-    if count:
+    if matrices:
         name, impl = fallback if fallback is not None else _default_fallback(H.device)
+        redo = torch.tensor(matrices, dtype=torch.int64, device=H.device)
         Hs = H.mT.index_select(0, redo).mT  # still the input there; stays column-major
-        taus = torch.empty(count, n, dtype=tau.dtype, device=tau.device)
+        taus = torch.empty(len(matrices), n, dtype=tau.dtype, device=tau.device)
         impl(Hs, taus, None)
         H.mT.index_copy_(0, redo, Hs.mT)
         tau.index_copy_(0, redo, taus)
-        note = {"from": NAME, "to": name, "matrices": redo.tolist(),
-                "reasons": fail.index_select(0, redo).tolist()}
+        note = {"from": NAME, "to": name, "matrices": matrices,
+                "reasons": [reasons[b] for b in matrices]}
     if info is not None and hasattr(info, "notes"):
         info.notes["fallback"] = note
 
