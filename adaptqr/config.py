@@ -88,13 +88,11 @@ GRAPH_MAX_INPUT = 128 << 20
 class Knobs:
     """The experiment knobs, set by :func:`experiment` (None: the library's constant):
     ``split_min_rows`` (``schedules.SPLIT_MIN_ROWS``), ``tail_prec``
-    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``gram_min_rows``
-    (``schedules.GRAM_MIN_ROWS``; a huge value turns the Gram panel off)."""
+    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``)."""
 
     split_min_rows: int | None
     tail_prec: str | None
     fp16_max_n: int | None
-    gram_min_rows: int | None = None
 
 
 @dataclass(frozen=True)

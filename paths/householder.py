@@ -61,7 +61,6 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
-from adaptqr.paths.kernels.gram_panel import panel_gram_kernel
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
     SPLIT_WSTR_NB,
@@ -194,7 +193,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
     0) taken from the call's settings snapshot (``info.settings``, else the current one),
     else from the library's constants."""
-    if s.small or (s.tail_prec is not None and s.split_min_rows and s.gram_min_rows):
+    if s.small or (s.tail_prec is not None and s.split_min_rows):
         return s
     knobs = getattr(info, "settings", None)
     if knobs is None:
@@ -204,8 +203,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     knobs = knobs.knobs
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
-        split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
-        gram_min_rows=s.gram_min_rows or knobs.gram_min_rows or schedules.GRAM_MIN_ROWS)
+        split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS)
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -232,7 +230,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                              f"{s.fp16_group}")
         group = s.fp16_group
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-    f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf, [])
+    f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
         for k in range(g0, gend, nb):
@@ -242,9 +240,6 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                 _trailing(f, k, 1, k + pw, gend, None)
         if gend < n:
             _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
-    if f.gc and info is not None and hasattr(info, "notes"):
-        # For the decisions log: a device tensor, read when the record is.
-        info.notes["panels"] = {"gram": f.gc[0][0], "total": n_tw}
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -345,22 +340,6 @@ class _Blocked(NamedTuple):
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
     wbuf: list            # the row-split trailing update's W, allocated on first use
-    gc: list              # the Gram panels' per-matrix count and done flags, on first use
-
-    def gram_work(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(count, done)``, both ``(B,)`` int32: how many of each matrix's panels took the
-        Gram route, and whether the current one did."""
-        if not self.gc:
-            self.gc.append(torch.zeros((2, self.B), dtype=torch.int32, device=self.Ht.device))
-        return self.gc[0][0], self.gc[0][1]
-
-
-def _gram(s: schedules.Schedule, elements: int, rows: int, pw: int) -> bool:
-    """Whether a panel of ``rows`` rows, ``pw`` columns and a register tile of ``elements``
-    takes the Gram panel (``Schedule.gram``, else at least ``Schedule.gram_min_rows``)."""
-    if elements > schedules.REG_PANEL_MAX_TILE or pw != s.nb or rows <= s.nb:
-        return False
-    return s.gram if s.gram is not None else rows >= s.gram_min_rows
 
 
 def _panel(f: _Blocked, k: int, pw: int) -> None:
@@ -372,21 +351,6 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
     MB = max(16, next_pow2(m - k))
     sep_t = bool(s.t_kernel)
     from_s = False
-    if _gram(s, nb * MB, m - k, pw):
-        # The Gram panel, then the column steps (T in the kernel) for the matrices it left.
-        gc, done = f.gram_work()
-        panel_gram_kernel[(B,)](Ht, tau, TW, na, gc, done, k, m, n, k // nb, n_tw,
-                                NB=nb, CH=s.gram_rows or schedules.GRAM_PANEL_ROWS,
-                                LOG2NB=nb.bit_length() - 1, HAS_NA=has_na,
-                                INV_STEPS=s.gram_inv_steps,
-                                num_warps=s.gram_warps or schedules.GRAM_PANEL_WARPS)
-        sm = split.sm if split is not None else B + 1
-        warps, _ = schedules.register_panel_plan(B, sm, nb * MB)
-        panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
-                               NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=True, WRITE_S=True,
-                               LOG2NB=nb.bit_length() - 1, FLOOR=floor, DONE=done,
-                               num_warps=s.panel_warps or warps)
-        return
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
         sm = split.sm if split is not None else B + 1

@@ -108,14 +108,6 @@ TRAILING_WARPS = 4
 #: 64-column tile, half of it masked. Path alone (run 1857), FP16 route 640x512 / 60x1024 /
 #: 640x512 mixed: 7.42 / 6.49 / 8.08 -> 7.32 / 6.47 / 8.01 ms; FP32 route unchanged.
 FIT_MIN_BN = 32
-#: Panels of at least this many rows (and a full register tile) take the Gram panel
-#: (kernels/gram_panel.py: CholeskyQR2 rebuilt into Householder form, per matrix the column
-#: steps where it is not safe) instead of the register panel's column steps.
-GRAM_MIN_ROWS = 64
-#: Warps of the Gram panel and the rows of its streamed chunks ([nb, 64] tiles; a [32, 512]
-#: tile in one tl.dot put K = 512 in each thread's registers: 29 KB of stack for sm_90).
-GRAM_PANEL_WARPS = 4
-GRAM_PANEL_ROWS = 64
 #: Products of the trailing update. One-pass TF32 fails 640x512 mixed (docs/DESIGN.md);
 #: tf32x3 keeps FP32 accuracy on tensor cores.
 DEFAULT_PREC = "tf32x3"
@@ -159,17 +151,6 @@ class Schedule:
     t_doubling: bool = True
     # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
-    # Register panels by CholeskyQR2 rebuilt into Householder form (kernels/gram_panel.py):
-    # True / False for every full register panel of more than nb rows; None: those of at
-    # least gram_min_rows rows (0: the gram_min_rows knob, else GRAM_MIN_ROWS; resolved
-    # once a call).
-    gram: bool | None = None
-    gram_min_rows: int = 0
-    # Launch knobs of the Gram panel under measurement (EXPERIMENTS.md G4): warps (0:
-    # GRAM_PANEL_WARPS), chunk rows (0: GRAM_PANEL_ROWS), triangular inverses a column a step.
-    gram_warps: int = 0
-    gram_rows: int = 0
-    gram_inv_steps: bool = False
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None

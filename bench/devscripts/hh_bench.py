@@ -74,12 +74,7 @@ PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
                   "prec_tf32": {"prec": "tf32"},
                   # Fewer passes over the trailing matrix: the far update of 2 or 4 panels in
                   # one pass (EXPERIMENTS.md OC4, family 1).
-                  "group2": {"group": 2}, "group4": {"group": 4},
-                  # The register panel's column steps everywhere (EXPERIMENTS.md G4).
-                  "no_gram": {"gram": False},
-                  **{f"gram_w{w}_r{r}{'_st' if st else ''}": {"gram_warps": w, "gram_rows": r,
-                                                           "gram_inv_steps": st}
-                     for w in (1, 2, 4) for r in (32, 64) for st in (False, True)}}
+                  "group2": {"group": 2}, "group4": {"group": 4}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3; C2's CholeskyQR2 panel was removed in issue 22's session).
 SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True}, "no_pairs": {"split_pairs": False}}

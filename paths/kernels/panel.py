@@ -247,44 +247,10 @@ def _column_of(P, jj, rows, j, c):
 
 
 @triton.jit
-def householder_columns(P, jj, rows, k, pw, na, b, TW, tw_index, n_tw,
-                        NB: tl.constexpr, WRITE_S: tl.constexpr, FLOOR: tl.constexpr):
-    """The column steps of a register panel (LAPACK geqr2 on the tile ``P`` ``[NB, MB]``:
-    column ``j`` of the panel at row ``k`` is ``P[j, :]``, its rows ``rows``): ``(P, taus)``
-    with the reflectors below the diagonal and R on and above it. ``WRITE_S``: column j's
-    ``w = P^T v_j`` goes to row j of ``TW[b, tw_index]`` (see :func:`panel_reg_kernel`)."""
-    taus = tl.zeros((NB,), dtype=tl.float32)
-    for j in range(0, pw):
-        c = k + j
-        sel, x, is_top, below, xb = _column_of(P, jj, rows, j, c)
-        # alpha and the plain sum of squares in one reduction (one round across warps).
-        alpha, ss = tl.reduce((tl.where(is_top, x, 0.0), xb * xb), 0, _sum2)
-        if plain_norm_ok(ss):
-            xnp, p = plain_norm(alpha, ss)
-        else:
-            amax = tl.max(tl.abs(xb), axis=0)
-            xs, _ = scaled_by_max(xb, amax)
-            xnp, p = scaled_norm(alpha, amax, tl.sum(xs * xs, axis=0))
-        tau, beta, scale, do = _reflector(alpha, xnp, p, c < na, FLOOR)
-        vb = (xb * p) * scale
-        # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
-        v = tl.where(is_top, 1.0, vb)
-        w = tl.sum(P * v[None, :], axis=1)
-        if WRITE_S:
-            # Rows i < j of P are stored reflectors, zero where v is: w[i] = v_i^T v_j.
-            tl.store(_t_slot(TW, b, tw_index, n_tw, NB) + j * NB + jj, w)
-        P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
-        newcol = tl.where(is_top, beta, tl.where(below & do, vb, x))
-        P = tl.where(sel[:, None], newcol[None, :], P)
-        taus = tl.where(sel, tau, taus)
-    return P, taus
-
-
-@triton.jit
 def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                      NB: tl.constexpr, MB: tl.constexpr,
                      HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, WRITE_S: tl.constexpr = False,
-                     LOG2NB: tl.constexpr = 0, FLOOR: tl.constexpr = 0.0, DONE=None):
+                     LOG2NB: tl.constexpr = 0, FLOOR: tl.constexpr = 0.0):
     """Factor columns [k, k+pw) of matrix program_id(0), panel resident in registers.
 
     Ht: (B, n, m) float32 contiguous; TAU: (B, n); TW: (B, n_tw, NB, NB); NA: (B,) int32.
@@ -293,14 +259,9 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     :func:`panel_t_kernel` with ``FROM_S`` (no second pass over V), or, with ``WRITE_T``, for
     this kernel's own T (by doubling when ``LOG2NB`` is ``log2 NB``), instead of ``V^T V``
     from the tile and the NB-step recurrence across the warps. ``FLOOR``: a sub-column
-    norm below it gives no reflector (:data:`NEGLIGIBLE_SUBCOLUMN` or 0). ``DONE`` (int32
-    ``(B,)``, optional): a matrix with ``DONE[b] != 0`` is left alone (the Gram panel
-    factored it, kernels/gram_panel.py).
+    norm below it gives no reflector (:data:`NEGLIGIBLE_SUBCOLUMN` or 0).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
-    if DONE is not None:
-        if tl.load(DONE + b) != 0:
-            return
     jj = tl.arange(0, NB)
     rows = k + tl.arange(0, MB)
     cols = k + jj
@@ -312,8 +273,30 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
     # load waits for NA's, once a program (EXPERIMENTS.md P6).
     P = tl.load(ptrs, mask=mask, other=0.0)
     if k < na:
-        P, taus = householder_columns(P, jj, rows, k, pw, na, b, TW, tw_index, n_tw,
-                                      NB, WRITE_S, FLOOR)
+        taus = tl.zeros((NB,), dtype=tl.float32)
+        for j in range(0, pw):
+            c = k + j
+            sel, x, is_top, below, xb = _column_of(P, jj, rows, j, c)
+            # alpha and the plain sum of squares in one reduction (one round across warps).
+            alpha, ss = tl.reduce((tl.where(is_top, x, 0.0), xb * xb), 0, _sum2)
+            if plain_norm_ok(ss):
+                xnp, p = plain_norm(alpha, ss)
+            else:
+                amax = tl.max(tl.abs(xb), axis=0)
+                xs, _ = scaled_by_max(xb, amax)
+                xnp, p = scaled_norm(alpha, amax, tl.sum(xs * xs, axis=0))
+            tau, beta, scale, do = _reflector(alpha, xnp, p, c < na, FLOOR)
+            vb = (xb * p) * scale
+            # |v| <= 1, so one tile reduction w = P v neither overflows nor underflows.
+            v = tl.where(is_top, 1.0, vb)
+            w = tl.sum(P * v[None, :], axis=1)
+            if WRITE_S:
+                # Rows i < j of P are stored reflectors, zero where v is: w[i] = v_i^T v_j.
+                tl.store(_t_slot(TW, b, tw_index, n_tw, NB) + j * NB + jj, w)
+            P = tl.where((jj > j)[:, None], P - (tau * w)[:, None] * v[None, :], P)
+            newcol = tl.where(is_top, beta, tl.where(below & do, vb, x))
+            P = tl.where(sel[:, None], newcol[None, :], P)
+            taus = tl.where(sel, tau, taus)
         tl.store(ptrs, P, mask=mask)
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
