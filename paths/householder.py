@@ -371,7 +371,6 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
             panel_split_kernel[(B, p)](Ht, tau, TW, na, WS, SP, CNT, k, m, n, pw, k // nb,
                                        n_tw, p, NB=nb, RB=rb, PMAX=pmax, HAS_NA=has_na,
                                        WRITE_T=wt, PAIRS=_pairs(s, rb), FLOOR=floor,
-                                       POLL=s.split_poll,
                                        num_warps=_warps(nb * rb))
         else:
             CH = max(16, schedules.REG_PANEL_MAX_TILE // nb)

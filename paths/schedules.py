@@ -154,9 +154,6 @@ class Schedule:
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
-    # The row-split panel's grid barrier waits by volatile loads of its counter, one
-    # acquiring atomic at the end (panel._grid_barrier's POLL), instead of an atomic a poll.
-    split_poll: bool = False
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -77,10 +77,7 @@ PANEL_VARIANTS = {"base": {}, "t_in_panel": {"t_kernel": False},
                   "group2": {"group": 2}, "group4": {"group": 4}}
 #: Variants for the cases with row-split panels (``--sections split_panels``; EXPERIMENTS.md
 #: S3; C2's CholeskyQR2 panel was removed in issue 22's session).
-SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True}, "no_pairs": {"split_pairs": False},
-                        # The barrier's wait by loads (EXPERIMENTS.md S4).
-                        "poll": {"split_poll": True},
-                        "poll_no_pairs": {"split_poll": True, "split_pairs": False}}
+SPLIT_PANEL_VARIANTS = {"base": {}, "pairs": {"split_pairs": True}, "no_pairs": {"split_pairs": False}}
 
 
 def timed(fn, inputs, reps, graph):

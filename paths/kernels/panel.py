@@ -446,23 +446,14 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
 
 @triton.jit
-def _grid_barrier(CNT, idx, P, POLL: tl.constexpr = False):
+def _grid_barrier(CNT, idx, P):
     """All P programs of one matrix meet here (counter CNT[idx] counts arrivals; zeroed by
-    the launcher). Only safe when every program of the grid is resident at once. ``POLL``:
-    wait with plain (volatile) loads of the counter and one acquiring atomic at the end,
-    instead of an atomic read-modify-write a poll (P programs' polls queue at one L2 line)."""
+    the launcher). Only safe when every program of the grid is resident at once."""
     tl.debug_barrier()
     tl.atomic_add(CNT + idx, 1, sem="release")
-    if POLL:
-        cnt = tl.load(CNT + idx, volatile=True)
-        while cnt < P:
-            cnt = tl.load(CNT + idx, volatile=True)
-        # The partials the others stored before their release are read after this.
-        tl.atomic_add(CNT + idx, 0, sem="acquire")
-    else:
+    cnt = tl.atomic_add(CNT + idx, 0, sem="acquire")
+    while cnt < P:
         cnt = tl.atomic_add(CNT + idx, 0, sem="acquire")
-        while cnt < P:
-            cnt = tl.atomic_add(CNT + idx, 0, sem="acquire")
     tl.debug_barrier()
 
 
@@ -470,7 +461,7 @@ def _grid_barrier(CNT, idx, P, POLL: tl.constexpr = False):
 def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw, P,
                        NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
                        HAS_NA: tl.constexpr, WRITE_T: tl.constexpr, PAIRS: tl.constexpr = False,
-                       FLOOR: tl.constexpr = 0.0, POLL: tl.constexpr = False):
+                       FLOOR: tl.constexpr = 0.0):
     """Factor columns [k, k+pw) of matrix program_id(0) with P programs (program_id(1)),
     each holding RB rows of the panel in registers; one grid barrier per column.
 
@@ -479,8 +470,7 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
     arrival counter per column, per rescaled column, and per panel's T).
     Every program reduces the same partials in the same order, so all of them compute the
     same reflector bit for bit. The caller guarantees all B*P programs are resident.
-    PAIRS: two columns a barrier (:func:`split_columns_pairs`). POLL: the grid barrier's
-    wait by loads (:func:`_grid_barrier`).
+    PAIRS: two columns a barrier (:func:`split_columns_pairs`).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     p = tl.program_id(1)
@@ -495,10 +485,10 @@ def panel_split_kernel(Ht, TAU, TW, NA, WS, SP, CNT, k, m, n, pw, tw_index, n_tw
         P_ = tl.load(ptrs, mask=mask, other=0.0)
         if PAIRS:
             split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw,
-                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T, FLOOR, POLL)
+                                tw_index, n_tw, P, NB, RB, PMAX, WRITE_T, FLOOR)
         else:
             split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
-                          n_tw, P, NB, RB, PMAX, WRITE_T, FLOOR, POLL)
+                          n_tw, P, NB, RB, PMAX, WRITE_T, FLOOR)
     else:
         if p == 0:
             tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
@@ -543,7 +533,7 @@ def _unscaled_ok(amax, dsum):
 @triton.jit
 def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, P, rows,
                       NB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
-                      FLOOR: tl.constexpr, POLL: tl.constexpr = False):
+                      FLOOR: tl.constexpr):
     """Reflector of column j (row c) from the round's sums (``D = P^T x`` below row c, ``top``
     = row c, ``amax`` of x below c), with the scaled round when the unscaled sums are not
     exact enough; this program's rows updated. Returns ``(P_, taus, plain, tau, scale, w)``
@@ -562,7 +552,7 @@ def _column_from_sums(P_, taus, j, c, x, xb, D, top, amax, wsb, cntb, p, na, n, 
         fslot = wsb + 2 * PMAX * WSTR
         xs, s = scaled_by_max(xb, amax)
         tl.store(fslot + p * WSTR + jj, tl.sum(P_ * xs[None, :], axis=1))
-        _grid_barrier(cntb, n + c, P, POLL)
+        _grid_barrier(cntb, n + c, P)
         d = tl.sum(tl.load(fslot + pp[:, None] * WSTR + jj[None, :], mask=pmask,
                            other=0.0, volatile=True), axis=0)
     alpha = tl.sum(tl.where(sel, top, 0.0), axis=0)
@@ -594,7 +584,7 @@ def _store_partials(own, P_, xb, is_top, NB: tl.constexpr):
 @triton.jit
 def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
                 NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
-                FLOOR: tl.constexpr, POLL: tl.constexpr = False):
+                FLOOR: tl.constexpr):
     """One column (k + j) of the row-split panel: partial dot products through round slot
     ``rnd % 2``, one grid barrier (two when the column needs the scaled round), the
     reflector, this program's rows updated. Returns ``(P_, taus)``."""
@@ -605,20 +595,20 @@ def _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     slot = rnd % 2
     own = wsb + slot * PMAX * WSTR + p * WSTR
     _store_partials(own, P_, xb, is_top, NB)
-    _grid_barrier(cntb, c, P, POLL)
+    _grid_barrier(cntb, c, P)
     D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
     top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
     amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
     P_, taus, _plain, _tau, _scale, _w = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
                                                            wsb, cntb, p, na, n, P, rows,
-                                                           NB, PMAX, WSTR, FLOOR, POLL)
+                                                           NB, PMAX, WSTR, FLOOR)
     return P_, taus
 
 
 @triton.jit
 def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
                   n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                  WRITE_T: tl.constexpr, POLL: tl.constexpr = False):
+                  WRITE_T: tl.constexpr):
     """Store this program's rows of the factored panel, tau (program 0) and, with WRITE_T,
     T from the summed partial ``V^T V`` (one more barrier)."""
     jj = tl.arange(0, NB)
@@ -634,7 +624,7 @@ def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw
         S_p = _vtv(P_, rows, cols, keep[:, None] & rowvalid[None, :])
         spb = SP + b.to(tl.int64) * PMAX * NB * NB
         tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
-        _grid_barrier(cntb, 2 * n + k, P, POLL)
+        _grid_barrier(cntb, 2 * n + k, P)
         if p == 0:
             # A chunk of programs' partials a load: their L2 round trips overlap.
             qq = tl.arange(0, T_SUM_CHUNK)
@@ -660,7 +650,7 @@ SPLIT_WSTR_NB = tl.constexpr(6)
 @triton.jit
 def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index, n_tw, P,
                   NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WRITE_T: tl.constexpr,
-                  FLOOR: tl.constexpr = 0.0, POLL: tl.constexpr = False):
+                  FLOOR: tl.constexpr = 0.0):
     """The column loop of :func:`panel_split_kernel` on this program's rows ``P_`` (``[NB,
     RB]``, loaded from ``ptrs``/``mask``): reflectors, the stored panel, tau and (WRITE_T) T."""
     WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
@@ -669,9 +659,9 @@ def split_columns(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, t
     taus = tl.zeros((NB,), dtype=tl.float32)
     for j in range(0, pw):
         P_, taus = _split_step(P_, taus, j, j, wsb, cntb, p, na, k, m, n, P, NB, RB, PMAX, WSTR,
-                               FLOOR, POLL)
+                               FLOOR)
     _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
-                  n_tw, P, NB, RB, PMAX, WRITE_T, POLL)
+                  n_tw, P, NB, RB, PMAX, WRITE_T)
 
 
 #: A column pair's second reflector comes from the round's sums only while its sub-column
@@ -684,7 +674,7 @@ PAIR_MIN_KEEP = tl.constexpr(0.25)
 @triton.jit
 def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
                NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr, WSTR: tl.constexpr,
-               FLOOR: tl.constexpr, POLL: tl.constexpr = False):
+               FLOOR: tl.constexpr):
     """Columns k + j and k + j + 1 of the row-split panel with one grid barrier: the round
     carries, besides column j's sums, those of column j + 1 (``P^T y``, row c + 1), and the
     second reflector is derived from them by algebra. Returns ``(P_, taus, done)``, ``done``
@@ -708,7 +698,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     own = wsb + slot * PMAX * WSTR + p * WSTR
     _store_partials(own, P_, xb, is_top, NB)
     _store_partials(own + 3 * NB, P_, yb, is_top2, NB)
-    _grid_barrier(cntb, c, P, POLL)
+    _grid_barrier(cntb, c, P)
     D = _gather(wsb, slot, 0, p, P, WSTR, PMAX, NB)
     top = _top_row(wsb, slot, NB, PMAX, WSTR, NB)
     amax = _gather_max(wsb, slot, 2 * NB, p, P, WSTR, PMAX, NB)
@@ -718,7 +708,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
     # Column j, as _split_step.
     P_, taus, plain, tau1, scale1, w1 = _column_from_sums(P_, taus, j, c, x, xb, D, top, amax,
                                                           wsb, cntb, p, na, n, P, rows,
-                                                          NB, PMAX, WSTR, FLOOR, POLL)
+                                                          NB, PMAX, WSTR, FLOOR)
     # Column j + 1 after reflector j, from the sums: y' = y - g x below row c + 1.
     h = tau1 * w1 * scale1
     g = tl.sum(tl.where(sel2, h, 0.0), axis=0)
@@ -752,8 +742,7 @@ def _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
 @triton.jit
 def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n, pw, tw_index,
                         n_tw, P, NB: tl.constexpr, RB: tl.constexpr, PMAX: tl.constexpr,
-                        WRITE_T: tl.constexpr, FLOOR: tl.constexpr = 0.0,
-                        POLL: tl.constexpr = False):
+                        WRITE_T: tl.constexpr, FLOOR: tl.constexpr = 0.0):
     """:func:`split_columns` with two columns a grid barrier where it can (``_pair_step``):
     half the barriers of a panel. Schedule ``split_pairs`` (EXPERIMENTS.md S3)."""
     WSTR: tl.constexpr = SPLIT_WSTR_NB * NB
@@ -765,12 +754,12 @@ def split_columns_pairs(P_, ptrs, mask, TAU, TW, WS, SP, CNT, b, p, na, k, m, n,
     while j < pw:
         if j + 1 < pw:
             P_, taus, done = _pair_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                                        NB, RB, PMAX, WSTR, FLOOR, POLL)
+                                        NB, RB, PMAX, WSTR, FLOOR)
         else:
             P_, taus = _split_step(P_, taus, j, rnd, wsb, cntb, p, na, k, m, n, P,
-                                   NB, RB, PMAX, WSTR, FLOOR, POLL)
+                                   NB, RB, PMAX, WSTR, FLOOR)
             done = 1
         j += done
         rnd += 1
     _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw, tw_index,
-                  n_tw, P, NB, RB, PMAX, WRITE_T, POLL)
+                  n_tw, P, NB, RB, PMAX, WRITE_T)
