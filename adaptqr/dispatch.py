@@ -202,13 +202,14 @@ class _Runner:
     output, instead of into a static input and again inside the graph.
     """
 
-    __slots__ = ("plan", "settings", "routes", "fp16", "notes")
+    __slots__ = ("plan", "settings", "routes", "fp16", "n_active", "notes")
 
     def __init__(self, plan: Plan, settings: config.Settings):
         self.plan = plan
         self.settings = settings
         self.routes = None
         self.fp16 = None
+        self.n_active = None
         self.notes: dict = {}
 
     def alloc(self, A: torch.Tensor) -> tuple:
@@ -229,6 +230,7 @@ class _Runner:
             features = {}
         self.routes = routes
         self.fp16 = features.get("fp16_scale")
+        self.n_active = features.get("n_active")
         factor(self.plan, H, tau, routes, features, self.notes, self.settings)
 
     def __call__(self, A: torch.Tensor):
@@ -292,7 +294,7 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
             result = runner(A)
 
     if _log._enabled or settings.log is not None:
-        routes, fp16 = runner.routes, runner.fp16
+        routes, fp16, n_active = runner.routes, runner.fp16, runner.n_active
         if mode == "graph":
             # A replay does not call the runner, and routes written inside a graph are
             # overwritten by the next replay: probe again, eagerly, for the record.
@@ -301,10 +303,23 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
             with graphs().on_device(A.device):
                 routes, feats = probe(plan, H, settings=settings)
             fp16 = (feats or {}).get("fp16_scale")
+            n_active = (feats or {}).get("n_active")
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,
-                    fallback=runner.notes.get("fallback"), op=op)
+                    fallback=runner.notes.get("fallback"), op=op,
+                    panels=panels_of(plan, A.device, n_active))
     return result[0], result[1]
+
+
+def panels_of(plan: Plan, device: torch.device, n_active) -> tuple | None:
+    """``(path name, nb, kinds, n_active)`` for the decisions log and ``explain``: the panel
+    kernels (``Path.panels``) of the path that takes the dense class, or None when it does
+    not describe them."""
+    owner = plan.base if plan.base is not None else plan.owners[ROUTE_DEFAULT]
+    if owner.panels is None:
+        return None
+    nb, kinds = owner.panels(plan.spec, device)
+    return owner.name, nb, list(kinds), n_active
 
 
 def graph_key(plan_key: tuple, shape, device_index: int, settings: config.Settings) -> tuple:

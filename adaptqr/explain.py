@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from adaptqr import config, dispatch, validate
+from adaptqr import log as _log
 from adaptqr.registry import ROUTE_CLASSES, ROUTE_DEFAULT
 
 
@@ -41,6 +42,9 @@ class Explanation:
     - ``precision``: per matrix ``"fp16"`` when the route probe sends it to the
       householder path's FP16-resident trailing update (issue 8, docs/NUMERICS.md), else
       ``"fp32"`` (the path's own precision); ``precision_counts``: their counts
+    - ``panels``: per matrix, its panels by kernel (``{"register": 12, "skipped": 4}``;
+      :func:`adaptqr.log.panel_counts`), None where its path does not describe them;
+      ``panel_counts``: the totals over the batch
     """
 
     shape: tuple
@@ -61,6 +65,8 @@ class Explanation:
     descriptions: dict = field(default_factory=dict)
     precision: list = field(default_factory=list)
     precision_counts: dict = field(default_factory=dict)
+    panels: list = field(default_factory=list)
+    panel_counts: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Plain data (for JSON)."""
@@ -97,6 +103,10 @@ class Explanation:
             lines.append("")
             lines.append(f"  trailing update: {self.precision_counts['fp16']} matrices in float16 "
                          f"storage (FP16 route), {self.precision_counts['fp32']} in FP32")
+        if self.panel_counts:
+            lines.append("")
+            kinds = ", ".join(f"{k} {v}" for k, v in self.panel_counts.items())
+            lines.append(f"  panels over the batch: {kinds}")
         if self.routes:
             shown = ", ".join(f"{i}:{c}" for i, c in enumerate(self.classes[:16]))
             more = f", ... ({len(self.classes) - 16} more)" if len(self.classes) > 16 else ""
@@ -150,6 +160,8 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
     scales = scales.reshape(-1).tolist() if scales is not None else [0.0] * B
     precision = ["fp16" if sc > 0 and p == "householder" else "fp32"
                  for sc, p in zip(scales, matrix_paths)]
+    panels, panel_totals = _log.panels_by_matrix(
+        dispatch.panels_of(plan, A.device, (feats or {}).get("n_active")), owners, codes, B, n)
     return Explanation(
         shape=shape,
         dtype=dtype,
@@ -169,4 +181,6 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
         descriptions={p.name: p.description for p in plan.paths},
         precision=precision,
         precision_counts={k: precision.count(k) for k in ("fp32", "fp16")},
+        panels=panels,
+        panel_counts=panel_totals,
     )

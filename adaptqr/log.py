@@ -42,6 +42,21 @@ _buffer: deque = deque(maxlen=256)
 _seq = itertools.count(1)
 
 
+def panel_counts(nb: int, kinds: list, n_active: int) -> dict:
+    """One matrix's panels by kernel (``Path.panels``' ``kinds``, a panel every ``nb``
+    columns), with those at or past its ``n_active`` counted as ``"skipped"`` (they exit at
+    once).
+
+    >>> panel_counts(32, ["row-split", "row-split", "register", "register"], 70)
+    {'row-split': 2, 'register': 1, 'skipped': 1}
+    """
+    out: dict = {}
+    for i, kind in enumerate(kinds):
+        key = kind if (len(kinds) == 1 or i * nb < n_active) else "skipped"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def enable(on: bool = True) -> None:
     """Start (or with ``on=False`` stop) recording decisions in the ring buffer."""
     global _enabled
@@ -67,14 +82,16 @@ class Record:
     ``routes`` (``(B,)`` device tensor, or None when no detector ran: all ``"dense"``),
     ``fp16`` (``(B,)`` the route probe's FP16 storage scales, or None: every matrix's trailing
     update in FP32), ``fallback`` (None, or what a path handed on: ``{"from", "to",
-    "matrices", "reasons"}``, e.g. the matrices cholqr could not take).
+    "matrices", "reasons"}``, e.g. the matrices cholqr could not take), ``panels`` (None, or
+    ``(path name, nb, kinds, n_active)``: the panel kernels of the path that describes them,
+    ``Path.panels``, and the ``(B,)`` device tensor of ``n_active`` or None).
     """
 
     __slots__ = ("seq", "time", "op", "shape", "dtype", "device", "forced", "plan", "rejected", "mode", "routes",
-                 "fp16", "fallback")
+                 "fp16", "fallback", "panels")
 
     def __init__(self, *, shape, dtype, device, forced, plan, rejected, mode, routes, op="geqrf",
-                 fp16=None, fallback=None):
+                 fp16=None, fallback=None, panels=None):
         self.seq = next(_seq)
         self.time = time.time()
         self.op = op
@@ -88,6 +105,7 @@ class Record:
         self.routes = routes
         self.fp16 = fp16
         self.fallback = fallback
+        self.panels = panels
 
     def to_dict(self) -> dict:
         """Plain data (str/int/list/dict only); materializes the routes."""
@@ -107,6 +125,8 @@ class Record:
             precision = ["fp32"] * batch
         else:
             precision = ["fp16" if s > 0 else "fp32" for s in self.fp16.reshape(-1).tolist()]
+        panels, panel_totals = panels_by_matrix(self.panels, self.plan, routes, batch,
+                                                self.shape[-1])
         return {
             "seq": self.seq,
             "time": self.time,
@@ -124,7 +144,29 @@ class Record:
             "precision": precision,
             "precision_counts": {p: precision.count(p) for p in ("fp32", "fp16")},
             "fallback": self.fallback,
+            "panels": panels,
+            "panel_counts": panel_totals,
         }
+
+
+def panels_by_matrix(panels, plan: dict, routes: list, batch: int, n: int) -> tuple[list, dict]:
+    """Per matrix, its panels by kernel (:func:`panel_counts`; None for a matrix whose path
+    does not describe its panels), and the totals over the batch."""
+    if panels is None:
+        return [None] * batch, {}
+    name, nb, kinds, n_active = panels
+    na = n_active.reshape(-1).tolist() if n_active is not None else [n] * batch
+    per, totals = [], {}
+    for r, a in zip(routes, na):
+        cls = ROUTE_CLASSES[r] if 0 <= r < len(ROUTE_CLASSES) else None
+        if plan.get(cls) != name:
+            per.append(None)
+            continue
+        c = panel_counts(nb, kinds, a)
+        per.append(c)
+        for k, v in c.items():
+            totals[k] = totals.get(k, 0) + v
+    return per, totals
 
 
 def record(**fields) -> Record:

@@ -163,6 +163,9 @@ class Path:
       for this input at all (None: always). When they would change no work (e.g. a whole QR
       in one fused launch) the plan skips the probes, which would cost more than they save.
     - ``description``: one line for ``explain`` and the docs.
+    - ``panels(spec, device) -> (nb, kinds)`` (optional): the panel width and the kernel
+      each panel runs, in column order, for ``explain`` and the decisions log (a panel at
+      or past a matrix's ``n_active`` is counted as skipped there).
     """
 
     name: str
@@ -174,6 +177,7 @@ class Path:
     routed: bool = False
     description: str = ""
     reads_routes: Callable[[InputSpec], bool] | None = None
+    panels: Callable[..., tuple] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -190,8 +194,9 @@ class Path:
                 raise TypeError(f"path {self.name!r}: {flag} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.description, str):
             raise TypeError(f"path {self.name!r}: description must be a str")
-        if self.reads_routes is not None and not callable(self.reads_routes):
-            raise TypeError(f"path {self.name!r}: reads_routes must be callable or None")
+        for name in ("reads_routes", "panels"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise TypeError(f"path {self.name!r}: {name} must be callable or None")
 
     def uses_routes(self, spec: InputSpec) -> bool:
         """Whether this routed path's kernels would read per-matrix routes for ``spec``."""
@@ -311,6 +316,7 @@ def register_path(
     routed: bool = False,
     description: str = "",
     reads_routes: Callable[[InputSpec], bool] | None = None,
+    panels: Callable[..., tuple] | None = None,
     registry: Registry | None = None,
 ):
     """Register a path; usable as a decorator on the impl or called with ``impl=``.

@@ -342,16 +342,52 @@ class _Blocked(NamedTuple):
     wbuf: list            # the row-split trailing update's W, allocated on first use
 
 
+#: The panel kernels, by the names :func:`panel_kinds` gives them.
+PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_ROW_SPLIT, PANEL_STREAMED = (
+    "one-launch", "register", "row-split", "streamed")
+
+
+def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int) -> tuple:
+    """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
+    register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
+    SM count, None off the GPU, where no panel is row-split)."""
+    # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
+    MB = max(16, next_pow2(m - k))
+    if nb * MB <= schedules.REG_PANEL_MAX_TILE:
+        return PANEL_REGISTER, MB, None
+    rp = split_rows(B, m - k, nb, sm, min_rows) if sm is not None else None
+    return (PANEL_ROW_SPLIT if rp is not None else PANEL_STREAMED), MB, rp
+
+
+def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
+    """``(nb, kinds)``: the panel width and the kernel each panel of a ``B x m x n``
+    factorization on ``device`` runs, in column order (the default schedule; the decisions
+    log and ``adaptqr.explain`` show them per matrix). A panel at or past a matrix's
+    ``n_active`` exits at once.
+
+    >>> panel_kinds(2, 64, 64, torch.device("cpu"))
+    (64, ['one-launch'])
+    >>> panel_kinds(2, 2048, 96, torch.device("cpu"))[1] == ["streamed"] * 6  # row-split on a GPU
+    True
+    """
+    s = schedules.schedule_for(m, n)
+    if s.small:
+        return s.nb, [PANEL_ONE_LAUNCH]
+    sm = _sm_count(device) if device.type == "cuda" else None
+    min_rows = schedules.split_min_rows()
+    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows)[0] for k in range(0, n, s.nb)]
+
+
 def _panel(f: _Blocked, k: int, pw: int) -> None:
     """Factor columns ``[k, k + pw)`` of every matrix, and their T."""
     Ht, tau, TW, na, has_na, B, m, n, n_tw, s, split, floor = (
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
-    # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
-    MB = max(16, next_pow2(m - k))
+    kind, MB, rp = _panel_kind(B, m, k, nb, split.sm if split is not None else None,
+                               s.split_min_rows)
     sep_t = bool(s.t_kernel)
     from_s = False
-    if nb * MB <= schedules.REG_PANEL_MAX_TILE:
+    if kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
         sm = split.sm if split is not None else B + 1
         warps, auto_t = schedules.register_panel_plan(B, sm, nb * MB)
@@ -363,8 +399,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
                                FLOOR=floor, num_warps=s.panel_warps or warps)
     else:
         wt = not sep_t
-        rp = split_rows(B, m - k, nb, split.sm, s.split_min_rows) if split is not None else None
-        if rp is not None:
+        if kind == PANEL_ROW_SPLIT:
             rb, p = rp
             pmax = next_pow2(p)
             WS, SP, CNT = split.get(pmax)
@@ -487,5 +522,6 @@ PATH = Path(
     capturable=True,
     routed=True,  # reads features["n_active"] and skips the negligible tail itself
     reads_routes=_spec(uses_routes),
+    panels=lambda spec, device: panel_kinds(spec.batch, spec.m, spec.n, device),
     description="Triton blocked Householder (compact WY), CUDA float32; routes per matrix on the device",
 )

@@ -109,3 +109,61 @@ def test_env_zero_is_off(monkeypatch):
     assert not log.active()
     adaptqr.geqrf(torch.randn(2, 3, 3))
     assert adaptqr.decisions() == []
+
+
+def test_panel_kinds_per_matrix(monkeypatch):
+    # A path that describes its panels (Path.panels): each matrix it takes gets its panels
+    # by kernel in the record and in explain, those at or past its n_active as skipped;
+    # a matrix of another path gets None.
+    class Det:
+        def route(self, H, src=None, settings=None):
+            if src is not None:
+                H.copy_(src)
+            return (torch.tensor([0, 0, route_code("lowrank")], dtype=torch.int32),
+                    {"n_active": torch.tensor([8, 3, 8], dtype=torch.int32)})
+
+        def finish_tail(self, H, tau, n_active):  # a routed path's tail: nothing to do here
+            pass
+
+    monkeypatch.setattr(dispatch, "detectors", lambda: Det())
+
+    def fac(H, tau, info):
+        a, t = torch.geqrf(H)
+        H.copy_(a)
+        tau.copy_(t)
+
+    seen = []
+
+    def panels(spec, device):
+        seen.append((spec.batch, spec.m, spec.n, device.type))
+        return 2, ["wide", "wide", "narrow", "narrow"]
+
+    adaptqr.register_path(fac, name="described", classes={"dense"}, priority=10, routed=True,
+                          panels=panels)
+    adaptqr.register_path(fac, name="plain_lr", classes={"lowrank"}, priority=10)
+    log.enable()
+    A = torch.randn(3, 8, 8, dtype=torch.float64)
+    adaptqr.geqrf(A)
+    (rec,) = adaptqr.decisions()
+    assert rec["plan"]["dense"] == "described" and rec["plan"]["lowrank"] == "plain_lr"
+    assert rec["panels"] == [{"wide": 2, "narrow": 2}, {"wide": 2, "skipped": 2}, None]
+    assert rec["panel_counts"] == {"wide": 4, "narrow": 2, "skipped": 2}
+    assert seen[-1] == (3, 8, 8, "cpu")
+    ex = adaptqr.explain(A)
+    assert ex.panels == rec["panels"] and ex.panel_counts == rec["panel_counts"]
+    assert "panels over the batch: wide 4, narrow 2, skipped 2" in str(ex)
+    json.dumps(rec)
+
+
+def test_householder_describes_its_panels():
+    from adaptqr.paths import householder
+
+    cpu = torch.device("cpu")
+    nb, kinds = householder.PATH.panels(dispatch.spec_of(torch.empty(2, 64, 64)), cpu)
+    assert (nb, kinds) == (64, ["one-launch"])
+    nb, kinds = householder.panel_kinds(640, 512, 512, cpu)
+    assert nb == 32 and kinds == ["register"] * 16
+    # Off the GPU no panel is row-split: a tall panel streams (nb 16 at n = 64).
+    assert householder.panel_kinds(2, 4096, 64, cpu) == (16, ["streamed"] * 4)
+    assert log.panel_counts(32, kinds, 100) == {"register": 4, "skipped": 12}
+    assert log.panel_counts(64, ["one-launch"], 0) == {"one-launch": 1}
