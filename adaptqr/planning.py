@@ -48,10 +48,12 @@ class Plan:
     - ``rejected``: list of ``(path name, reason)``.
     - ``probe``: whether the detectors must run (some path reads routes, or routes split the batch).
     - ``capturable``: whether the eager plan may be captured in a CUDA graph.
+    - ``direct``: the base's ``Path.direct`` when the base takes the whole batch unprobed
+      (no detector, nothing gathered), else None.
     """
 
     __slots__ = ("key", "spec", "forced", "owners", "base", "gathered", "rejected", "probe", "capturable",
-                 "_zeros", "_owner_table", "_distinct")
+                 "direct", "_zeros", "_owner_table", "_distinct")
 
     def __init__(self, key, spec: InputSpec, forced: str | None, owners: tuple, rejected: list):
         self.key = key
@@ -70,6 +72,8 @@ class Plan:
         self.probe = bool(self.gathered) or (self.base is not None and self.base.uses_routes(spec))
         # Gathering syncs with the host, so such plans are never captured.
         self.capturable = not self.gathered and all(p.capturable for p in distinct)
+        self.direct = (self.base.direct if self.base is not None and not self.gathered
+                       and not self.probe else None)
         self._zeros: dict = {}
         self._owner_table: dict = {}
 

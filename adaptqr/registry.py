@@ -163,6 +163,10 @@ class Path:
       for this input at all (None: always). When they would change no work (e.g. a whole QR
       in one fused launch) the plan skips the probes, which would cost more than they save.
     - ``description``: one line for ``explain`` and the docs.
+    - ``direct(A) -> (a, tau)`` (optional): the same factorization from the caller's
+      ``(*, m, n)`` tensor itself, in torch.geqrf's output layout, never modifying ``A``;
+      the dispatcher calls it instead of ``impl`` when this path takes a whole batch with
+      no probe (it then skips allocating and loading ``H``).
     - ``panels(spec, device) -> (nb, kinds)`` (optional): the panel width and the kernel
       each panel runs, in column order, for ``explain`` and the decisions log (a panel at
       or past a matrix's ``n_active`` is counted as skipped there).
@@ -178,6 +182,7 @@ class Path:
     description: str = ""
     reads_routes: Callable[[InputSpec], bool] | None = None
     panels: Callable[..., tuple] | None = None
+    direct: Callable[..., tuple] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -194,7 +199,7 @@ class Path:
                 raise TypeError(f"path {self.name!r}: {flag} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.description, str):
             raise TypeError(f"path {self.name!r}: description must be a str")
-        for name in ("reads_routes", "panels"):
+        for name in ("reads_routes", "panels", "direct"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise TypeError(f"path {self.name!r}: {name} must be callable or None")
 

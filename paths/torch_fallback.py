@@ -46,5 +46,6 @@ PATH = Path(
     name="torch",
     impl=factor_torch,
     priority=PRIORITY,
+    direct=lambda A: tuple(originals.geqrf(A)),
     description="torch.geqrf (LAPACK / cuSOLVER); takes every input, lowest automatic priority",
 )

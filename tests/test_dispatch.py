@@ -405,3 +405,29 @@ def test_settings_snapshot_is_read_once_a_call(monkeypatch):
         assert seen[-1].knobs.tail_prec is None and seen[-1].fp16 is False
     finally:
         adaptqr.unregister_path("_settings_probe")
+
+
+def test_direct_plan_hands_the_callers_tensor_to_torch(monkeypatch):
+    # A CPU batch that the torch path takes whole, unprobed: torch.geqrf on the caller's
+    # tensor itself (no H allocated and loaded), the same outputs bit for bit, the input
+    # untouched; a plan that gathers (a user path for one class) is not direct.
+    A = torch.randn(2, 3, 7, 5)
+    A0 = A.clone()
+    plan = dispatch.plan_for(dispatch.spec_of(A), None)
+    assert plan.direct is not None and plan.base.name == "torch"
+    calls = []
+    real = dispatch._alloc
+    monkeypatch.setattr(dispatch, "_alloc", lambda *a, **k: calls.append(1) or real(*a, **k))
+    a, tau = adaptqr.geqrf(A)
+    ref = torch.geqrf(A0)
+    assert calls == [] and torch.equal(A, A0)
+    assert torch.equal(a, ref.a) and torch.equal(tau, ref.tau) and a.stride() == ref.a.stride()
+
+    def lr(H, tau, info):
+        r = torch.geqrf(H)
+        H.copy_(r.a)
+        tau.copy_(r.tau)
+
+    adaptqr.register_path(lr, name="lr_direct", classes={"lowrank"}, priority=10)
+    plan = dispatch.plan_for(dispatch.spec_of(A), None)
+    assert plan.gathered and plan.direct is None
