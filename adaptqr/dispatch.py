@@ -291,7 +291,8 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
                               fresh=fresh)
     elif plan.direct is not None:
         # The whole batch to a path that takes the caller's tensor as it is (torch.geqrf):
-        # no output allocated and loaded here first (8x32x32 on a CPU: 90 -> 70 us a call).
+        # no output allocated and loaded here first (8x32x32 on a CPU: 90 -> 73 us a call,
+        # EXPERIMENTS.md O2).
         result = plan.direct(A)
     else:
         with graphs().on_device(A.device):

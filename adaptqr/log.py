@@ -45,14 +45,14 @@ _seq = itertools.count(1)
 def panel_counts(nb: int, kinds: list, n_active: int) -> dict:
     """One matrix's panels by kernel (``Path.panels``' ``kinds``, a panel every ``nb``
     columns), with those at or past its ``n_active`` counted as ``"skipped"`` (they exit at
-    once).
+    once). Without a probe ``n_active`` is ``n``: every panel runs.
 
     >>> panel_counts(32, ["row-split", "row-split", "register", "register"], 70)
     {'row-split': 2, 'register': 1, 'skipped': 1}
     """
     out: dict = {}
     for i, kind in enumerate(kinds):
-        key = kind if (len(kinds) == 1 or i * nb < n_active) else "skipped"
+        key = kind if i * nb < n_active else "skipped"
         out[key] = out.get(key, 0) + 1
     return out
 

@@ -166,4 +166,5 @@ def test_householder_describes_its_panels():
     # Off the GPU no panel is row-split: a tall panel streams (nb 16 at n = 64).
     assert householder.panel_kinds(2, 4096, 64, cpu) == (16, ["streamed"] * 4)
     assert log.panel_counts(32, kinds, 100) == {"register": 4, "skipped": 12}
-    assert log.panel_counts(64, ["one-launch"], 0) == {"one-launch": 1}
+    assert log.panel_counts(64, ["one-launch"], 64) == {"one-launch": 1}
+    assert log.panel_counts(32, ["register"], 0) == {"skipped": 1}
