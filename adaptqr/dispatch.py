@@ -50,7 +50,7 @@ from adaptqr.planning import (  # noqa: F401  (PLAN_CACHE_SIZE, plan_for, spec_o
     plan_key,
     spec_of,
 )
-from adaptqr.registry import REGISTRY, ROUTE_DEFAULT, InputSpec, MatrixInfo, Path
+from adaptqr.registry import REGISTRY, InputSpec, MatrixInfo, Path
 
 # ---------------------------------------------------------------------------------------------
 # The layers below (imported on first use; an import error of the package's own modules is
@@ -127,7 +127,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
     if features is None:
         features = {}
     if routes is None or not plan.gathered:
-        owner = plan.base if plan.base is not None else plan.owners[ROUTE_DEFAULT]
+        owner = plan.lead
         if routes is None:
             # Nothing is known: every matrix is "dense", so its owner takes the whole batch.
             routes = plan.zero_routes(H.shape[0], H.device)
@@ -320,7 +320,7 @@ def panels_of(plan: Plan, device: torch.device, n_active) -> tuple | None:
     """``(path name, nb, kinds, n_active)`` for the decisions log and ``explain``: the panel
     kernels (``Path.panels``) of the path that takes the dense class, or None when it does
     not describe them."""
-    owner = plan.base if plan.base is not None else plan.owners[ROUTE_DEFAULT]
+    owner = plan.lead
     if owner.panels is None:
         return None
     nb, kinds = owner.panels(plan.spec, device)

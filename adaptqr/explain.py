@@ -161,7 +161,7 @@ def explain(A: torch.Tensor, *, path: str | None = None) -> Explanation:
     precision = ["fp16" if sc > 0 and p == "householder" else "fp32"
                  for sc, p in zip(scales, matrix_paths)]
     panels, panel_totals = _log.panels_by_matrix(
-        dispatch.panels_of(plan, A.device, (feats or {}).get("n_active")), owners, codes, B, n)
+        dispatch.panels_of(plan, A.device, (feats or {}).get("n_active")), owners, classes, n)
     return Explanation(
         shape=shape,
         dtype=dtype,

@@ -116,17 +116,16 @@ class Record:
             routes = [ROUTE_DEFAULT] * batch
         else:
             routes = [int(r) for r in self.routes.reshape(-1).tolist()]
+        classes = [ROUTE_CLASSES[r] if 0 <= r < len(ROUTE_CLASSES) else f"code{r}" for r in routes]
         counts = {c: 0 for c in ROUTE_CLASSES}
-        for r in routes:
-            name = ROUTE_CLASSES[r] if 0 <= r < len(ROUTE_CLASSES) else f"code{r}"
+        for name in classes:
             counts[name] = counts.get(name, 0) + 1
         # The trailing update's precision per matrix (docs/NUMERICS.md "FP16 route").
         if self.fp16 is None:
             precision = ["fp32"] * batch
         else:
             precision = ["fp16" if s > 0 else "fp32" for s in self.fp16.reshape(-1).tolist()]
-        panels, panel_totals = panels_by_matrix(self.panels, self.plan, routes, batch,
-                                                self.shape[-1])
+        panels, panel_totals = panels_by_matrix(self.panels, self.plan, classes, self.shape[-1])
         return {
             "seq": self.seq,
             "time": self.time,
@@ -149,16 +148,16 @@ class Record:
         }
 
 
-def panels_by_matrix(panels, plan: dict, routes: list, batch: int, n: int) -> tuple[list, dict]:
-    """Per matrix, its panels by kernel (:func:`panel_counts`; None for a matrix whose path
-    does not describe its panels), and the totals over the batch."""
+def panels_by_matrix(panels, plan: dict, classes: list, n: int) -> tuple[list, dict]:
+    """Per matrix (``classes``: each one's route class name), its panels by kernel
+    (:func:`panel_counts`; None for a matrix whose path, ``plan[class]``, does not describe
+    its panels), and the totals over the batch."""
     if panels is None:
-        return [None] * batch, {}
+        return [None] * len(classes), {}
     name, nb, kinds, n_active = panels
-    na = n_active.reshape(-1).tolist() if n_active is not None else [n] * batch
+    na = n_active.reshape(-1).tolist() if n_active is not None else [n] * len(classes)
     per, totals = [], {}
-    for r, a in zip(routes, na):
-        cls = ROUTE_CLASSES[r] if 0 <= r < len(ROUTE_CLASSES) else None
+    for cls, a in zip(classes, na):
         if plan.get(cls) != name:
             per.append(None)
             continue

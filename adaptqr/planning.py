@@ -82,6 +82,11 @@ class Plan:
         """The distinct paths of the plan, in route-code order of first ownership."""
         return self._distinct
 
+    @property
+    def lead(self) -> Path:
+        """The path that runs first on the whole batch: the base, else the dense class's owner."""
+        return self.base if self.base is not None else self.owners[ROUTE_DEFAULT]
+
     def owner_names(self) -> dict[str, str]:
         """Route class name -> name of the path that takes it."""
         return {c: p.name for c, p in zip(ROUTE_CLASSES, self.owners)}
