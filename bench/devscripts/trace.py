@@ -14,6 +14,8 @@ GPU runs behind, so this is Python and launch time only), the 25 costliest entri
 ``ADAPTQR_FP16=0``; ``--fp16-max-n N`` offers the route up to n = N (``classify.FP16_MAX_N``,
 for the sizes it is not offered at yet).
 
+A shape ``BxMxN`` (wide, ``M < N``) gets the public call only.
+
 Run there: ``python3 bench/devscripts/trace.py --shapes 2x4096,8x2048``.
 """
 
@@ -115,8 +117,9 @@ def main():
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
     out = []
     for shape in args.shapes.split(","):
-        B, n = (int(x) for x in shape.split("x"))
-        A = torch.randn(B, n, n, device="cuda")
+        dims = [int(x) for x in shape.split("x")]
+        B, m, n = dims if len(dims) == 3 else (dims[0], dims[1], dims[1])
+        A = torch.randn(B, m, n, device="cuda")
         if args.cond:
             A *= torch.logspace(0, -args.cond, n, device="cuda")
         out.append(_summary(f"{shape} public", _kernels(lambda: adaptqr.geqrf(A), flush)))
@@ -127,6 +130,8 @@ def main():
             del os.environ["ADAPTQR_FP16"]
         if args.cprofile:
             _host_profile(lambda: adaptqr.geqrf(A))
+        if m != n:
+            continue  # the path alone is the square householder's
         H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
         tau = torch.empty(B, n, device="cuda")
 
