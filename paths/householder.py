@@ -60,6 +60,7 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
+from adaptqr.paths.kernels import panel_cuda
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
@@ -193,7 +194,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
     0) taken from the call's settings snapshot (``info.settings``, else the current one),
     else from the library's constants."""
-    if s.small or (s.tail_prec is not None and s.split_min_rows):
+    if s.small or (s.tail_prec is not None and s.split_min_rows and s.cuda_panel is not None):
         return s
     knobs = getattr(info, "settings", None)
     if knobs is None:
@@ -203,7 +204,9 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     knobs = knobs.knobs
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
-        split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS)
+        split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
+        cuda_panel=(s.cuda_panel if s.cuda_panel is not None else bool(knobs.cuda_panel)
+                    if knobs.cuda_panel is not None else schedules.CUDA_PANEL))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -387,7 +390,11 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
                                s.split_min_rows)
     sep_t = bool(s.t_kernel)
     from_s = False
-    if kind == PANEL_REGISTER:
+    if (kind == PANEL_REGISTER and s.cuda_panel and nb == panel_cuda.NB and Ht.is_cuda
+            and panel_cuda.available()):
+        panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, MB, has_na, floor)
+        sep_t, from_s = True, True
+    elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
         sm = split.sm if split is not None else B + 1
         warps, auto_t = schedules.register_panel_plan(B, sm, nb * MB)

@@ -47,6 +47,9 @@ RESIDENT_MAX_TILE = 2048
 #: 128 and 256 were slower on the H200: 2x4096 26.2 / 27.2 / 32.2 ms at 64 / 128 / 256,
 #: 8x2048 13.4 / 13.4 / 15.6 (EXPERIMENTS.md S1).
 SPLIT_MIN_ROWS = 64
+#: Register panels in CUDA C (kernels/panel_cuda.py, where cupy imports) instead of Triton.
+#: Off until measured (EXPERIMENTS.md H12); the ``cuda_panel`` knob sets it per call.
+CUDA_PANEL = False
 
 
 def split_min_rows() -> int:
@@ -154,6 +157,8 @@ class Schedule:
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
+    # Register panels in CUDA C (CUDA_PANEL); None: the cuda_panel knob, else CUDA_PANEL.
+    cuda_panel: bool | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

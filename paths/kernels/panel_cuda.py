@@ -1,0 +1,304 @@
+"""The register panel's column steps in CUDA C (cupy, compiled at first use by NVRTC).
+
+Same contract as :func:`adaptqr.paths.kernels.panel.panel_reg_kernel` with ``WRITE_S`` and
+no ``WRITE_T``: factor columns ``[k, k + pw)`` of matrix ``blockIdx.x``, store the
+reflectors, ``tau`` and each column step's ``w = P^T v_j`` as row ``j`` of the panel's ``T``
+slot (the T kernel, ``panel_t_kernel`` with ``FROM_S``, then builds ``T`` from them).
+Storage: ``Ht`` ``(B, n, m)`` contiguous, ``TAU`` ``(B, n)``, ``TW`` ``(B, n_tw, NB, NB)``,
+``NA`` ``(B,)`` int32.
+
+Why CUDA C: the Triton kernel's column step reduces ``w``'s 32 columns over the rows with
+five shuffle rounds for every column (160 shuffles a thread a step); here a row belongs
+to a thread, and one transposing butterfly leaves column ``l``'s warp sum on lane ``l``
+(31 shuffles), with one barrier for the sums across warps (EXPERIMENTS.md H12).
+
+Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of the panel's
+``NB = 32`` columns in registers (``NT R >= m - k``). The column step's scalars are the
+Triton kernel's (:func:`~adaptqr.paths.kernels.panel._reflector`, the plain sum of squares
+first and the max-scaled one where it is out of range, powers of two for tiny and huge
+columns), so degenerate columns get the same treatment; every thread computes them from
+the same block sums (an xor butterfly gives every lane the same bits), so every branch on
+them is uniform.
+
+Example (GPU with cupy)::
+
+    >>> from adaptqr.paths.kernels import panel_cuda
+    >>> panel_cuda.available() in (True, False)
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+NB = 32
+
+SRC = r"""
+#define FULL 0xffffffffu
+#define NW (NT / 32)
+#define SAFE_LO 8.673617379884035e-19f
+#define SAFE_HI 1.152921504606847e18f
+#define SAFE_UP 1.2089258196146292e24f
+#define PLAIN_SS_LO 7.888609052210118e-31f
+#define PLAIN_SS_HI 1.2676506002282294e30f
+
+__device__ __forceinline__ float range_scale(float x) {
+    return (x < SAFE_LO && x > 0.0f) ? SAFE_UP : (x > SAFE_HI ? 1.0f / SAFE_UP : 1.0f);
+}
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(FULL, x, o);
+    return x;
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(FULL, x, o));
+    return x;
+}
+
+// Block sums: every thread gets the same bits (warps' partials summed in one order).
+__device__ __forceinline__ float block_sum(float x, float* buf, int lane, int warp) {
+    x = warp_sum(x);
+    if (lane == 0) buf[warp] = x;
+    __syncthreads();
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) s += buf[w];
+    return s;
+}
+
+__device__ __forceinline__ void block_sum2(float& a, float& b, float* buf, int lane, int warp) {
+    a = warp_sum(a);
+    b = warp_sum(b);
+    if (lane == 0) { buf[2 * warp] = a; buf[2 * warp + 1] = b; }
+    __syncthreads();
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) { sa += buf[2 * w]; sb += buf[2 * w + 1]; }
+    a = sa;
+    b = sb;
+}
+
+__device__ __forceinline__ float block_max(float x, float* buf, int lane, int warp) {
+    x = warp_max(x);
+    if (lane == 0) buf[warp] = x;
+    __syncthreads();
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) s = fmaxf(s, buf[w]);
+    return s;
+}
+
+// One round of the transposing butterfly: lanes with bit H keep the upper H values, the
+// others the lower H, each adding its partner's copy of the half it keeps.
+template <int H>
+__device__ __forceinline__ void fold(float* pp, int lane) {
+    const bool up = (lane & H) != 0;
+#pragma unroll
+    for (int q = 0; q < H; ++q) {
+        const float send = up ? pp[q] : pp[q + H];
+        const float keep = up ? pp[q + H] : pp[q];
+        pp[q] = keep + __shfl_xor_sync(FULL, send, H);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
+           const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
+           int has_na, float floor_) {
+    __shared__ float red_a[2 * NW];
+    __shared__ float red_b[NW];
+    __shared__ float red_c[NW];
+    __shared__ float wpart[NW][32];
+    __shared__ __align__(16) float wfin[32];
+    const int b = blockIdx.x;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    float* base = Ht + (long long)b * m * n;
+    float a[R][32];
+    int row[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) row[i] = k + t + i * NT;
+    // Issued before n_active is read (as the Triton kernel, EXPERIMENTS.md P6).
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+            a[i][j] = (j < pw && row[i] < m) ? base[(long long)(k + j) * m + row[i]] : 0.0f;
+    }
+    const int na = has_na ? NA[b] : n;
+    float* tau_out = TAU + (long long)b * n + k;
+    if (k >= na) {
+        if (t < pw) tau_out[t] = 0.0f;
+        return;
+    }
+    float* slot = TW + ((long long)b * n_tw + tw_index) * 32 * 32;
+    float my_tau = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        if (j < pw) {
+            const int c = k + j;
+            float ap = 0.0f, sp = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                const float x = a[i][j];
+                if (row[i] == c) ap += x;
+                if (row[i] > c) sp += x * x;
+            }
+            block_sum2(ap, sp, red_a, lane, warp);
+            const float alpha = ap, ss = sp;
+            float xnp, p;
+            if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
+                const float xnorm = sqrtf(ss);
+                p = range_scale(fmaxf(fabsf(alpha), xnorm));
+                xnp = xnorm * p;
+            } else {
+                float mx = 0.0f;
+#pragma unroll
+                for (int i = 0; i < R; ++i)
+                    if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][j]));
+                const float amax = block_max(mx, red_b, lane, warp);
+                const float q = range_scale(amax);
+                const float s = amax > 0.0f ? amax : 1.0f;
+                const float inv = 1.0f / (s * q);
+                float s2 = 0.0f;
+#pragma unroll
+                for (int i = 0; i < R; ++i) {
+                    if (row[i] > c) {
+                        const float xs = (a[i][j] * q) * inv;
+                        s2 += xs * xs;
+                    }
+                }
+                s2 = block_sum(s2, red_c, lane, warp);
+                p = range_scale(fmaxf(fabsf(alpha), amax));
+                xnp = (s * p) * sqrtf(s2);
+            }
+            // dlarfg's scalars (panel._reflector).
+            const float apv = alpha * p;
+            const float mxv = fmaxf(fabsf(apv), xnp);
+            const float mxs = mxv > 0.0f ? mxv : 1.0f;
+            const float a_ = apv / mxs, x_ = xnp / mxs;
+            const float nrm = mxs * sqrtf(a_ * a_ + x_ * x_);
+            const bool act = c < na;
+            const bool d = act && (xnp != 0.0f) && !(xnp < floor_ * p);
+            const float beta_p = alpha >= 0.0f ? -nrm : nrm;
+            const float tau = d ? (beta_p - apv) / beta_p : 0.0f;
+            const float scale = d ? 1.0f / (apv - beta_p) : 0.0f;
+            const float beta = d ? beta_p * (1.0f / p) : alpha;
+            float v[R], vb[R];
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                vb[i] = row[i] > c ? (a[i][j] * p) * scale : 0.0f;
+                v[i] = row[i] == c ? 1.0f : vb[i];
+            }
+            // w = P^T v: per-thread partials, then a transposing butterfly (lane l ends with
+            // column l's warp sum), then the warps' sums.
+            float pp[32];
+#pragma unroll
+            for (int q = 0; q < 32; ++q) {
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
+                pp[q] = s;
+            }
+            fold<16>(pp, lane);
+            fold<8>(pp, lane);
+            fold<4>(pp, lane);
+            fold<2>(pp, lane);
+            fold<1>(pp, lane);
+            wpart[warp][lane] = pp[0];
+            __syncthreads();
+            if (t < 32) {
+                float s = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) s += wpart[w][t];
+                wfin[t] = s;
+                slot[j * 32 + t] = s;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int q = 0; q < 32; ++q) {
+                if (q > j) {
+                    const float tw = tau * wfin[q];
+#pragma unroll
+                    for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < R; ++i)
+                a[i][j] = row[i] == c ? beta : ((row[i] > c && d) ? vb[i] : a[i][j]);
+            if (t == j) my_tau = tau;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        if (j < pw) {
+#pragma unroll
+            for (int i = 0; i < R; ++i)
+                if (row[i] < m) base[(long long)(k + j) * m + row[i]] = a[i][j];
+        }
+    }
+    if (t < pw) tau_out[t] = my_tau;
+}
+"""
+
+
+def threads_rows(mb: int) -> tuple[int, int]:
+    """``(NT, R)`` for a panel of ``mb`` rows (a power of two, 16..512): up to 256 threads of
+    one row each, two rows a thread at 512.
+
+    >>> threads_rows(512), threads_rows(128), threads_rows(16)
+    ((256, 2), (128, 1), (32, 1))
+    """
+    nt = max(32, min(256, mb))
+    return nt, max(1, mb // nt)
+
+
+@functools.lru_cache(maxsize=None)
+def available() -> bool:
+    """Whether cupy imports and a CUDA device is there (the kernel compiles at first use)."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        import cupy  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(nt: int, r: int, device_index: int):
+    import cupy as cp
+
+    with cp.cuda.Device(device_index):
+        mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DNT={nt}", f"-DR={r}"))
+        return mod.get_function("panel_cuda")
+
+
+@functools.lru_cache(maxsize=64)
+def _stream(ptr: int, device_index: int):
+    import cupy as cp
+
+    return cp.cuda.ExternalStream(ptr, device_index)
+
+
+def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
+           k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int, has_na: bool,
+           floor: float) -> None:
+    """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
+    a CUDA graph: no allocation, no sync). ``mb``: the panel's padded rows
+    (``next_pow2(m - k)``, at most 512)."""
+    nt, r = threads_rows(mb)
+    dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
+    kern = _kernel(nt, r, dev)
+    stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
+    with stream:
+        kern((Ht.shape[0],), (nt,),
+             (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
+              np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
+              np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0),
+              np.float32(floor)))
