@@ -392,8 +392,9 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
     from_s = False
     if (kind == PANEL_REGISTER and s.cuda_panel and nb == panel_cuda.NB and Ht.is_cuda
             and panel_cuda.available()):
+        # Builds its own T (no T kernel launch).
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, MB, has_na, floor)
-        sep_t, from_s = True, True
+        sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
         sm = split.sm if split is not None else B + 1

@@ -40,6 +40,7 @@ def _residual(A, H, tau):
 
 
 def main():
+    bad = []
     shapes = [(640, 512), (1, 512), (40, 176), (40, 352), (3, 200), (60, 1024), (1, 1024)]
     for B, n in shapes:
         A = generate(B, n, 1, 4242 + n)
@@ -47,8 +48,11 @@ def main():
         Ht, tt = _factor(A, False)
         dH = float((Hc - Ht).abs().max() / Ht.abs().max())
         dt = float((tc - tt).abs().max())
+        rc = _residual(A, Hc, tc)
         print(f"{B}x{n} dense: max dH {dH:.2e}, max dtau {dt:.2e}, residual cuda "
-              f"{_residual(A, Hc, tc):.3f} triton {_residual(A, Ht, tt):.3f} (eps n)", flush=True)
+              f"{rc:.3f} triton {_residual(A, Ht, tt):.3f} (eps n)", flush=True)
+        if not (dH < 1e-3 and rc < 1.0):
+            bad.append(f"{B}x{n}")
     # rank-deficient with features: n_active < n through the public dispatcher
     import adaptqr
     for B, n, case in [(64, 512, "rankdef"), (64, 512, "clustered"), (16, 1024, "nearrank")]:
@@ -62,8 +66,13 @@ def main():
         schedules.CUDA_PANEL = False
         (Hc, tc), (Ht, tt) = outs[True], outs[False]
         dH = float((Hc - Ht).abs().max() / Ht.abs().max())
-        print(f"{B}x{n} {case} (public): max dH {dH:.2e}, residual cuda {_residual(A, Hc, tc):.3f} "
+        rc = _residual(A, Hc, tc)
+        print(f"{B}x{n} {case} (public): max dH {dH:.2e}, residual cuda {rc:.3f} "
               f"triton {_residual(A, Ht, tt):.3f}", flush=True)
+        if not rc < 1.0:
+            bad.append(f"{B}x{n} {case}")
+    if bad:
+        raise SystemExit(f"CUDA panel off on: {bad}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The register panel's column steps in CUDA C (cupy, compiled at first use by NVRTC).
 
-Same contract as :func:`adaptqr.paths.kernels.panel.panel_reg_kernel` with ``WRITE_S`` and
-no ``WRITE_T``: factor columns ``[k, k + pw)`` of matrix ``blockIdx.x``, store the
-reflectors, ``tau`` and each column step's ``w = P^T v_j`` as row ``j`` of the panel's ``T``
-slot (the T kernel, ``panel_t_kernel`` with ``FROM_S``, then builds ``T`` from them).
+Same contract as :func:`adaptqr.paths.kernels.panel.panel_reg_kernel` with ``WRITE_T``:
+factor columns ``[k, k + pw)`` of matrix ``blockIdx.x``, store the reflectors, ``tau`` and
+the panel's ``T`` (larft's recurrence from the column steps' ``w = P^T v_j``, whose entries
+for the stored columns are ``V^T V``'s, one row of ``T`` a lane: no T kernel launch).
 Storage: ``Ht`` ``(B, n, m)`` contiguous, ``TAU`` ``(B, n)``, ``TW`` ``(B, n_tw, NB, NB)``,
 ``NA`` ``(B,)`` int32.
 
@@ -13,7 +13,9 @@ to a thread, and one transposing butterfly leaves column ``l``'s warp sum on lan
 (31 shuffles), with one barrier for the sums across warps (EXPERIMENTS.md H12).
 
 Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of the panel's
-``NB = 32`` columns in registers (``NT R >= m - k``). The column step's scalars are the
+``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a step so
+that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the
+column step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). The column step's scalars are the
 Triton kernel's (:func:`~adaptqr.paths.kernels.panel._reflector`, the plain sum of squares
 first and the max-scaled one where it is out of range, powers of two for tiny and huge
 columns), so degenerate columns get the same treatment; every thread computes them from
@@ -115,20 +117,25 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
     __shared__ float wpart[NW][32];
-    __shared__ __align__(16) float wfin[32];
+    __shared__ float wfin[32];
+    __shared__ float Ss[32][33];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
+    __shared__ float taus[32];
     const int b = blockIdx.x;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
+    // Register slot q holds panel column (j + q) mod 32 at step j: the step's column is
+    // always slot 0 (static register indices in a loop that is not unrolled, so the code
+    // stays small), and the stored reflectors stay in the tile for w's V^T V part.
     float a[R][32];
     int row[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) row[i] = k + t + i * NT;
     // Issued before n_active is read (as the Triton kernel, EXPERIMENTS.md P6).
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int q = 0; q < 32; ++q) {
 #pragma unroll
         for (int i = 0; i < R; ++i)
-            a[i][j] = (j < pw && row[i] < m) ? base[(long long)(k + j) * m + row[i]] : 0.0f;
+            a[i][q] = (q < pw && row[i] < m) ? base[(long long)(k + q) * m + row[i]] : 0.0f;
     }
     const int na = has_na ? NA[b] : n;
     float* tau_out = TAU + (long long)b * n + k;
@@ -136,113 +143,131 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         if (t < pw) tau_out[t] = 0.0f;
         return;
     }
-    float* slot = TW + ((long long)b * n_tw + tw_index) * 32 * 32;
-    float my_tau = 0.0f;
+    if (t < 32) taus[t] = 0.0f;
+#pragma unroll 1
+    for (int j = 0; j < pw; ++j) {
+        const int c = k + j;
+        float ap = 0.0f, sp = 0.0f;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-        if (j < pw) {
-            const int c = k + j;
-            float ap = 0.0f, sp = 0.0f;
-#pragma unroll
-            for (int i = 0; i < R; ++i) {
-                const float x = a[i][j];
-                if (row[i] == c) ap += x;
-                if (row[i] > c) sp += x * x;
-            }
-            block_sum2(ap, sp, red_a, lane, warp);
-            const float alpha = ap, ss = sp;
-            float xnp, p;
-            if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
-                const float xnorm = sqrtf(ss);
-                p = range_scale(fmaxf(fabsf(alpha), xnorm));
-                xnp = xnorm * p;
-            } else {
-                float mx = 0.0f;
-#pragma unroll
-                for (int i = 0; i < R; ++i)
-                    if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][j]));
-                const float amax = block_max(mx, red_b, lane, warp);
-                const float q = range_scale(amax);
-                const float s = amax > 0.0f ? amax : 1.0f;
-                const float inv = 1.0f / (s * q);
-                float s2 = 0.0f;
-#pragma unroll
-                for (int i = 0; i < R; ++i) {
-                    if (row[i] > c) {
-                        const float xs = (a[i][j] * q) * inv;
-                        s2 += xs * xs;
-                    }
-                }
-                s2 = block_sum(s2, red_c, lane, warp);
-                p = range_scale(fmaxf(fabsf(alpha), amax));
-                xnp = (s * p) * sqrtf(s2);
-            }
-            // dlarfg's scalars (panel._reflector).
-            const float apv = alpha * p;
-            const float mxv = fmaxf(fabsf(apv), xnp);
-            const float mxs = mxv > 0.0f ? mxv : 1.0f;
-            const float a_ = apv / mxs, x_ = xnp / mxs;
-            const float nrm = mxs * sqrtf(a_ * a_ + x_ * x_);
-            const bool act = c < na;
-            const bool d = act && (xnp != 0.0f) && !(xnp < floor_ * p);
-            const float beta_p = alpha >= 0.0f ? -nrm : nrm;
-            const float tau = d ? (beta_p - apv) / beta_p : 0.0f;
-            const float scale = d ? 1.0f / (apv - beta_p) : 0.0f;
-            const float beta = d ? beta_p * (1.0f / p) : alpha;
-            float v[R], vb[R];
-#pragma unroll
-            for (int i = 0; i < R; ++i) {
-                vb[i] = row[i] > c ? (a[i][j] * p) * scale : 0.0f;
-                v[i] = row[i] == c ? 1.0f : vb[i];
-            }
-            // w = P^T v: per-thread partials, then a transposing butterfly (lane l ends with
-            // column l's warp sum), then the warps' sums.
-            float pp[32];
-#pragma unroll
-            for (int q = 0; q < 32; ++q) {
-                float s = 0.0f;
-#pragma unroll
-                for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
-                pp[q] = s;
-            }
-            fold<16>(pp, lane);
-            fold<8>(pp, lane);
-            fold<4>(pp, lane);
-            fold<2>(pp, lane);
-            fold<1>(pp, lane);
-            wpart[warp][lane] = pp[0];
-            __syncthreads();
-            if (t < 32) {
-                float s = 0.0f;
-#pragma unroll
-                for (int w = 0; w < NW; ++w) s += wpart[w][t];
-                wfin[t] = s;
-                slot[j * 32 + t] = s;
-            }
-            __syncthreads();
-#pragma unroll
-            for (int q = 0; q < 32; ++q) {
-                if (q > j) {
-                    const float tw = tau * wfin[q];
-#pragma unroll
-                    for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
-                }
-            }
+        for (int i = 0; i < R; ++i) {
+            const float x = a[i][0];
+            if (row[i] == c) ap += x;
+            if (row[i] > c) sp += x * x;
+        }
+        block_sum2(ap, sp, red_a, lane, warp);
+        const float alpha = ap, ss = sp;
+        float xnp, p;
+        if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
+            const float xnorm = sqrtf(ss);
+            p = range_scale(fmaxf(fabsf(alpha), xnorm));
+            xnp = xnorm * p;
+        } else {
+            float mx = 0.0f;
 #pragma unroll
             for (int i = 0; i < R; ++i)
-                a[i][j] = row[i] == c ? beta : ((row[i] > c && d) ? vb[i] : a[i][j]);
-            if (t == j) my_tau = tau;
+                if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][0]));
+            const float amax = block_max(mx, red_b, lane, warp);
+            const float q = range_scale(amax);
+            const float s = amax > 0.0f ? amax : 1.0f;
+            const float inv = 1.0f / (s * q);
+            float s2 = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                if (row[i] > c) {
+                    const float xs = (a[i][0] * q) * inv;
+                    s2 += xs * xs;
+                }
+            }
+            s2 = block_sum(s2, red_c, lane, warp);
+            p = range_scale(fmaxf(fabsf(alpha), amax));
+            xnp = (s * p) * sqrtf(s2);
+        }
+        // dlarfg's scalars (panel._reflector).
+        const float apv = alpha * p;
+        const float mxv = fmaxf(fabsf(apv), xnp);
+        const float mxs = mxv > 0.0f ? mxv : 1.0f;
+        const float a_ = apv / mxs, x_ = xnp / mxs;
+        const float nrm = mxs * sqrtf(a_ * a_ + x_ * x_);
+        const bool d = (c < na) && (xnp != 0.0f) && !(xnp < floor_ * p);
+        const float beta_p = alpha >= 0.0f ? -nrm : nrm;
+        const float tau = d ? (beta_p - apv) / beta_p : 0.0f;
+        const float scale = d ? 1.0f / (apv - beta_p) : 0.0f;
+        const float beta = d ? beta_p * (1.0f / p) : alpha;
+        float v[R], vb[R];
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            vb[i] = row[i] > c ? (a[i][0] * p) * scale : 0.0f;
+            v[i] = row[i] == c ? 1.0f : vb[i];
+        }
+        // w = P^T v: per-thread partials, a transposing butterfly (lane l ends with slot l's
+        // warp sum), then the warps' sums.
+        float pp[32];
+#pragma unroll
+        for (int q = 0; q < 32; ++q) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
+            pp[q] = s;
+        }
+        fold<16>(pp, lane);
+        fold<8>(pp, lane);
+        fold<4>(pp, lane);
+        fold<2>(pp, lane);
+        fold<1>(pp, lane);
+        wpart[warp][lane] = pp[0];
+        __syncthreads();
+        if (t < 32) {
+            float s = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; ++w) s += wpart[w][t];
+            wfin[t] = s;
+            Ss[j][(j + t) & 31] = s;
+        }
+        if (t == 0) taus[j] = tau;
+        __syncthreads();
+#pragma unroll
+        for (int q = 1; q < 32; ++q) {
+            if (q < 32 - j) {  // a later column of the panel
+                const float tw = tau * wfin[q];
+#pragma unroll
+                for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            const float x = row[i] == c ? beta : ((row[i] > c && d) ? vb[i] : a[i][0]);
+#pragma unroll
+            for (int q = 0; q < 31; ++q) a[i][q] = a[i][q + 1];
+            a[i][31] = x;
         }
     }
+    // Slot q holds column (pw + q) mod 32 now.
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-        if (j < pw) {
+    for (int q = 0; q < 32; ++q) {
+        const int col = (pw + q) & 31;
 #pragma unroll
-            for (int i = 0; i < R; ++i)
-                if (row[i] < m) base[(long long)(k + j) * m + row[i]] = a[i][j];
-        }
+        for (int i = 0; i < R; ++i)
+            if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
     }
-    if (t < pw) tau_out[t] = my_tau;
+    if (t < pw) tau_out[t] = taus[t];
+    // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
+    // T[r][i] = -tau_i sum_q T[r][q] S[q][i] for r < i, from the steps' V^T V.
+    if (warp == 0) {
+        float T[32];
+        const bool keep_r = lane < pw && k + lane < na;
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+            const bool keep_i = i < pw && k + i < na;
+            float acc = 0.0f;
+#pragma unroll
+            for (int q = 0; q < i; ++q) acc += T[q] * Ss[i][q];
+            const float ti = taus[i];
+            T[i] = !keep_i ? 0.0f : (lane < i ? -ti * acc : (lane == i ? ti : 0.0f));
+        }
+        float* slot = TW + ((long long)b * n_tw + tw_index) * 32 * 32 + lane * 32;
+#pragma unroll
+        for (int i = 0; i < 32; ++i) slot[i] = keep_r ? T[i] : 0.0f;
+    }
 }
 """
 
