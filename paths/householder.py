@@ -205,8 +205,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
-        cuda_panel=(s.cuda_panel if s.cuda_panel is not None else bool(knobs.cuda_panel)
-                    if knobs.cuda_panel is not None else schedules.CUDA_PANEL))
+        cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -345,19 +344,28 @@ class _Blocked(NamedTuple):
     wbuf: list            # the row-split trailing update's W, allocated on first use
 
 
-#: The panel kernels, by the names :func:`panel_kinds` gives them.
-PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_ROW_SPLIT, PANEL_STREAMED = (
-    "one-launch", "register", "row-split", "streamed")
+#: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
+#: register panel in CUDA C, kernels/panel_cuda.py).
+PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_REGISTER_CUDA, PANEL_ROW_SPLIT, PANEL_STREAMED = (
+    "one-launch", "register", "register-cuda", "row-split", "streamed")
 
 
-def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int) -> tuple:
+def _cuda_panels(want: bool, nb: int, device: torch.device) -> bool:
+    """Whether register panels of width ``nb`` on ``device`` run in CUDA C (``want``: the
+    schedule's ``cuda_panel``)."""
+    return want and nb in panel_cuda.WIDTHS and device.type == "cuda" and panel_cuda.available()
+
+
+def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
+                cuda: bool = False) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
-    SM count, None off the GPU, where no panel is row-split)."""
+    SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
+    CUDA C, :func:`_cuda_panels`)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
-        return PANEL_REGISTER, MB, None
+        return (PANEL_REGISTER_CUDA if cuda else PANEL_REGISTER), MB, None
     rp = split_rows(B, m - k, nb, sm, min_rows) if sm is not None else None
     return (PANEL_ROW_SPLIT if rp is not None else PANEL_STREAMED), MB, rp
 
@@ -378,7 +386,8 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
         return s.nb, [PANEL_ONE_LAUNCH]
     sm = _sm_count(device) if device.type == "cuda" else None
     min_rows = schedules.split_min_rows()
-    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows)[0] for k in range(0, n, s.nb)]
+    cuda = _cuda_panels(schedules.cuda_panel(), s.nb, device)
+    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda)[0] for k in range(0, n, s.nb)]
 
 
 def _panel(f: _Blocked, k: int, pw: int) -> None:
@@ -387,13 +396,12 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
     kind, MB, rp = _panel_kind(B, m, k, nb, split.sm if split is not None else None,
-                               s.split_min_rows)
+                               s.split_min_rows, _cuda_panels(s.cuda_panel, nb, Ht.device))
     sep_t = bool(s.t_kernel)
     from_s = False
-    if (kind == PANEL_REGISTER and s.cuda_panel and nb == panel_cuda.NB and Ht.is_cuda
-            and panel_cuda.available()):
+    if kind == PANEL_REGISTER_CUDA:
         # Builds its own T (no T kernel launch).
-        panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, MB, has_na, floor)
+        panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor)
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

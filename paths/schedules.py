@@ -47,9 +47,21 @@ RESIDENT_MAX_TILE = 2048
 #: 128 and 256 were slower on the H200: 2x4096 26.2 / 27.2 / 32.2 ms at 64 / 128 / 256,
 #: 8x2048 13.4 / 13.4 / 15.6 (EXPERIMENTS.md S1).
 SPLIT_MIN_ROWS = 64
-#: Register panels in CUDA C (kernels/panel_cuda.py, where cupy imports) instead of Triton.
-#: Off until measured (EXPERIMENTS.md H12); the ``cuda_panel`` knob sets it per call.
-CUDA_PANEL = False
+#: Register panels in CUDA C (kernels/panel_cuda.py, where cupy imports and the width is
+#: 16 or 32) instead of Triton. Public call, same run (EXPERIMENTS.md H12, run 1932):
+#: 640x512 7.75 -> 5.95 ms, rankdef 7.68 -> 6.15, 60x1024 6.71 -> 6.58, 1x512 1.42 -> 1.13;
+#: no case slower. The ``cuda_panel`` knob (0 / 1) sets it per call.
+CUDA_PANEL = True
+
+
+def cuda_panel(knobs=None) -> bool:
+    """``CUDA_PANEL``, or the ``cuda_panel`` knob of ``knobs`` (the current settings
+    snapshot's where None)."""
+    if knobs is None:
+        from adaptqr import config
+
+        knobs = config.snapshot().knobs
+    return CUDA_PANEL if knobs.cuda_panel is None else bool(knobs.cuda_panel)
 
 
 def split_min_rows() -> int:

@@ -134,3 +134,44 @@ def test_split_capacity_examples_and_workspace(monkeypatch):
     assert WS.shape[2] == 64 and SP.shape[1] == 64 and CNT.shape == (4, 3 * 4096)
     with config.experiment(split_min_rows=256):  # part of the cache key
         assert split_capacity(4, 4096, 4096, 32, H200_SMS) == _npow2(split_rows(4, 4096, 32, H200_SMS)[1])
+
+
+def test_cuda_panel_choice(monkeypatch):
+    # EXPERIMENTS.md H12: register panels of width 16 or 32 run in CUDA C where cupy and a
+    # CUDA device are there; the knob turns them off (or on) per call.
+    from adaptqr import config
+    from adaptqr.paths.kernels import panel_cuda
+
+    assert schedules.cuda_panel() is schedules.CUDA_PANEL
+    with config.experiment(cuda_panel=0):
+        assert schedules.cuda_panel() is False
+        s = hh._with_knobs(schedules.schedule_for(512, 512), None)
+        assert s.cuda_panel is False
+    with config.experiment(cuda_panel=1):
+        assert schedules.cuda_panel() is True
+    with pytest.raises(ValueError, match="cuda_panel"):
+        with config.experiment(cuda_panel=2):
+            pass
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    monkeypatch.setattr(panel_cuda, "available", lambda: True)
+    assert hh._cuda_panels(True, 32, gpu) and hh._cuda_panels(True, 16, gpu)
+    assert not hh._cuda_panels(True, 64, gpu)       # no such width compiled
+    assert not hh._cuda_panels(False, 32, gpu)
+    assert not hh._cuda_panels(True, 32, cpu)       # the interpreter: Triton's kernel
+    monkeypatch.setattr(panel_cuda, "available", lambda: False)
+    assert not hh._cuda_panels(True, 32, gpu)
+    # Only register panels change kernel; a tall panel still streams or splits.
+    assert hh._panel_kind(640, 512, 0, 32, None, 64, cuda=True)[0] == "register-cuda"
+    assert hh._panel_kind(640, 512, 0, 32, None, 64)[0] == "register"
+    assert hh._panel_kind(2, 4096, 0, 32, None, 64, cuda=True)[0] == "streamed"
+
+
+def test_cuda_panel_threads():
+    from adaptqr.paths.kernels import panel_cuda
+
+    # one row a thread up to 256 rows, then more rows a thread (at most 4: 1024 rows, nb 16)
+    assert [panel_cuda.threads_rows(mb) for mb in (16, 64, 256, 512, 1024)] == [
+        (32, 1), (64, 1), (256, 1), (256, 2), (256, 4)]
+    for mb in (16, 32, 64, 128, 256, 512, 1024):
+        nt, r = panel_cuda.threads_rows(mb)
+        assert nt * r >= mb and nt % 32 == 0

@@ -13,8 +13,8 @@ to a thread, and one transposing butterfly leaves column ``l``'s warp sum on lan
 (31 shuffles), with one barrier for the sums across warps (EXPERIMENTS.md H12).
 
 Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of the panel's
-``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a step so
-that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the
+``NB`` (16 or 32) columns in registers (``NT R >= m - k``), the columns rotated by one a
+step so that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the
 column step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). The column step's scalars are the
 Triton kernel's (:func:`~adaptqr.paths.kernels.panel._reflector`, the plain sum of squares
 first and the max-scaled one where it is out of range, powers of two for tiny and huge
@@ -36,11 +36,13 @@ import functools
 import numpy as np
 import torch
 
-NB = 32
+#: Panel widths the kernel is compiled for.
+WIDTHS = (16, 32)
 
 SRC = r"""
 #define FULL 0xffffffffu
 #define NW (NT / 32)
+// NB (16 or 32), NT and R come from the compile options.
 #define SAFE_LO 8.673617379884035e-19f
 #define SAFE_HI 1.152921504606847e18f
 #define SAFE_UP 1.2089258196146292e24f
@@ -116,23 +118,23 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float red_a[2 * NW];
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
-    __shared__ float wpart[NW][32];
-    __shared__ float wfin[32];
-    __shared__ float Ss[32][33];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
-    __shared__ float taus[32];
+    __shared__ float wpart[NW][NB];
+    __shared__ float wfin[NB];
+    __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
+    __shared__ float taus[NB];
     const int b = blockIdx.x;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
-    // Register slot q holds panel column (j + q) mod 32 at step j: the step's column is
+    // Register slot q holds panel column (j + q) mod NB at step j: the step's column is
     // always slot 0 (static register indices in a loop that is not unrolled, so the code
     // stays small), and the stored reflectors stay in the tile for w's V^T V part.
-    float a[R][32];
+    float a[R][NB];
     int row[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) row[i] = k + t + i * NT;
     // Issued before n_active is read (as the Triton kernel, EXPERIMENTS.md P6).
 #pragma unroll
-    for (int q = 0; q < 32; ++q) {
+    for (int q = 0; q < NB; ++q) {
 #pragma unroll
         for (int i = 0; i < R; ++i)
             a[i][q] = (q < pw && row[i] < m) ? base[(long long)(k + q) * m + row[i]] : 0.0f;
@@ -143,7 +145,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         if (t < pw) tau_out[t] = 0.0f;
         return;
     }
-    if (t < 32) taus[t] = 0.0f;
+    if (t < NB) taus[t] = 0.0f;
 #pragma unroll 1
     for (int j = 0; j < pw; ++j) {
         const int c = k + j;
@@ -201,33 +203,38 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         }
         // w = P^T v: per-thread partials, a transposing butterfly (lane l ends with slot l's
         // warp sum), then the warps' sums.
-        float pp[32];
+        float pp[NB];
 #pragma unroll
-        for (int q = 0; q < 32; ++q) {
+        for (int q = 0; q < NB; ++q) {
             float s = 0.0f;
 #pragma unroll
             for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
             pp[q] = s;
         }
-        fold<16>(pp, lane);
+        if constexpr (NB == 32) {
+            fold<16>(pp, lane);
+        } else {  // 16 columns: lanes l and l + 16 first add all of theirs
+#pragma unroll
+            for (int q = 0; q < 16; ++q) pp[q] += __shfl_xor_sync(FULL, pp[q], 16);
+        }
         fold<8>(pp, lane);
         fold<4>(pp, lane);
         fold<2>(pp, lane);
         fold<1>(pp, lane);
-        wpart[warp][lane] = pp[0];
+        if (lane < NB) wpart[warp][lane] = pp[0];
         __syncthreads();
-        if (t < 32) {
+        if (t < NB) {
             float s = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; ++w) s += wpart[w][t];
             wfin[t] = s;
-            Ss[j][(j + t) & 31] = s;
+            Ss[j][(j + t) & (NB - 1)] = s;
         }
         if (t == 0) taus[j] = tau;
         __syncthreads();
 #pragma unroll
-        for (int q = 1; q < 32; ++q) {
-            if (q < 32 - j) {  // a later column of the panel
+        for (int q = 1; q < NB; ++q) {
+            if (q < NB - j) {  // a later column of the panel
                 const float tw = tau * wfin[q];
 #pragma unroll
                 for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
@@ -237,14 +244,14 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         for (int i = 0; i < R; ++i) {
             const float x = row[i] == c ? beta : ((row[i] > c && d) ? vb[i] : a[i][0]);
 #pragma unroll
-            for (int q = 0; q < 31; ++q) a[i][q] = a[i][q + 1];
-            a[i][31] = x;
+            for (int q = 0; q < NB - 1; ++q) a[i][q] = a[i][q + 1];
+            a[i][NB - 1] = x;
         }
     }
-    // Slot q holds column (pw + q) mod 32 now.
+    // Slot q holds column (pw + q) mod NB now.
 #pragma unroll
-    for (int q = 0; q < 32; ++q) {
-        const int col = (pw + q) & 31;
+    for (int q = 0; q < NB; ++q) {
+        const int col = (pw + q) & (NB - 1);
 #pragma unroll
         for (int i = 0; i < R; ++i)
             if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
@@ -252,11 +259,11 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     if (t < pw) tau_out[t] = taus[t];
     // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
     // T[r][i] = -tau_i sum_q T[r][q] S[q][i] for r < i, from the steps' V^T V.
-    if (warp == 0) {
-        float T[32];
+    if (t < NB) {
+        float T[NB];
         const bool keep_r = lane < pw && k + lane < na;
 #pragma unroll
-        for (int i = 0; i < 32; ++i) {
+        for (int i = 0; i < NB; ++i) {
             const bool keep_i = i < pw && k + i < na;
             float acc = 0.0f;
 #pragma unroll
@@ -264,9 +271,9 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             const float ti = taus[i];
             T[i] = !keep_i ? 0.0f : (lane < i ? -ti * acc : (lane == i ? ti : 0.0f));
         }
-        float* slot = TW + ((long long)b * n_tw + tw_index) * 32 * 32 + lane * 32;
+        float* slot = TW + ((long long)b * n_tw + tw_index) * NB * NB + lane * NB;
 #pragma unroll
-        for (int i = 0; i < 32; ++i) slot[i] = keep_r ? T[i] : 0.0f;
+        for (int i = 0; i < NB; ++i) slot[i] = keep_r ? T[i] : 0.0f;
     }
 }
 """
@@ -296,11 +303,12 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nt: int, r: int, device_index: int):
+def _kernel(nb: int, nt: int, r: int, device_index: int):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DNT={nt}", f"-DR={r}"))
+        mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DNB={nb}", f"-DNT={nt}",
+                                              f"-DR={r}"))
         return mod.get_function("panel_cuda")
 
 
@@ -312,14 +320,14 @@ def _stream(ptr: int, device_index: int):
 
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
-           k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int, has_na: bool,
-           floor: float) -> None:
+           k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
+           has_na: bool, floor: float) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
-    a CUDA graph: no allocation, no sync). ``mb``: the panel's padded rows
-    (``next_pow2(m - k)``, at most 512)."""
+    a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
+    the panel's padded rows (``next_pow2(m - k)``, at most 512)."""
     nt, r = threads_rows(mb)
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nt, r, dev)
+    kern = _kernel(nb, nt, r, dev)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     with stream:
         kern((Ht.shape[0],), (nt,),

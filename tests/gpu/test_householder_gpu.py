@@ -166,3 +166,45 @@ def test_split_pairs_matches(B, n):
     # Two columns a grid barrier (EXPERIMENTS.md S3) against one, whatever the default rule.
     _variant_against_default(B, n, 1e-2, split_pairs=True)
     _variant_against_default(B, n, 1e-2, split_pairs=False)
+
+
+def _needs_cuda_panel():
+    from adaptqr.paths.kernels import panel_cuda
+
+    if not panel_cuda.available():
+        pytest.skip("the CUDA C panel needs cupy")
+
+
+@pytest.mark.parametrize("B,n", [(160, 512), (16, 600), (16, 200), (3, 1100), (2, 97)])
+def test_cuda_panel_matches_triton(B, n):
+    # EXPERIMENTS.md H12: the register panels in CUDA C (the default where cupy imports;
+    # widths 32 and, at n = 97 and 200, 16) against Triton's: the same reflectors up to the
+    # summation order of the column sums.
+    _needs_cuda_panel()
+    _variant_against_default(B, n, 1e-4, cuda_panel=False)
+
+
+def test_cuda_panel_degenerate_columns_and_n_active():
+    # A zero column, a repeated one, a block of tiny columns, a ragged last panel and
+    # n_active inside a panel: both panel kernels pass the bar and agree.
+    import dataclasses
+
+    from adaptqr.paths import schedules
+
+    _needs_cuda_panel()
+    n = 300
+    A = torch.randn(4, n, n, device="cuda")
+    A[0, :, 5] = 0
+    A[1, :, 7] = A[1, :, 6]
+    A[2, :, 40:60] *= 1e-30
+    A[3, :, 100:] *= 1e-7
+    na = torch.tensor([n, n, n, 203], dtype=torch.int32, device="cuda")
+    s = schedules.schedule_for(n, n)
+    outs = [_factor(A, _Info({"n_active": na}), schedule=dataclasses.replace(s, cuda_panel=c))
+            for c in (True, False)]
+    for H, tau in outs:
+        assert torch.isfinite(H).all() and (tau[3, 203:] == 0).all()
+        r = check_geqrf(A[:3], H[:3], tau[:3])
+        assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    (H1, t1), (H2, t2) = outs
+    assert float((H1 - H2).norm() / H1.norm()) < 1e-4
