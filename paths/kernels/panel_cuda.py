@@ -13,7 +13,7 @@ to a thread, and one transposing butterfly leaves column ``l``'s warp sum on lan
 (31 shuffles), with one barrier for the sums across warps (EXPERIMENTS.md H12).
 
 Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of the panel's
-``NB`` (16 or 32) columns in registers (``NT R >= m - k``), the columns rotated by one a
+``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a
 step so that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the
 column step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). The column step's scalars are the
 Triton kernel's (:func:`~adaptqr.paths.kernels.panel._reflector`, the plain sum of squares
@@ -36,13 +36,16 @@ import functools
 import numpy as np
 import torch
 
-#: Panel widths the kernel is compiled for.
-WIDTHS = (16, 32)
+#: Panel widths the kernel is compiled for. Width 16 (n <= 352) was built and measured in
+#: the same run as Triton's (run 1941): 40x176 0.2565 against 0.2492 ms, 40x352 0.783
+#: against 0.787; no gain, removed (EXPERIMENTS.md H12).
+WIDTHS = (32,)
 
 SRC = r"""
 #define FULL 0xffffffffu
 #define NW (NT / 32)
-// NB (16 or 32), NT and R come from the compile options.
+// NT and R come from the compile options.
+#define NB 32
 #define SAFE_LO 8.673617379884035e-19f
 #define SAFE_HI 1.152921504606847e18f
 #define SAFE_UP 1.2089258196146292e24f
@@ -211,12 +214,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
             pp[q] = s;
         }
-        if constexpr (NB == 32) {
-            fold<16>(pp, lane);
-        } else {  // 16 columns: lanes l and l + 16 first add all of theirs
-#pragma unroll
-            for (int q = 0; q < 16; ++q) pp[q] += __shfl_xor_sync(FULL, pp[q], 16);
-        }
+        fold<16>(pp, lane);
         fold<8>(pp, lane);
         fold<4>(pp, lane);
         fold<2>(pp, lane);
@@ -281,7 +279,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 
 def threads_rows(mb: int) -> tuple[int, int]:
     """``(NT, R)`` for a panel of ``mb`` rows (a power of two, 16..512): up to 256 threads of
-    one row each, two rows a thread at 512.
+    one row each, two rows a thread at 512 (the register tile's ``NB mb <= 16384``).
 
     >>> threads_rows(512), threads_rows(128), threads_rows(16)
     ((256, 2), (128, 1), (32, 1))
@@ -303,20 +301,24 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nb: int, nt: int, r: int, device_index: int):
+def _kernel(nt: int, r: int, device_index: int):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DNB={nb}", f"-DNT={nt}",
-                                              f"-DR={r}"))
+        mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DNT={nt}", f"-DR={r}"))
         return mod.get_function("panel_cuda")
 
 
 @functools.lru_cache(maxsize=64)
 def _stream(ptr: int, device_index: int):
+    import warnings
+
     import cupy as cp
 
-    return cp.cuda.ExternalStream(ptr, device_index)
+    # cupy 14 deprecates ExternalStream for Stream.from_external, which cupy 13 lacks.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cp.cuda.ExternalStream(ptr, device_index)
 
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
@@ -325,9 +327,11 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 512)."""
+    if nb not in WIDTHS:
+        raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     nt, r = threads_rows(mb)
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nb, nt, r, dev)
+    kern = _kernel(nt, r, dev)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     with stream:
         kern((Ht.shape[0],), (nt,),

@@ -175,11 +175,10 @@ def _needs_cuda_panel():
         pytest.skip("the CUDA C panel needs cupy")
 
 
-@pytest.mark.parametrize("B,n", [(160, 512), (16, 600), (16, 200), (3, 1100), (2, 97)])
+@pytest.mark.parametrize("B,n", [(160, 512), (16, 600), (3, 1100), (2, 300)])
 def test_cuda_panel_matches_triton(B, n):
-    # EXPERIMENTS.md H12: the register panels in CUDA C (the default where cupy imports;
-    # widths 32 and, at n = 97 and 200, 16) against Triton's: the same reflectors up to the
-    # summation order of the column sums.
+    # EXPERIMENTS.md H12: the register panels in CUDA C (the default where cupy imports)
+    # against Triton's: the same reflectors up to the summation order of the column sums.
     _needs_cuda_panel()
     _variant_against_default(B, n, 1e-4, cuda_panel=False)
 
@@ -206,5 +205,8 @@ def test_cuda_panel_degenerate_columns_and_n_active():
         assert torch.isfinite(H).all() and (tau[3, 203:] == 0).all()
         r = check_geqrf(A[:3], H[:3], tau[:3])
         assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    # Not matrix 1: the repeated column's residual is rounding noise, whose direction (its
+    # reflector, and all after it) depends on the summation order of either kernel.
     (H1, t1), (H2, t2) = outs
-    assert float((H1 - H2).norm() / H1.norm()) < 1e-4
+    for i in (0, 2, 3):
+        assert float((H1[i] - H2[i]).norm() / H1[i].norm()) < 1e-4, i
