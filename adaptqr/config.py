@@ -89,12 +89,15 @@ class Knobs:
     """The experiment knobs, set by :func:`experiment` (None: the library's constant):
     ``split_min_rows`` (``schedules.SPLIT_MIN_ROWS``), ``tail_prec``
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
-    (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton)."""
+    (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
+    ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
+    the CUDA C kernel takes)."""
 
     split_min_rows: int | None
     tail_prec: str | None
     fp16_max_n: int | None
     cuda_panel: int | None = None
+    cuda_panel_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ def _log_target() -> str | None:
 #: Values ``Knobs.tail_prec`` takes (the trailing kernels' ``input_precision`` values).
 TAIL_PRECS = ("tf32x3", "tf32", "ieee")
 
-_NO_KNOBS = Knobs(split_min_rows=None, tail_prec=None, fp16_max_n=None, cuda_panel=None)
+_NO_KNOBS = Knobs(split_min_rows=None, tail_prec=None, fp16_max_n=None)
 _knobs = _NO_KNOBS
 
 
@@ -211,6 +214,8 @@ def experiment(**fields):
         raise ValueError(f"fp16_max_n must be a positive integer, got {max_n!r}")
     if fields.get("cuda_panel") not in (None, 0, 1):
         raise ValueError(f"cuda_panel must be 0 or 1, got {fields['cuda_panel']!r}")
+    if fields.get("cuda_panel_rows") not in (None, 512, 1024):
+        raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
     try:

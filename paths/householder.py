@@ -194,7 +194,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
     0) taken from the call's settings snapshot (``info.settings``, else the current one),
     else from the library's constants."""
-    if s.small or (s.tail_prec is not None and s.split_min_rows and s.cuda_panel is not None):
+    if s.small or (s.tail_prec is not None and s.split_min_rows and s.cuda_panel is not None
+                   and s.cuda_panel_rows):
         return s
     knobs = getattr(info, "settings", None)
     if knobs is None:
@@ -205,7 +206,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
-        cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs))
+        cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
+        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -357,15 +359,17 @@ def _cuda_panels(want: bool, nb: int, device: torch.device) -> bool:
 
 
 def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
-                cuda: bool = False) -> tuple:
+                cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
     SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
-    CUDA C, :func:`_cuda_panels`)."""
+    CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
+    if cuda and MB <= cuda_rows:
+        return PANEL_REGISTER_CUDA, MB, None
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
-        return (PANEL_REGISTER_CUDA if cuda else PANEL_REGISTER), MB, None
+        return PANEL_REGISTER, MB, None
     rp = split_rows(B, m - k, nb, sm, min_rows) if sm is not None else None
     return (PANEL_ROW_SPLIT if rp is not None else PANEL_STREAMED), MB, rp
 
@@ -387,7 +391,9 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     sm = _sm_count(device) if device.type == "cuda" else None
     min_rows = schedules.split_min_rows()
     cuda = _cuda_panels(schedules.cuda_panel(), s.nb, device)
-    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda)[0] for k in range(0, n, s.nb)]
+    rows = schedules.cuda_panel_rows()
+    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows)[0]
+                  for k in range(0, n, s.nb)]
 
 
 def _panel(f: _Blocked, k: int, pw: int) -> None:
@@ -396,7 +402,8 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
     kind, MB, rp = _panel_kind(B, m, k, nb, split.sm if split is not None else None,
-                               s.split_min_rows, _cuda_panels(s.cuda_panel, nb, Ht.device))
+                               s.split_min_rows, _cuda_panels(s.cuda_panel, nb, Ht.device),
+                               s.cuda_panel_rows)
     sep_t = bool(s.t_kernel)
     from_s = False
     if kind == PANEL_REGISTER_CUDA:

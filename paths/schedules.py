@@ -54,14 +54,31 @@ SPLIT_MIN_ROWS = 64
 CUDA_PANEL = True
 
 
-def cuda_panel(knobs=None) -> bool:
-    """``CUDA_PANEL``, or the ``cuda_panel`` knob of ``knobs`` (the current settings
-    snapshot's where None)."""
+#: The tallest panel (padded rows) the CUDA C kernel takes: 512 (two rows a thread, 256
+#: threads) as measured in H12. The knob ``cuda_panel_rows=1024`` offers the panels of
+#: 513-1024 rows too (512 threads of two rows, one CTA an SM; today's row-split or streamed
+#: panels there): built, not measured yet (EXPERIMENTS.md H13).
+CUDA_PANEL_MAX_ROWS = 512
+
+
+def _knobs(knobs):
     if knobs is None:
         from adaptqr import config
 
         knobs = config.snapshot().knobs
+    return knobs
+
+
+def cuda_panel(knobs=None) -> bool:
+    """``CUDA_PANEL``, or the ``cuda_panel`` knob of ``knobs`` (the current settings
+    snapshot's where None)."""
+    knobs = _knobs(knobs)
     return CUDA_PANEL if knobs.cuda_panel is None else bool(knobs.cuda_panel)
+
+
+def cuda_panel_rows(knobs=None) -> int:
+    """``CUDA_PANEL_MAX_ROWS``, or the ``cuda_panel_rows`` knob of ``knobs``."""
+    return _knobs(knobs).cuda_panel_rows or CUDA_PANEL_MAX_ROWS
 
 
 def split_min_rows() -> int:
@@ -171,6 +188,8 @@ class Schedule:
     split_pairs: bool | None = None
     # Register panels in CUDA C (CUDA_PANEL); None: the cuda_panel knob, else CUDA_PANEL.
     cuda_panel: bool | None = None
+    # The tallest panel in CUDA C; 0: the cuda_panel_rows knob, else CUDA_PANEL_MAX_ROWS.
+    cuda_panel_rows: int = 0
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -164,14 +164,25 @@ def test_cuda_panel_choice(monkeypatch):
     assert hh._panel_kind(640, 512, 0, 32, None, 64, cuda=True)[0] == "register-cuda"
     assert hh._panel_kind(640, 512, 0, 32, None, 64)[0] == "register"
     assert hh._panel_kind(2, 4096, 0, 32, None, 64, cuda=True)[0] == "streamed"
+    # cuda_panel_rows=1024 (H13): panels of 513-1024 rows too, not taller ones.
+    assert hh._panel_kind(60, 1024, 0, 32, None, 64, True, 1024)[0] == "register-cuda"
+    assert hh._panel_kind(60, 1024, 0, 32, None, 64, True)[0] == "streamed"
+    assert hh._panel_kind(8, 2048, 0, 32, None, 64, True, 1024)[0] == "streamed"
+    assert hh._panel_kind(8, 2048, 1024, 32, None, 64, True, 1024)[0] == "register-cuda"
+    assert schedules.cuda_panel_rows() == schedules.CUDA_PANEL_MAX_ROWS
+    with config.experiment(cuda_panel_rows=1024):
+        assert hh._with_knobs(schedules.schedule_for(1024, 1024), None).cuda_panel_rows == 1024
+    with pytest.raises(ValueError, match="cuda_panel_rows"):
+        with config.experiment(cuda_panel_rows=2048):
+            pass
 
 
 def test_cuda_panel_threads():
     from adaptqr.paths.kernels import panel_cuda
 
-    # one row a thread up to 256 rows, then two rows a thread (512 rows at nb 32)
-    assert [panel_cuda.threads_rows(mb) for mb in (16, 64, 256, 512)] == [
-        (32, 1), (64, 1), (256, 1), (256, 2)]
-    for mb in (16, 32, 64, 128, 256, 512):
+    # one row a thread up to 256 rows, then two rows a thread
+    assert [panel_cuda.threads_rows(mb) for mb in (16, 64, 256, 512, 1024)] == [
+        (32, 1), (64, 1), (256, 1), (256, 2), (512, 2)]
+    for mb in (16, 32, 64, 128, 256, 512, 1024):
         nt, r = panel_cuda.threads_rows(mb)
         assert nt * r >= mb and nt % 32 == 0

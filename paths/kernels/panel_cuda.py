@@ -278,14 +278,16 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 
 
 def threads_rows(mb: int) -> tuple[int, int]:
-    """``(NT, R)`` for a panel of ``mb`` rows (a power of two, 16..512): up to 256 threads of
-    one row each, two rows a thread at 512 (the register tile's ``NB mb <= 16384``).
+    """``(NT, R)`` for a panel of ``mb`` rows (a power of two, 16..1024): up to 256 threads of
+    one row each, then two rows a thread (256 threads at 512 rows: 103 registers, two CTAs
+    an SM; 512 threads at 1024: 101 registers, one CTA an SM; sm_90, ptxas 12.9).
 
-    >>> threads_rows(512), threads_rows(128), threads_rows(16)
-    ((256, 2), (128, 1), (32, 1))
+    >>> threads_rows(512), threads_rows(128), threads_rows(16), threads_rows(1024)
+    ((256, 2), (128, 1), (32, 1), (512, 2))
     """
-    nt = max(32, min(256, mb))
-    return nt, max(1, mb // nt)
+    if mb <= 256:
+        return max(32, mb), 1
+    return mb // 2, 2
 
 
 @functools.lru_cache(maxsize=None)
@@ -326,7 +328,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
            has_na: bool, floor: float) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
-    the panel's padded rows (``next_pow2(m - k)``, at most 512)."""
+    the panel's padded rows (``next_pow2(m - k)``, at most 1024)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     nt, r = threads_rows(mb)
