@@ -142,3 +142,17 @@ def test_full_fp32_matmul_restores_the_callers_precision():
 def test_blocked_q_is_column_major_as_torchs():
     h, tau = _factors((3, 9, 6))
     assert blocked_householder_product(h, tau).stride() == originals.householder_product(h, tau).stride()
+
+
+def test_qt_group_knob():
+    # EXPERIMENTS.md W1: the wide path's Q^T by blocks of 32 or 64 reflectors (a knob).
+    import pytest
+
+    from adaptqr import config, qform
+
+    assert qform._qt_group() == 0
+    with config.experiment(qt_group=64):
+        assert qform._qt_group() == 64
+    with pytest.raises(ValueError, match="qt_group"):
+        with config.experiment(qt_group=128):
+            pass

@@ -76,3 +76,20 @@ def test_apply_qt_equals_torch(B, m, nc):
     want = originals.householder_product(h, tau).mT @ C
     qform.apply_qt(h, tau, C)  # the Triton kernels: column-major h, contiguous columns of C
     torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
+
+
+@pytest.mark.parametrize("G", [32, 64])
+@pytest.mark.parametrize("B,m,nc", [(2, 40, 50), (1, 70, 33), (2, 100, 70)])
+def test_apply_qt_by_blocks_equals_torch(B, m, nc, G):
+    # EXPERIMENTS.md W1 (the qt_group knob): Q^T C by blocks of G reflectors, GEMM-shaped
+    # (a ragged last block at m = 40, 70 and 100).
+    from adaptqr import config
+
+    g = torch.Generator().manual_seed(261)
+    A = torch.randn(B, m, m + nc, generator=g).mT.contiguous().mT
+    h, tau = originals.geqrf(A[..., :m].contiguous().mT.contiguous().mT)
+    C = A[..., m:]
+    want = originals.householder_product(h, tau).mT @ C
+    with config.experiment(qt_group=G):
+        qform.apply_qt(h, tau, C)
+    torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
