@@ -32,6 +32,7 @@ Example (GPU with cupy)::
 from __future__ import annotations
 
 import functools
+import logging
 
 import numpy as np
 import torch
@@ -290,14 +291,24 @@ def threads_rows(mb: int) -> tuple[int, int]:
     return mb // 2, 2
 
 
+logger = logging.getLogger("adaptqr.paths")
+
+
 @functools.lru_cache(maxsize=None)
 def available() -> bool:
-    """Whether cupy imports and a CUDA device is there (the kernel compiles at first use)."""
+    """Whether cupy imports, a CUDA device is there and the kernel compiles for it (NVRTC,
+    once a process, about a second): else the Triton panel runs, with one warning logged."""
     if not torch.cuda.is_available():
         return False
     try:
         import cupy  # noqa: F401
     except Exception:
+        return False
+    try:
+        _kernel(*threads_rows(512), torch.cuda.current_device())
+    except Exception as exc:  # an NVRTC or driver too old for the kernel, say
+        logger.warning("adaptqr: the CUDA C panel did not compile (%s: %s); the Triton panel "
+                       "runs instead", type(exc).__name__, str(exc)[:200])
         return False
     return True
 
@@ -335,9 +346,15 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     kern = _kernel(nt, r, dev)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
+    args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
+            np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
+            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor))
+    import cupy as cp
+
+    # cupy's current device is its own (thread-local, 0 by default), not torch's.
+    if cp.cuda.runtime.getDevice() != dev:
+        with cp.cuda.Device(dev), stream:
+            kern((Ht.shape[0],), (nt,), args)
+        return
     with stream:
-        kern((Ht.shape[0],), (nt,),
-             (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
-              np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
-              np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0),
-              np.float32(floor)))
+        kern((Ht.shape[0],), (nt,), args)
