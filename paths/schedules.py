@@ -48,9 +48,10 @@ RESIDENT_MAX_TILE = 2048
 #: 8x2048 13.4 / 13.4 / 15.6 (EXPERIMENTS.md S1).
 SPLIT_MIN_ROWS = 64
 #: Register panels in CUDA C (kernels/panel_cuda.py, where cupy imports and the width is
-#: 16 or 32) instead of Triton. Public call, same run (EXPERIMENTS.md H12, run 1932):
-#: 640x512 7.75 -> 5.95 ms, rankdef 7.68 -> 6.15, 60x1024 6.71 -> 6.58, 1x512 1.42 -> 1.13;
-#: no case slower. The ``cuda_panel`` knob (0 / 1) sets it per call.
+#: 32) instead of Triton. Public call, same run (EXPERIMENTS.md H12, run 1932): 640x512
+#: 7.75 -> 5.95 ms, rankdef 7.68 -> 6.15, 60x1024 6.71 -> 6.58, 1x512 1.42 -> 1.13; the
+#: cases without such panels (20x32, 40x176, 40x352) within their run-to-run spread. The
+#: ``cuda_panel`` knob (0 / 1) sets it per call.
 CUDA_PANEL = True
 
 

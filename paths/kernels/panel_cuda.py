@@ -8,19 +8,22 @@ Storage: ``Ht`` ``(B, n, m)`` contiguous, ``TAU`` ``(B, n)``, ``TW`` ``(B, n_tw,
 ``NA`` ``(B,)`` int32.
 
 Why CUDA C: the Triton kernel's column step reduces ``w``'s 32 columns over the rows with
-five shuffle rounds for every column (160 shuffles a thread a step); here a row belongs
-to a thread, and one transposing butterfly leaves column ``l``'s warp sum on lane ``l``
-(31 shuffles), with one barrier for the sums across warps (EXPERIMENTS.md H12).
+five shuffle rounds for every column (160 shuffles a thread a step); here a row belongs to
+a thread, and one transposing butterfly leaves column ``l``'s warp sum on lane ``l`` (31
+shuffles), with one barrier for the sums across warps. 640x512: 7.75 -> 5.95 ms a call
+(EXPERIMENTS.md H12).
 
 Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of the panel's
-``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a
-step so that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the
-column step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). The column step's scalars are the
-Triton kernel's (:func:`~adaptqr.paths.kernels.panel._reflector`, the plain sum of squares
-first and the max-scaled one where it is out of range, powers of two for tiny and huge
-columns), so degenerate columns get the same treatment; every thread computes them from
-the same block sums (an xor butterfly gives every lane the same bits), so every branch on
-them is uniform.
+``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a step so
+that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the column
+step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12).
+
+The column step's scalars are the Triton kernel's
+(:func:`~adaptqr.paths.kernels.panel._reflector`: the plain sum of squares first and the
+max-scaled one where it is out of range, powers of two for tiny and huge columns), so
+degenerate columns get the same treatment. Every thread computes them from the same block
+sums (an xor butterfly gives every lane the same bits), so every branch on them is
+uniform.
 
 Example (GPU with cupy)::
 
