@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptqr", description="adaptqr: batched QR on NVIDIA GPUs")
     sub = p.add_subparsers(dest="command", required=True)
     cases_help = ("tests (22 cases), bench (12), all, optimizer (4 optimizer shapes), bench+optimizer, "
-                  "wide (2 wide shapes), cpu (small CPU set) or a JSON file of cases")
+                  "wide (2 wide shapes), single (batch 1: n 512-4096), cpu (small CPU set) or a JSON "
+                  "file of cases")
 
     b = sub.add_parser("bench", help="time adaptqr.geqrf against torch.geqrf (qr_v2 timing)")
     b.add_argument("--cases", help=cases_help + "; default bench on CUDA, cpu otherwise")

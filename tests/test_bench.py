@@ -75,6 +75,10 @@ def test_named_case_sets():
     cpu = cases.resolve("cpu")
     assert cpu and all(c["n"] <= cases.CPU_MAX_N for c in cpu)
     assert {c["case"] for c in cpu} == {"dense", "mixed"}
+    # issue 28's one-matrix calls, the seeds of runs 1911-1933
+    single = cases.resolve("single")
+    assert [(c["batch"], c["n"], c["seed"]) for c in single] == [
+        (1, 512, 2800), (1, 768, 2801), (1, 1024, 2802), (1, 3072, 2803), (1, 4096, 2804)]
 
 
 def test_cases_from_json_file(tmp_path):

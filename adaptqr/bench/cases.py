@@ -3,7 +3,8 @@
 A case is a dict ``{"batch", "n", "cond", "seed", "case"}`` as in qr_v2_cases.json
 (``"case"`` defaults to ``"dense"``; an optional ``"m"`` makes a rectangular dense case).
 ``--cases`` takes ``tests`` (22 cases), ``bench`` (12), ``all`` (both), ``optimizer`` (the
-optimizers' shapes of issue 25), ``bench+optimizer``, ``wide`` (m < n, issue 26), ``cpu`` (the small CPU set) or a JSON
+optimizers' shapes of issue 25), ``bench+optimizer``, ``wide`` (m < n, issue 26), ``single``
+(one matrix a call, issue 28), ``cpu`` (the small CPU set) or a JSON
 file holding either a list of cases or an object with ``"tests"`` and/or ``"benchmarks"``
 lists.
 
@@ -62,7 +63,14 @@ WIDE_CASES: list[Case] = [
     {"batch": 8, "m": 1024, "n": 4096, "cond": 0, "seed": 2602, "case": "dense"},
 ]
 
-NAMED_SETS = ("tests", "bench", "all", "optimizer", "bench+optimizer", "wide", "cpu")
+#: One matrix a call (issue 28: at least 2x torch at n = 512, 768, 1024 and 3072; issue 24:
+#: 1x4096 at least 3x).
+SINGLE_CASES: list[Case] = [
+    {"batch": 1, "n": n, "cond": 1, "seed": 2800 + i, "case": "dense"}
+    for i, n in enumerate((512, 768, 1024, 3072, 4096))
+]
+
+NAMED_SETS = ("tests", "bench", "all", "optimizer", "bench+optimizer", "wide", "single", "cpu")
 
 
 def normalize(c: Case) -> Case:
@@ -127,6 +135,8 @@ def resolve(spec: str) -> list[Case]:
         cases = CPU_BENCH_CASES
     elif spec == "wide":
         cases = WIDE_CASES
+    elif spec == "single":
+        cases = SINGLE_CASES
     elif spec in ("optimizer", "bench+optimizer"):
         from adaptqr.testing import load_cases
 
