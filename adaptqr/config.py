@@ -91,8 +91,8 @@ class Knobs:
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
-    the CUDA C kernel takes), ``qt_group`` (0: the wide path's Q^T by the strip kernel; 32
-    or 64: by blocks of that many reflectors, kernels/apply_blocks.py)."""
+    the CUDA C kernel takes), ``qt_group`` (0: the wide path's Q^T by the strip kernel; 32,
+    64 or 128: by blocks of that many reflectors, kernels/apply_blocks.py)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -216,8 +216,8 @@ def experiment(**fields):
         raise ValueError(f"fp16_max_n must be a positive integer, got {max_n!r}")
     if fields.get("cuda_panel") not in (None, 0, 1):
         raise ValueError(f"cuda_panel must be 0 or 1, got {fields['cuda_panel']!r}")
-    if fields.get("qt_group") not in (None, 0, 32, 64):
-        raise ValueError(f"qt_group must be 0, 32 or 64, got {fields['qt_group']!r}")
+    if fields.get("qt_group") not in (None, 0, 32, 64, 128):
+        raise ValueError(f"qt_group must be 0, 32, 64 or 128, got {fields['qt_group']!r}")
     if fields.get("cuda_panel_rows") not in (None, 512, 1024):
         raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
     saved = _knobs
