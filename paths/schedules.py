@@ -85,9 +85,7 @@ def cuda_panel_rows(knobs=None) -> int:
 def split_min_rows() -> int:
     """``SPLIT_MIN_ROWS``, or the ``split_min_rows`` knob of the current settings snapshot
     (where no schedule gives ``Schedule.split_min_rows``)."""
-    from adaptqr import config
-
-    return config.snapshot().knobs.split_min_rows or SPLIT_MIN_ROWS
+    return _knobs(None).split_min_rows or SPLIT_MIN_ROWS
 
 
 #: Fewer trailing programs than this (about 2 per SM) -> narrower column tiles (bn = 32).

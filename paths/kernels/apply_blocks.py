@@ -38,6 +38,17 @@ from adaptqr.paths.kernels.trailing import _dot, _load_v
 
 
 @triton.jit
+def _block_vtv(base, k0, m, k, G: tl.constexpr, CH: tl.constexpr, PREC: tl.constexpr):
+    """``V^T V`` ``[G, G]`` of the reflectors ``[k0, k0 + G)`` at ``base``, over row chunks of
+    CH."""
+    S = tl.zeros((G, G), dtype=tl.float32)
+    for r0 in range(k0, m, CH):
+        Vt = _load_v(base, k0, r0 + tl.arange(0, CH), m, m, k, G, k - k0)
+        S += _dot(Vt, tl.trans(Vt), PREC)
+    return S
+
+
+@triton.jit
 def group_t_kernel(Ht, TAU, TG, m, n, k, n_g, G: tl.constexpr, CH: tl.constexpr,
                    LOG2G: tl.constexpr, PREC: tl.constexpr):
     """``TG[b, g]``: the ``T`` of reflectors ``[g G, g G + G)`` of matrix b (those at or past
@@ -48,10 +59,7 @@ def group_t_kernel(Ht, TAU, TG, m, n, k, n_g, G: tl.constexpr, CH: tl.constexpr,
     base = Ht + b.to(tl.int64) * n * m
     jj = tl.arange(0, G)
     taus = tl.load(TAU + b.to(tl.int64) * k + k0 + jj, mask=k0 + jj < k, other=0.0)
-    S = tl.zeros((G, G), dtype=tl.float32)
-    for r0 in range(k0, m, CH):
-        Vt = _load_v(base, k0, r0 + tl.arange(0, CH), m, m, k, G, k - k0)
-        S += _dot(Vt, tl.trans(Vt), PREC)
+    S = _block_vtv(base, k0, m, k, G, CH, PREC)
     X = tl.where(jj[:, None] == jj[None, :], taus[:, None], 0.0)
     T = join_upper_blocks(X, S, G, LOG2G)
     tl.store(TG + ((b.to(tl.int64) * n_g + g) * G + jj[:, None]) * G + jj[None, :], T)
@@ -113,11 +121,8 @@ def group_s_kernel(Ht, S, m, n, k, n_g, G: tl.constexpr, CH: tl.constexpr,
     k0 = g * G
     base = Ht + b.to(tl.int64) * n * m
     jj = tl.arange(0, G)
-    acc = tl.zeros((G, G), dtype=tl.float32)
-    for r0 in range(k0, m, CH):
-        Vt = _load_v(base, k0, r0 + tl.arange(0, CH), m, m, k, G, k - k0)
-        acc += _dot(Vt, tl.trans(Vt), PREC)
-    tl.store(S + ((b.to(tl.int64) * n_g + g) * G + jj[:, None]) * G + jj[None, :], acc)
+    tl.store(S + ((b.to(tl.int64) * n_g + g) * G + jj[:, None]) * G + jj[None, :],
+             _block_vtv(base, k0, m, k, G, CH, PREC))
 
 
 @triton.jit
