@@ -6,8 +6,6 @@ lists them.
 =============  ========  ====================================================================
 name           priority  when it is chosen
 =============  ========  ====================================================================
-cholqr         110       opt-in (``ADAPTQR_CHOLQR=1``): square CUDA float32, ``n >= 2048``;
-                         hands the matrices it cannot take to householder (one host sync).
 householder    100       what its module's ``capable`` accepts (CUDA float32,
                          ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
 wide           90        CUDA float32 ``m < n``: householder on the leading block, Q^T on
@@ -42,7 +40,6 @@ MODULES = (
     "adaptqr.paths.torch_fallback",
     "adaptqr.paths.reference",
     "adaptqr.paths.householder",
-    "adaptqr.paths.cholqr",
     "adaptqr.paths.wide",
 )
 

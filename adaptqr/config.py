@@ -37,12 +37,6 @@ users may change the variables at run time:
     a dense matrix whose estimated error fits the budget to the float16-resident trailing
     matrix, docs/NUMERICS.md); read when the probe launches, so a captured graph keeps the
     setting it was captured with. ``adaptqr bench --env`` compares the two in one run.
-``ADAPTQR_CHOLQR``
-    ``1`` lets the cholqr path (issue 9: float64 CholeskyQR rebuilt into geqrf's form, per
-    matrix fallback to householder) take square float32 CUDA batches with ``n >=
-    paths.cholqr.CHOLQR_MIN_N`` automatically, and lets ``path="cholqr"`` force it. Default
-    off: on the H200 it is slower than householder so far (docs/EXPERIMENTS.md C6, C8). Read
-    when a plan is chosen (part of the plan cache's key).
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 ``ADAPTQR_COMMIT``
@@ -117,7 +111,6 @@ class Settings:
     graph_max_input: int
     detect: bool
     fp16: bool
-    cholqr: bool
     knobs: Knobs
 
 
@@ -139,7 +132,7 @@ _KEYS: dict[str, bytes] = {}
 #: The variables of a :class:`Settings`, in the order :func:`_raw` reads them.
 SETTING_VARS = ("ADAPTQR_PATH", "ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_GRAPHS",
                 "ADAPTQR_GRAPH_ENTRIES", "ADAPTQR_GRAPH_BYTES", "ADAPTQR_GRAPH_MAX_INPUT",
-                "ADAPTQR_DETECT", "ADAPTQR_FP16", "ADAPTQR_CHOLQR")
+                "ADAPTQR_DETECT", "ADAPTQR_FP16")
 _RAW_KEYS = tuple(os.fsencode(k) for k in SETTING_VARS)
 
 
@@ -239,7 +232,6 @@ def _build() -> Settings:
         graph_max_input=_int("ADAPTQR_GRAPH_MAX_INPUT", GRAPH_MAX_INPUT),
         detect=_flag("ADAPTQR_DETECT", True),
         fp16=_flag("ADAPTQR_FP16", True),
-        cholqr=_flag("ADAPTQR_CHOLQR", False),
         knobs=_knobs,
     )
 
@@ -276,10 +268,6 @@ def log_target() -> str | None:
 
 def detect_enabled() -> bool:
     return snapshot().detect
-
-
-def cholqr() -> bool:
-    return snapshot().cholqr
 
 
 def tail_prec() -> str | None:

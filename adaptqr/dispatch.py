@@ -262,7 +262,7 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
     m, n = shape[-2], shape[-1]
     B = math.prod(shape[:-2])
     dev_type = "cuda" if A.is_cuda else A.device.type
-    key = plan_key(B, m, n, A.dtype, dev_type, forced, settings)
+    key = plan_key(B, m, n, A.dtype, dev_type, forced)
     plan = _plans.get(key)
     if plan is None:
         if not REGISTRY.builtins_loaded:

@@ -82,7 +82,7 @@ class Record:
     ``routes`` (``(B,)`` device tensor, or None when no detector ran: all ``"dense"``),
     ``fp16`` (``(B,)`` the route probe's FP16 storage scales, or None: every matrix's trailing
     update in FP32), ``fallback`` (None, or what a path handed on: ``{"from", "to",
-    "matrices", "reasons"}``, e.g. the matrices cholqr could not take), ``panels`` (None, or
+    "matrices", "reasons"}``, from a registered path's ``info.notes["fallback"]``), ``panels`` (None, or
     ``(path name, nb, kinds, n_active)``: the panel kernels of the path that describes them,
     ``Path.panels``, and the ``(B,)`` device tensor of ``n_active`` or None).
     """

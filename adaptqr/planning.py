@@ -1,7 +1,7 @@
 """Plans: which path takes each route class of one input shape, chosen on the host, cached.
 
 A :class:`Plan` is chosen once per ``(batch, m, n, dtype, device type, forced path,
-ADAPTQR_CHOLQR, registry version)`` (:func:`plan_key`) and kept in an LRU cache. It maps
+registry version)`` (:func:`plan_key`) and kept in an LRU cache. It maps
 every route class (``adaptqr.registry.ROUTE_CLASSES``) to the path that takes it, and keeps
 the rejected paths with their reasons. Running a plan is :mod:`adaptqr.dispatch`'s job.
 
@@ -21,7 +21,6 @@ from collections import OrderedDict
 
 import torch
 
-from adaptqr import config
 from adaptqr.registry import REGISTRY, ROUTE_CLASSES, ROUTE_DEFAULT, InputSpec, Path
 
 # Distinct (shape, dtype, device, forced path) combinations remembered. A plan is a few
@@ -158,17 +157,14 @@ def _choose(spec: InputSpec, forced: str | None) -> tuple[tuple, list]:
     return tuple(owners), rejected
 
 
-def plan_key(batch: int, m: int, n: int, dtype, device_type: str, forced: str | None,
-             settings: config.Settings) -> tuple:
-    """The plan cache's key: the shape, the forced path, ``ADAPTQR_CHOLQR`` (it changes which
-    paths a plan may choose) and the registry's version."""
-    return (batch, m, n, dtype, device_type, forced, settings.cholqr, REGISTRY.version)
+def plan_key(batch: int, m: int, n: int, dtype, device_type: str, forced: str | None) -> tuple:
+    """The plan cache's key: the shape, the forced path and the registry's version."""
+    return (batch, m, n, dtype, device_type, forced, REGISTRY.version)
 
 
 def plan_for(spec: InputSpec, forced: str | None = None) -> Plan:
     """The (cached) plan for ``spec``; raises ``ValueError`` for an unknown or inapplicable forced path."""
-    key = plan_key(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced,
-                   config.snapshot())
+    key = plan_key(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type, forced)
     plan = _plans.get(key)
     if plan is not None:
         return plan

@@ -323,7 +323,7 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
 
 
 #: Row chunk and column tile of the block kernels' W (group_w_kernel), and the row and
-#: column tile of their update (group_u_kernel): not tuned (EXPERIMENTS.md W1). At 8 warps
+#: column tile of their update (group_u_kernel): not tuned (EXPERIMENTS.md W2). At 8 warps
 #: (sm_90, triton 3.6 offline), G = 64: W 172 registers, the update 144, no stack, the T
 #: kernel 255 and 456 B of stack (one launch a call); G = 128: W 255 and 24 B of stack, the
 #: update 184, the V^T V kernel 252.

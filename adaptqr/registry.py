@@ -111,7 +111,7 @@ class MatrixInfo:
     detector ran). ``features``: dict name -> ``(B, ...)`` device tensor (e.g. ``"n_active"``,
     int32 ``(B,)``); empty when no detector ran. ``notes``: what the path reports back for
     the decisions log (plain data, host side), e.g. ``notes["fallback"]``: the matrices it
-    handed to another path and why (:mod:`adaptqr.paths.cholqr`). ``settings``: the call's
+    handed to another path and why. ``settings``: the call's
     :class:`adaptqr.config.Settings` snapshot (None outside a dispatched call).
 
     >>> info = MatrixInfo(torch.zeros(3, dtype=torch.int32), {})

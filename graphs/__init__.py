@@ -60,9 +60,10 @@ def run(key: Hashable, fn: Callable[[torch.Tensor], Sequence[torch.Tensor]], A: 
 
 
 def new_cache(get_config: Callable, output_slots: int = 1) -> GraphCache:
-    """A cache of its own on the CUDA backend, for graphs a path captures inside its call (the
-    cholqr body): its own bounds (``get_config() -> config.GraphSettings``), and one output
-    slot by default (for a caller that always passes ``out=``). ``clear()`` clears it too."""
+    """A cache of its own on the CUDA backend, for graphs a path captures inside its call (a
+    body that runs before a host decision, in a path registered ``capturable=False``): its
+    own bounds (``get_config() -> config.GraphSettings``), and one output slot by default
+    (for a caller that always passes ``out=``). ``clear()`` clears it too."""
     cache = GraphCache(backend=CudaGraphBackend(), get_config=get_config, output_slots=output_slots)
     with _default_lock:
         _own.append(cache)

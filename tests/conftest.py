@@ -14,8 +14,7 @@ from adaptqr.registry import REGISTRY
 collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpret"]
 
 #: Variables that change what the dispatcher chooses or records.
-DISPATCH_VARS = ("ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_PATH", "ADAPTQR_DETECT",
-                 "ADAPTQR_CHOLQR")
+DISPATCH_VARS = ("ADAPTQR_LOG", "ADAPTQR_LOG_SIZE", "ADAPTQR_PATH", "ADAPTQR_DETECT")
 
 
 @pytest.fixture

@@ -367,7 +367,7 @@ def test_graph_key_holds_the_whole_settings_snapshot(monkeypatch):
     for var in config.SETTING_VARS:
         monkeypatch.delenv(var, raising=False)
     base = config.snapshot()
-    key = dispatch.plan_key(4, 64, 64, torch.float32, "cuda", None, base)
+    key = dispatch.plan_key(4, 64, 64, torch.float32, "cuda", None)
     k0 = dispatch.graph_key(key, (4, 64, 64), 0, base)
     assert dispatch.graph_key(key, (4, 64, 64), 0, config.snapshot()) == k0
     for var, value in (("ADAPTQR_FP16", "0"), ("ADAPTQR_DETECT", "0"), ("ADAPTQR_GRAPH_ENTRIES", "3")):
@@ -375,7 +375,8 @@ def test_graph_key_holds_the_whole_settings_snapshot(monkeypatch):
         changed = config.snapshot()
         assert changed != base and dispatch.graph_key(key, (4, 64, 64), 0, changed) != k0, var
         monkeypatch.delenv(var)
-    for knob, value in (("tail_prec", "ieee"), ("split_min_rows", 128), ("fp16_max_n", 1024)):
+    for knob, value in (("tail_prec", "ieee"), ("split_min_rows", 128), ("fp16_max_n", 1024),
+                        ("cuda_panel", 0), ("cuda_panel_rows", 1024), ("qt_group", 64)):
         with config.experiment(**{knob: value}):
             changed = config.snapshot()
             assert changed != base and dispatch.graph_key(key, (4, 64, 64), 0, changed) != k0, knob

@@ -617,7 +617,7 @@ def test_raw_environment_reads_follow_os_environ(monkeypatch):
 
 
 def test_one_output_slot_with_out_aliasing_the_input():
-    # The cholqr body's use: A is the caller's H, out=(H, tau): one capture, and every call
+    # A path's own body graph: A is the caller's H, out=(H, tau): one capture, and every call
     # leaves its own input's factorization in H.
     be = FakeBackend()
     c = GraphCache(backend=be, get_config=Cfg(), output_slots=1)

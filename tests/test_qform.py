@@ -145,7 +145,7 @@ def test_blocked_q_is_column_major_as_torchs():
 
 
 def test_qt_group_knob():
-    # EXPERIMENTS.md W1: the wide path's Q^T by blocks of 32, 64 or 128 reflectors (a knob).
+    # EXPERIMENTS.md W2: the wide path's Q^T by blocks of 32, 64 or 128 reflectors (a knob).
     import pytest
 
     from adaptqr import config, qform

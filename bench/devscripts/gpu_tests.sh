@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU test suite in parts that each fit one device call (10 minutes):
 #   a: householder, FP16 route, detectors, reference
-#   b: contract, graphs, cholqr
+#   b: contract, graphs
 #   d: issues 25, 26, 28: Q formation (householder_product, linalg.qr), foreach, wide, compile
 #   c: the degenerate-input property suite, DEGENERATE_EXAMPLES examples (default 2000)
 # The schedule-variant comparisons (marker `variant`) are left out.
@@ -10,7 +10,7 @@ source "$(dirname "$0")/_preamble.sh"
 part=${1:?give the part: a, b, c or d}
 case $part in
   a) files="tests/gpu/test_householder_gpu.py tests/gpu/test_fp16_route_gpu.py tests/gpu/test_detectors_gpu.py tests/gpu/test_reference_gpu.py" ;;
-  b) files="tests/gpu/test_contract_gpu.py tests/gpu/test_graphs_gpu.py tests/gpu/test_cholqr_gpu.py" ;;
+  b) files="tests/gpu/test_contract_gpu.py tests/gpu/test_graphs_gpu.py" ;;
   d) files="tests/gpu/test_qform_gpu.py tests/gpu/test_foreach_gpu.py tests/gpu/test_wide_gpu.py tests/gpu/test_compile_gpu.py" ;;
   c) files="tests/gpu/test_degenerate_gpu.py"; export DEGENERATE_EXAMPLES=${DEGENERATE_EXAMPLES:-2000} ;;
   *) echo "unknown part $part (a, b, c or d)"; exit 2 ;;

@@ -1,5 +1,5 @@
 """``C <- Q^T C`` by blocks of ``G`` reflectors in GEMM-shaped tiles (the wide path's other
-columns, EXPERIMENTS.md W1).
+columns, EXPERIMENTS.md W2).
 
 Storage as in :mod:`adaptqr.paths.kernels.qform`: ``Ht`` ``(B, n, m)`` contiguous (row j of
 ``Ht[b]`` is column j of matrix b), ``TAU`` ``(B, k)``; ``TG`` ``(B, n_g, G, G)`` (block g's

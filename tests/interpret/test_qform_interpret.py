@@ -81,7 +81,7 @@ def test_apply_qt_equals_torch(B, m, nc):
 @pytest.mark.parametrize("G", [32, 64, 128])
 @pytest.mark.parametrize("B,m,nc", [(2, 40, 50), (1, 70, 33), (2, 100, 70), (1, 300, 20)])
 def test_apply_qt_by_blocks_equals_torch(B, m, nc, G):
-    # EXPERIMENTS.md W1 (the qt_group knob): Q^T C by blocks of G reflectors, GEMM-shaped
+    # EXPERIMENTS.md W2 (the qt_group knob): Q^T C by blocks of G reflectors, GEMM-shaped
     # (ragged last blocks; at G = 128 the panels' own T and the blocks' couplings; m = 300:
     # three blocks of 128, the last with one panel and a part).
     from adaptqr import config

@@ -57,7 +57,7 @@ def test_blocked_call_without_the_probe_prescales_itself(monkeypatch):
 
 
 def test_wide_by_blocks_of_reflectors():
-    # The qt_group knob (EXPERIMENTS.md W1): the other columns' Q^T in GEMM-shaped blocks.
+    # The qt_group knob (EXPERIMENTS.md W2): the other columns' Q^T in GEMM-shaped blocks.
     from adaptqr import config
 
     g = torch.Generator().manual_seed(264)
