@@ -86,7 +86,9 @@ class Knobs:
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
     the CUDA C kernel takes), ``qt_group`` (0: the wide path's Q^T by the strip kernel; 32,
-    64 or 128: by blocks of that many reflectors, kernels/apply_blocks.py)."""
+    64 or 128: by blocks of that many reflectors, kernels/apply_blocks.py), ``far_panels``
+    (``schedules.FAR_PANELS``: 1, or 2 / 4 panels a far trailing update with one merged T,
+    kernels/block_t.py)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -94,6 +96,7 @@ class Knobs:
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
     qt_group: int | None = None
+    far_panels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,8 @@ def experiment(**fields):
         raise ValueError(f"qt_group must be 0, 32, 64 or 128, got {fields['qt_group']!r}")
     if fields.get("cuda_panel_rows") not in (None, 512, 1024):
         raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
+    if fields.get("far_panels") not in (None, 1, 2, 4):
+        raise ValueError(f"far_panels must be 1, 2 or 4, got {fields['far_panels']!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
     try:

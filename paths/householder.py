@@ -61,6 +61,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
+from adaptqr.paths.kernels.block_t import block_t_kernel
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
@@ -195,7 +196,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     0) taken from the call's settings snapshot (``info.settings``, else the current one),
     else from the library's constants."""
     if s.small or (s.tail_prec is not None and s.split_min_rows and s.cuda_panel is not None
-                   and s.cuda_panel_rows):
+                   and s.cuda_panel_rows and s.far_panels):
         return s
     knobs = getattr(info, "settings", None)
     if knobs is None:
@@ -207,7 +208,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
-        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs))
+        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
+        far_panels=s.far_panels or schedules.far_panels(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -223,7 +225,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
-    wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
+    wbuf: dict[int, torch.Tensor] = {}  # row-split trailing update's W by width, on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of Schedule.fp16_group.
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
@@ -234,6 +236,14 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                              f"{s.fp16_group}")
         group = s.fp16_group
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
+    # Far updates by blocks of far_panels panels with one merged T (EXPERIMENTS.md B1), for
+    # both routes: the groups are the blocks.
+    far = s.far_panels if s.far_panels > 1 and n > nb * s.far_panels else 0
+    TB = None
+    if far:
+        group = far
+        TB = torch.empty((B, triton.cdiv(n, nb * far), nb * far, nb * far), dtype=torch.float32,
+                         device=H.device)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
@@ -243,7 +253,11 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
             if k + pw < gend:
                 _trailing(f, k, 1, k + pw, gend, None)
         if gend < n:
-            _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
+            if TB is not None:
+                _block_t(f, TB, g0, far)
+                _trailing(f, g0, 1, gend, n, f16, TB)
+            else:
+                _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -343,7 +357,7 @@ class _Blocked(NamedTuple):
     s: schedules.Schedule
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
-    wbuf: list            # the row-split trailing update's W, allocated on first use
+    wbuf: dict            # the row-split trailing update's W by its width, on first use
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
@@ -472,16 +486,33 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) -> None:
+def _block_t(f: _Blocked, TB: torch.Tensor, k0: int, q: int) -> None:
+    """``TB[:, k0 // (q nb)]``: the merged T of the ``q`` panels from column ``k0``."""
+    nb = f.s.nb
+    block_t_kernel[(f.B,)](f.Ht, f.TW, TB, f.na, k0, f.m, f.n, f.n_tw, TB.shape[1],
+                           HAS_NA=f.has_na, NB=nb, Q=q, CH=schedules.BLOCK_T_ROWS,
+                           PREC=f.s.prec, num_warps=schedules.BLOCK_T_WARPS)
+
+
+def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
+              TB: torch.Tensor | None = None) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
-    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None."""
-    Ht, TW, na, nz, has_na, B, m, n, n_tw, s, wbuf = (
-        f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.wbuf)
+    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None. ``TB``
+    (``npan`` 1): the block T from :func:`_block_t`, applied as one panel of its width."""
+    Ht, na, nz, has_na, B, m, n, s, wbuf = (
+        f.Ht, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.s, f.wbuf)
+    if TB is None:
+        TW, n_tw, NB = f.TW, f.n_tw, s.nb
+    else:
+        TW, n_tw, NB = TB, TB.shape[1], TB.shape[-1]
     C16, SC = f16 if f16 is not None else (Ht, Ht)
+    warps = schedules.BLOCK_WARPS if NB > 64 else schedules.TRAILING_WARPS
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
-    bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
+    # A wider block holds a wider W ([bn, NB]) a program: the column tile shrinks with it.
+    bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)),
+             max(schedules.FIT_MIN_BN, schedules.BLOCK_TILE // NB))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
@@ -489,23 +520,21 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) ->
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
-        if not wbuf:
-            wbuf.append(torch.empty((B, n, s.nb), dtype=torch.float32, device=Ht.device))
-        W = wbuf[0]
+        if NB not in wbuf:
+            wbuf[NB] = torch.empty((B, n, NB), dtype=torch.float32, device=Ht.device)
+        W = wbuf[NB]
         W.zero_()
         grid = (B, tiles, nsplit)
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                    NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                    NB=NB, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                                     PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
-                                    num_warps=schedules.TRAILING_WARPS,
-                                    num_stages=schedules.TRAILING_STAGES)
+                                    num_warps=warps, num_stages=schedules.TRAILING_STAGES)
         for mode in modes:
             trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
-                                    per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                    per, NB=NB, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                                     PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
-                                    num_warps=schedules.TRAILING_WARPS,
-                                    num_stages=schedules.TRAILING_STAGES)
+                                    num_warps=warps, num_stages=schedules.TRAILING_STAGES)
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
@@ -518,12 +547,14 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) ->
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
+        if only16 and TB is not None:
+            bn_l = min(bn_l, max(schedules.FIT_MIN_BN, 2 * schedules.BLOCK_TILE // NB))
         grid = (B, triton.cdiv(c_end - c_start, bn_l))
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
-                              NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
+                              NB=NB, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
-                              num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
+                              num_warps=max(_warps(bn * bm), warps) if resident else warps,
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)
 

@@ -62,6 +62,28 @@ CUDA_PANEL = True
 CUDA_PANEL_MAX_ROWS = 512
 
 
+#: Panels a far update applies as one block with a merged T (kernels/block_t.py): 1 applies
+#: each group's panels in turn (or, on the FP16 route, a pair in one pass, N9). The knob
+#: ``far_panels`` (2 or 4) offers blocks of 64 / 128 reflectors (nb 32) for both routes:
+#: built, not measured yet (EXPERIMENTS.md B1).
+FAR_PANELS = 1
+#: The block T kernel's row chunk and warps (one program a matrix). Not tuned. For sm_90
+#: (triton 3.6 offline, the device's argument specialization): 140 registers for 2 panels
+#: of 32, 255 and ~1.1 KB of spill for 4 (tf32x3's split operands; 243 and none in one-pass
+#: TF32), at 4 or 8 warps alike; one launch a block.
+BLOCK_T_ROWS = 32
+BLOCK_T_WARPS = 4
+#: A far update's W (``[bn, NB]`` float32 a program) holds at most this many elements: the
+#: column tile of a block of 64 reflectors stays 64 (as today's pair update's two W), of
+#: 128 reflectors 32; the FP16-only launch takes twice this (its N10 tile, 128 x 64).
+BLOCK_TILE = 4096
+#: Warps of the far updates of blocks wider than 64 reflectors. sm_90 offline (as above),
+#: 128-wide blocks: FP32 streamed 1304 B of spill a thread at 4 warps, 184 at 8; FP16-only
+#: (64 columns) 808 / 0; row-split W 120 / 0 and U 968 / 152. 64-wide blocks at 4 warps:
+#: FP32 8 B, FP16-only (128 columns) 56 B (today's pair update: 96), W and U none.
+BLOCK_WARPS = 8
+
+
 def _knobs(knobs):
     if knobs is None:
         from adaptqr import config
@@ -80,6 +102,11 @@ def cuda_panel(knobs=None) -> bool:
 def cuda_panel_rows(knobs=None) -> int:
     """``CUDA_PANEL_MAX_ROWS``, or the ``cuda_panel_rows`` knob of ``knobs``."""
     return _knobs(knobs).cuda_panel_rows or CUDA_PANEL_MAX_ROWS
+
+
+def far_panels(knobs=None) -> int:
+    """``FAR_PANELS``, or the ``far_panels`` knob of ``knobs``."""
+    return _knobs(knobs).far_panels or FAR_PANELS
 
 
 def split_min_rows() -> int:
@@ -189,6 +216,9 @@ class Schedule:
     cuda_panel: bool | None = None
     # The tallest panel in CUDA C; 0: the cuda_panel_rows knob, else CUDA_PANEL_MAX_ROWS.
     cuda_panel_rows: int = 0
+    # Panels a far update applies as one block (FAR_PANELS); 0: the far_panels knob, else
+    # FAR_PANELS. With 2 or 4 every group is such a block, on both routes.
+    far_panels: int = 0
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -210,3 +210,38 @@ def test_cuda_panel_degenerate_columns_and_n_active():
     (H1, t1), (H2, t2) = outs
     for i in (0, 2, 3):
         assert float((H1[i] - H2[i]).norm() / H1[i].norm()) < 1e-4, i
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(160, 512), (16, 600), (3, 1100), (2, 2048), (40, 300)])
+@pytest.mark.parametrize("q", [2, 4])
+def test_far_blocks_match(B, n, q):
+    # EXPERIMENTS.md B1: far updates by blocks of q panels with one merged T (streamed,
+    # row-split and, at 300, nb 16 blocks), against one panel a pass.
+    _variant_against_default(B, n, 1e-4, far_panels=q)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("q", [2, 4])
+def test_far_blocks_with_routes(q):
+    # The same with the route features: a matrix whose reflectors stop inside a block
+    # (n_active), and the FP16 route beside the FP32 one, at the half gate.
+    import dataclasses
+
+    from adaptqr.paths import schedules
+
+    B, n = 64, 512
+    A = make_inputs({"batch": B, "n": n, "cond": 2, "seed": 4242}, 1, "cuda")[0]
+    na = torch.full((B,), n, dtype=torch.int32, device="cuda")
+    na[::3] = 300
+    A[::3, :, 300:] = 0
+    # classify.fp16_scales' scale (largest column norm to 2^13 .. 2^14) for every third
+    # matrix, the others on the FP32 route.
+    fp16 = torch.exp2(torch.floor(torch.log2(16384.0 / A.norm(dim=1).amax(dim=1))))
+    sc = torch.where(torch.arange(B, device="cuda") % 3 == 1, fp16, 0.0).float()
+    feats = {"n_active": na, "n_nonzero": na.clone(), "fp16_scale": sc}
+    s = dataclasses.replace(schedules.schedule_for(n, n), far_panels=q)
+    H, tau = _factor(A, _Info(feats), s)
+    r = check_geqrf(A, H, tau)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    assert bool((tau[::3, 300:] == 0).all())

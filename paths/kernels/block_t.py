@@ -1,0 +1,123 @@
+"""The compact-WY ``T`` of ``Q`` consecutive panels, merged from the panels' own ``T``.
+
+Storage as in :mod:`adaptqr.paths.kernels.trailing`: ``Ht`` ``(B, n, m)`` contiguous, ``TW``
+``(B, n_tw, NB, NB)`` (panel p's ``T`` at ``TW[b, p]``), ``NA`` ``(B,)`` int32 ``n_active``.
+Output ``TB`` ``(B, n_g, Q NB, Q NB)``: block g's ``T`` (the panels ``g Q .. g Q + Q - 1``,
+columns ``[k0, k0 + Q NB)``, ``k0 = g Q NB``) at ``TB[b, g]``, row-major.
+
+With ``S_ij = V_i^T V_j`` (the panels' reflectors, unit diagonal, masked past ``n_active``),
+larft's block recurrence gives the strictly upper blocks column block by column block::
+
+    T_ij = -(sum_{l = i}^{j - 1} T_il S_lj) T_jj        (i < j)
+
+so the trailing kernels can apply the ``Q`` panels as one block of ``Q NB`` reflectors (one
+pass over the trailing matrix instead of ``Q``; EXPERIMENTS.md B1). Reflector columns at or
+past ``n_active`` (or ``n``) get zero rows and columns: their panels may never have written
+their ``T`` slot.
+
+Example: see :func:`adaptqr.paths.householder.factor_householder` (the ``far_panels`` knob).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from adaptqr.paths.kernels.panel import program_matrix
+from adaptqr.paths.kernels.trailing import _dot, _load_v
+
+
+@triton.jit
+def _diag_t(TW, b, p, n_tw, c0, lim, NB: tl.constexpr):
+    """Panel p's ``[NB, NB]`` T (columns from ``c0``), zero where a row or column index is
+    at or past ``lim`` and for a panel past the last one."""
+    ii = tl.arange(0, NB)
+    ok = (c0 + ii) < lim
+    keep = ok[:, None] & ok[None, :] & ((tl.zeros((NB, NB), dtype=tl.int32) + p) < n_tw)
+    T = tl.load(TW + (b.to(tl.int64) * n_tw + tl.minimum(p, n_tw - 1)) * NB * NB
+                + ii[:, None] * NB + ii[None, :], mask=keep, other=0.0)
+    return tl.where(keep, T, 0.0)
+
+
+@triton.jit
+def _store_block(TB, b, g, n_g, i, j, X, NB: tl.constexpr, FB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    tl.store(TB + ((b.to(tl.int64) * n_g + g) * FB + i * NB + ii[:, None]) * FB + j * NB
+             + ii[None, :], X)
+
+
+@triton.jit
+def _load_block(TB, b, g, n_g, i, j, NB: tl.constexpr, FB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    return tl.load(TB + ((b.to(tl.int64) * n_g + g) * FB + i * NB + ii[:, None]) * FB + j * NB
+                   + ii[None, :])
+
+
+@triton.jit
+def block_t_kernel(Ht, TW, TB, NA, k0, m, n, n_tw, n_g, HAS_NA: tl.constexpr,
+                   NB: tl.constexpr, Q: tl.constexpr, CH: tl.constexpr, PREC: tl.constexpr):
+    """``TB[b, k0 // (Q NB)]`` for program ``b``: the merged T of the ``Q`` (2 or 4) panels
+    from column ``k0``; ``S_ij`` summed over row chunks of ``CH``, products in PREC."""
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
+    FB: tl.constexpr = Q * NB
+    g = k0 // FB
+    p0 = k0 // NB
+    lim = tl.minimum(na, n)
+    z = tl.zeros((NB, NB), dtype=tl.float32)
+    S01 = z
+    S02 = z
+    S03 = z
+    S12 = z
+    S13 = z
+    S23 = z
+    # V_j is zero above row k0 + j NB. Two sweeps of at most three sums each (one sweep of
+    # six spilled, sm_90 offline).
+    for r0 in range(k0 + NB, m, CH):
+        r = r0 + tl.arange(0, CH)
+        V0 = _load_v(base, k0, r, m, m, na, NB, n - k0)
+        S01 += _dot(V0, tl.trans(_load_v(base, k0 + NB, r, m, m, na, NB, n - k0 - NB)), PREC)
+        if Q == 4:
+            V2 = _load_v(base, k0 + 2 * NB, r, m, m, na, NB, n - k0 - 2 * NB)
+            V3 = _load_v(base, k0 + 3 * NB, r, m, m, na, NB, n - k0 - 3 * NB)
+            S02 += _dot(V0, tl.trans(V2), PREC)
+            S03 += _dot(V0, tl.trans(V3), PREC)
+    if Q == 4:
+        for r0 in range(k0 + 2 * NB, m, CH):
+            r = r0 + tl.arange(0, CH)
+            V1 = _load_v(base, k0 + NB, r, m, m, na, NB, n - k0 - NB)
+            V2 = _load_v(base, k0 + 2 * NB, r, m, m, na, NB, n - k0 - 2 * NB)
+            V3 = _load_v(base, k0 + 3 * NB, r, m, m, na, NB, n - k0 - 3 * NB)
+            S12 += _dot(V1, tl.trans(V2), PREC)
+            S13 += _dot(V1, tl.trans(V3), PREC)
+            S23 += _dot(V2, tl.trans(V3), PREC)
+    T00 = _diag_t(TW, b, p0, n_tw, k0, lim, NB)
+    T11 = _diag_t(TW, b, p0 + 1, n_tw, k0 + NB, lim, NB)
+    _store_block(TB, b, g, n_g, 0, 0, T00, NB, FB)
+    _store_block(TB, b, g, n_g, 0, 1, -_dot(_dot(T00, S01, PREC), T11, PREC), NB, FB)
+    _store_block(TB, b, g, n_g, 1, 0, z, NB, FB)
+    _store_block(TB, b, g, n_g, 1, 1, T11, NB, FB)
+    if Q == 4:
+        # Column blocks 2 and 3 read the blocks stored before them back (the block's own
+        # writes, visible after the barrier): fewer [NB, NB] tiles live at once (sm_90
+        # offline: ~1.3 KB of spill a thread with every block held).
+        tl.debug_barrier()
+        T22 = _diag_t(TW, b, p0 + 2, n_tw, k0 + 2 * NB, lim, NB)
+        T12 = -_dot(_dot(T11, S12, PREC), T22, PREC)
+        T01 = _load_block(TB, b, g, n_g, 0, 1, NB, FB)
+        _store_block(TB, b, g, n_g, 0, 2,
+                     -_dot(_dot(T00, S02, PREC) + _dot(T01, S12, PREC), T22, PREC), NB, FB)
+        _store_block(TB, b, g, n_g, 1, 2, T12, NB, FB)
+        _store_block(TB, b, g, n_g, 2, 2, T22, NB, FB)
+        tl.debug_barrier()
+        T33 = _diag_t(TW, b, p0 + 3, n_tw, k0 + 3 * NB, lim, NB)
+        T23 = -_dot(_dot(T22, S23, PREC), T33, PREC)
+        T13 = -_dot(_dot(T11, S13, PREC) + _dot(T12, S23, PREC), T33, PREC)
+        T03 = _dot(T00, S03, PREC) + _dot(T01, S13, PREC)
+        T03 = -_dot(T03 + _dot(_load_block(TB, b, g, n_g, 0, 2, NB, FB), S23, PREC), T33, PREC)
+        _store_block(TB, b, g, n_g, 0, 3, T03, NB, FB)
+        _store_block(TB, b, g, n_g, 1, 3, T13, NB, FB)
+        _store_block(TB, b, g, n_g, 2, 3, T23, NB, FB)
+        _store_block(TB, b, g, n_g, 3, 3, T33, NB, FB)
+        for i in tl.static_range(2, 4):
+            for j in tl.static_range(0, i):
+                _store_block(TB, b, g, n_g, i, j, z, NB, FB)
