@@ -193,23 +193,26 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
 
 def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
-    0) taken from the call's settings snapshot (``info.settings``, else the current one),
-    else from the library's constants."""
-    if s.small or (s.tail_prec is not None and s.split_min_rows and s.cuda_panel is not None
-                   and s.cuda_panel_rows and s.far_panels):
-        return s
+    0, ...) taken from the call's settings snapshot (``info.settings``, else the current
+    one), else from the library's constants."""
     knobs = getattr(info, "settings", None)
     if knobs is None:
         from adaptqr import config
 
         knobs = config.snapshot()
-    knobs = knobs.knobs
+    return _resolved(s, knobs.knobs)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(s: schedules.Schedule, knobs) -> schedules.Schedule:
+    # Schedules and knobs are frozen: a call of a seen shape and settings costs one lookup.
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
         cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
-        far_panels=s.far_panels or schedules.far_panels(knobs))
+        far_panels=s.far_panels or schedules.far_panels(knobs),
+        panel_warps=s.panel_warps or knobs.panel_warps or 0)
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -218,7 +221,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
                                NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False, FLOOR=floor,
-                               num_warps=_warps(NB * MB))
+                               num_warps=s.panel_warps or _warps(NB * MB))
         return
 
     nb, group = s.nb, s.group

@@ -207,7 +207,10 @@ class Schedule:
     # 0.266 ms, 40x352 0.894 -> 0.795, 60x1024 9.365 -> 9.040. (Not in the one-warp T
     # kernel: slower there.)
     t_doubling: bool = True
-    # Warps of the register panel kernel; 0: register_panel_plan's rule.
+    # Warps of the Triton register panel kernels (the one-launch kernel too); 0: the
+    # panel_warps knob, else register_panel_plan's rule (the one-launch kernel: by its tile).
+    # 1 or 2 warps make a column step's reductions intra-warp (no barrier), for the
+    # latency-bound n <= 352 cases: not measured yet (EXPERIMENTS.md H14).
     panel_warps: int = 0
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.

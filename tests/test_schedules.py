@@ -208,3 +208,18 @@ def test_far_panels_knob():
         with pytest.raises(ValueError, match="far_panels"):
             with config.experiment(far_panels=bad):
                 pass
+
+
+def test_panel_warps_knob():
+    # H14: the Triton register panels' warps, the rule by default.
+    from adaptqr import config
+
+    s = schedules.schedule_for(176, 176)
+    assert hh._with_knobs(s, None).panel_warps == 0
+    with config.experiment(panel_warps=2):
+        assert hh._with_knobs(s, None).panel_warps == 2
+        assert hh._with_knobs(schedules.schedule_for(32, 32), None).panel_warps == 2
+        assert hh._with_knobs(dataclasses.replace(s, panel_warps=8), None).panel_warps == 8
+    with pytest.raises(ValueError, match="panel_warps"):
+        with config.experiment(panel_warps=3):
+            pass
