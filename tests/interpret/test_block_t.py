@@ -137,13 +137,15 @@ def test_blocks_on_the_row_split_update(monkeypatch):
     assert _rel(H2, H1) < 1e-5 and float((t2 - t1).abs().max()) < 1e-5
 
 
-@pytest.mark.parametrize("bn", [16, 32])
-def test_blocks_on_the_fp16_route(bn):
+@pytest.mark.parametrize("bn,split", [(16, False), (32, False), (32, True)])
+def test_blocks_on_the_fp16_route(bn, split, monkeypatch):
     import math
 
     from adaptqr.paths import schedules
     from adaptqr.testing import check_geqrf
 
+    if split:  # the row-split W / U update (FP16 route: _w_rows_f16 / _u_rows_f16)
+        monkeypatch.setattr(schedules, "TRAILING_SPLIT_MIN_ROWS", 16)
     torch.manual_seed(5)
     B, m, n = 2, 96, 96
     A = torch.randn(B, m, n)
