@@ -61,7 +61,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
-from adaptqr.paths.kernels.block_t import block_t_kernel
+from adaptqr.paths.kernels.block_t import N_COUPLINGS, block_s_kernel, block_t_kernel
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
@@ -242,11 +242,12 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
     # Far updates by blocks of far_panels panels with one merged T (EXPERIMENTS.md B1), for
     # both routes: the groups are the blocks.
     far = s.far_panels if s.far_panels > 1 and n > nb * s.far_panels else 0
-    TB = None
+    TB = S = None
     if far:
         group = far
         TB = torch.empty((B, triton.cdiv(n, nb * far), nb * far, nb * far), dtype=torch.float32,
                          device=H.device)
+        S = torch.empty((B, N_COUPLINGS, nb, nb), dtype=torch.float32, device=H.device)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
@@ -257,7 +258,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                 _trailing(f, k, 1, k + pw, gend, None)
         if gend < n:
             if TB is not None:
-                _block_t(f, TB, g0, far)
+                _block_t(f, TB, S, g0, far)
                 _trailing(f, g0, 1, gend, n, f16, TB)
             else:
                 _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
@@ -489,12 +490,17 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _block_t(f: _Blocked, TB: torch.Tensor, k0: int, q: int) -> None:
-    """``TB[:, k0 // (q nb)]``: the merged T of the ``q`` panels from column ``k0``."""
-    nb = f.s.nb
-    block_t_kernel[(f.B,)](f.Ht, f.TW, TB, f.na, k0, f.m, f.n, f.n_tw, TB.shape[1],
-                           HAS_NA=f.has_na, NB=nb, Q=q, CH=schedules.BLOCK_T_ROWS,
-                           PREC=f.s.prec, num_warps=schedules.BLOCK_T_WARPS)
+def _block_t(f: _Blocked, TB: torch.Tensor, S: torch.Tensor, k0: int, q: int) -> None:
+    """``TB[:, k0 // (q nb)]``: the merged T of the ``q`` panels from column ``k0``, their
+    couplings summed in ``S`` over row slices (as the row-split update's, by whole waves)."""
+    nb, ch, warps = f.s.nb, schedules.BLOCK_T_ROWS, schedules.BLOCK_T_WARPS
+    sm = _sm_count(f.Ht.device) if f.Ht.is_cuda else 0
+    nsplit, per = row_slices(f.B, 1, f.m - k0, ch, sm)
+    S.zero_()
+    block_s_kernel[(f.B, nsplit)](f.Ht, S, f.na, k0, f.m, f.n, per, HAS_NA=f.has_na, NB=nb, Q=q,
+                                  CH=ch, PREC=f.s.prec, num_warps=warps)
+    block_t_kernel[(f.B,)](f.TW, S, TB, f.na, k0, f.n, f.n_tw, TB.shape[1], HAS_NA=f.has_na,
+                           NB=nb, Q=q, PREC=f.s.prec, num_warps=warps)
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,

@@ -67,10 +67,11 @@ CUDA_PANEL_MAX_ROWS = 512
 #: ``far_panels`` (2 or 4) offers blocks of 64 / 128 reflectors (nb 32) for both routes:
 #: built, not measured yet (EXPERIMENTS.md B1).
 FAR_PANELS = 1
-#: The block T kernel's row chunk and warps (one program a matrix). Not tuned. For sm_90
-#: (triton 3.6 offline, the device's argument specialization): 140 registers for 2 panels
-#: of 32, 255 and ~1.1 KB of spill for 4 (tf32x3's split operands; 243 and none in one-pass
-#: TF32), at 4 or 8 warps alike; one launch a block.
+#: The block T kernels' row chunk and warps (kernels/block_t.py: the couplings over row
+#: slices, by whole waves as the row-split update's, then the merge, one program a matrix).
+#: Not tuned. For sm_90 (triton 3.6 offline, the device's argument specialization), blocks
+#: of 2 / 4 panels of 32: couplings 112 registers / 255 and 40 B of spill, merge 128 / 255
+#: and ~0.8 KB (its tf32x3 products' split operands; at 2 or 8 warps no better).
 BLOCK_T_ROWS = 32
 BLOCK_T_WARPS = 4
 #: A far update's W (``[bn, NB]`` float32 a program) holds at most this many elements: the

@@ -11,9 +11,10 @@ larft's block recurrence gives the strictly upper blocks column block by column 
     T_ij = -(sum_{l = i}^{j - 1} T_il S_lj) T_jj        (i < j)
 
 so the trailing kernels can apply the ``Q`` panels as one block of ``Q NB`` reflectors (one
-pass over the trailing matrix instead of ``Q``; EXPERIMENTS.md B1). Reflector columns at or
-past ``n_active`` (or ``n``) get zero rows and columns: their panels may never have written
-their ``T`` slot.
+pass over the trailing matrix instead of ``Q``; EXPERIMENTS.md B1). Two launches a block:
+:func:`block_s_kernel` sums the couplings over row slices (``S`` ``(B, 6, NB, NB)``, through
+atomics), :func:`block_t_kernel` merges. Reflector columns at or past ``n_active`` (or ``n``)
+get zero rows and columns: their panels may never have written their ``T`` slot.
 
 Example: see :func:`adaptqr.paths.householder.factor_householder` (the ``far_panels`` knob).
 """
@@ -53,66 +54,110 @@ def _load_block(TB, b, g, n_g, i, j, NB: tl.constexpr, FB: tl.constexpr):
                    + ii[None, :])
 
 
+#: The couplings a block of Q panels needs, in ``S``'s order: (0, 1) for Q = 2; then
+#: (0, 2), (0, 3), (1, 2), (1, 3), (2, 3) for Q = 4.
+N_COUPLINGS = 6
+
+
 @triton.jit
-def block_t_kernel(Ht, TW, TB, NA, k0, m, n, n_tw, n_g, HAS_NA: tl.constexpr,
-                   NB: tl.constexpr, Q: tl.constexpr, CH: tl.constexpr, PREC: tl.constexpr):
-    """``TB[b, k0 // (Q NB)]`` for program ``b``: the merged T of the ``Q`` (2 or 4) panels
-    from column ``k0``; ``S_ij`` summed over row chunks of ``CH``, products in PREC."""
+def _add_s(S, b, idx, X, NB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    tl.atomic_add(S + ((b.to(tl.int64) * 6 + idx) * NB + ii[:, None]) * NB + ii[None, :], X)
+
+
+@triton.jit
+def _get_s(S, b, idx, NB: tl.constexpr):
+    ii = tl.arange(0, NB)
+    return tl.load(S + ((b.to(tl.int64) * 6 + idx) * NB + ii[:, None]) * NB + ii[None, :])
+
+
+@triton.jit
+def block_s_kernel(Ht, S, NA, k0, m, n, rows_per, HAS_NA: tl.constexpr, NB: tl.constexpr,
+                   Q: tl.constexpr, CH: tl.constexpr, PREC: tl.constexpr):
+    """Program ``(b, s)`` adds ``V_i^T V_j`` over rows ``[k0 + s rows_per, ...)`` into
+    ``S[b]`` (``(B, 6, NB, NB)`` float32, zeroed by the caller; atomics), for the panels of
+    the block from column ``k0``. A row split: few large matrices would otherwise sweep
+    their rows with one program each (2x4096: 4096 rows a block)."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
+    r_lo = k0 + tl.program_id(1) * rows_per
+    r_hi = tl.minimum(m, r_lo + rows_per)
+    z = tl.zeros((NB, NB), dtype=tl.float32)
+    S01 = z
+    S02 = z
+    S03 = z
+    # V_j is zero above row k0 + j NB; two sweeps of at most three sums each (one sweep of
+    # six spilled, sm_90 offline).
+    for r0 in range(tl.maximum(r_lo, k0 + NB), r_hi, CH):
+        r = r0 + tl.arange(0, CH)
+        V0 = _load_v(base, k0, r, m, r_hi, na, NB, n - k0)
+        S01 += _dot(V0, tl.trans(_load_v(base, k0 + NB, r, m, r_hi, na, NB, n - k0 - NB)), PREC)
+        if Q == 4:
+            S02 += _dot(V0, tl.trans(_load_v(base, k0 + 2 * NB, r, m, r_hi, na, NB,
+                                             n - k0 - 2 * NB)), PREC)
+            S03 += _dot(V0, tl.trans(_load_v(base, k0 + 3 * NB, r, m, r_hi, na, NB,
+                                             n - k0 - 3 * NB)), PREC)
+    _add_s(S, b, 0, S01, NB)
+    if Q == 4:
+        _add_s(S, b, 1, S02, NB)
+        _add_s(S, b, 2, S03, NB)
+        S12 = z
+        S13 = z
+        S23 = z
+        for r0 in range(tl.maximum(r_lo, k0 + 2 * NB), r_hi, CH):
+            r = r0 + tl.arange(0, CH)
+            V1 = _load_v(base, k0 + NB, r, m, r_hi, na, NB, n - k0 - NB)
+            V2 = _load_v(base, k0 + 2 * NB, r, m, r_hi, na, NB, n - k0 - 2 * NB)
+            V3 = _load_v(base, k0 + 3 * NB, r, m, r_hi, na, NB, n - k0 - 3 * NB)
+            S12 += _dot(V1, tl.trans(V2), PREC)
+            S13 += _dot(V1, tl.trans(V3), PREC)
+            S23 += _dot(V2, tl.trans(V3), PREC)
+        _add_s(S, b, 3, S12, NB)
+        _add_s(S, b, 4, S13, NB)
+        _add_s(S, b, 5, S23, NB)
+
+
+@triton.jit
+def block_t_kernel(TW, S, TB, NA, k0, n, n_tw, n_g, HAS_NA: tl.constexpr,
+                   NB: tl.constexpr, Q: tl.constexpr, PREC: tl.constexpr):
+    """``TB[b, k0 // (Q NB)]`` for program ``b``: the merged T of the ``Q`` (2 or 4) panels
+    from column ``k0``, from their own T (``TW``) and the couplings ``S``
+    (:func:`block_s_kernel`), products in PREC."""
+    b = tl.program_id(0)
+    if HAS_NA:
+        na = tl.load(NA + b)
+    else:
+        na = n
     FB: tl.constexpr = Q * NB
     g = k0 // FB
     p0 = k0 // NB
     lim = tl.minimum(na, n)
     z = tl.zeros((NB, NB), dtype=tl.float32)
-    S01 = z
-    S02 = z
-    S03 = z
-    S12 = z
-    S13 = z
-    S23 = z
-    # V_j is zero above row k0 + j NB. Two sweeps of at most three sums each (one sweep of
-    # six spilled, sm_90 offline).
-    for r0 in range(k0 + NB, m, CH):
-        r = r0 + tl.arange(0, CH)
-        V0 = _load_v(base, k0, r, m, m, na, NB, n - k0)
-        S01 += _dot(V0, tl.trans(_load_v(base, k0 + NB, r, m, m, na, NB, n - k0 - NB)), PREC)
-        if Q == 4:
-            V2 = _load_v(base, k0 + 2 * NB, r, m, m, na, NB, n - k0 - 2 * NB)
-            V3 = _load_v(base, k0 + 3 * NB, r, m, m, na, NB, n - k0 - 3 * NB)
-            S02 += _dot(V0, tl.trans(V2), PREC)
-            S03 += _dot(V0, tl.trans(V3), PREC)
-    if Q == 4:
-        for r0 in range(k0 + 2 * NB, m, CH):
-            r = r0 + tl.arange(0, CH)
-            V1 = _load_v(base, k0 + NB, r, m, m, na, NB, n - k0 - NB)
-            V2 = _load_v(base, k0 + 2 * NB, r, m, m, na, NB, n - k0 - 2 * NB)
-            V3 = _load_v(base, k0 + 3 * NB, r, m, m, na, NB, n - k0 - 3 * NB)
-            S12 += _dot(V1, tl.trans(V2), PREC)
-            S13 += _dot(V1, tl.trans(V3), PREC)
-            S23 += _dot(V2, tl.trans(V3), PREC)
     T00 = _diag_t(TW, b, p0, n_tw, k0, lim, NB)
     T11 = _diag_t(TW, b, p0 + 1, n_tw, k0 + NB, lim, NB)
     _store_block(TB, b, g, n_g, 0, 0, T00, NB, FB)
-    _store_block(TB, b, g, n_g, 0, 1, -_dot(_dot(T00, S01, PREC), T11, PREC), NB, FB)
+    _store_block(TB, b, g, n_g, 0, 1, -_dot(_dot(T00, _get_s(S, b, 0, NB), PREC), T11, PREC),
+                 NB, FB)
     _store_block(TB, b, g, n_g, 1, 0, z, NB, FB)
     _store_block(TB, b, g, n_g, 1, 1, T11, NB, FB)
     if Q == 4:
-        # Column blocks 2 and 3 read the blocks stored before them back (the block's own
-        # writes, visible after the barrier): fewer [NB, NB] tiles live at once (sm_90
-        # offline: ~1.3 KB of spill a thread with every block held).
+        # Column blocks 2 and 3 read the blocks stored before them back (the program's own
+        # writes, visible after the barrier): fewer [NB, NB] tiles live at once.
         tl.debug_barrier()
+        S12 = _get_s(S, b, 3, NB)
         T22 = _diag_t(TW, b, p0 + 2, n_tw, k0 + 2 * NB, lim, NB)
         T12 = -_dot(_dot(T11, S12, PREC), T22, PREC)
         T01 = _load_block(TB, b, g, n_g, 0, 1, NB, FB)
-        _store_block(TB, b, g, n_g, 0, 2,
-                     -_dot(_dot(T00, S02, PREC) + _dot(T01, S12, PREC), T22, PREC), NB, FB)
+        T02 = _dot(T00, _get_s(S, b, 1, NB), PREC) + _dot(T01, S12, PREC)
+        _store_block(TB, b, g, n_g, 0, 2, -_dot(T02, T22, PREC), NB, FB)
         _store_block(TB, b, g, n_g, 1, 2, T12, NB, FB)
         _store_block(TB, b, g, n_g, 2, 2, T22, NB, FB)
         tl.debug_barrier()
+        S13 = _get_s(S, b, 4, NB)
+        S23 = _get_s(S, b, 5, NB)
         T33 = _diag_t(TW, b, p0 + 3, n_tw, k0 + 3 * NB, lim, NB)
         T23 = -_dot(_dot(T22, S23, PREC), T33, PREC)
         T13 = -_dot(_dot(T11, S13, PREC) + _dot(T12, S23, PREC), T33, PREC)
-        T03 = _dot(T00, S03, PREC) + _dot(T01, S13, PREC)
+        T03 = _dot(T00, _get_s(S, b, 2, NB), PREC) + _dot(T01, S13, PREC)
         T03 = -_dot(T03 + _dot(_load_block(TB, b, g, n_g, 0, 2, NB, FB), S23, PREC), T33, PREC)
         _store_block(TB, b, g, n_g, 0, 3, T03, NB, FB)
         _store_block(TB, b, g, n_g, 1, 3, T13, NB, FB)

@@ -55,7 +55,7 @@ def _taus(tau: torch.Tensor, k0: int, width: int, na: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("q", [2, 4])
 def test_block_t_kernel_matches_larft(q):
-    from adaptqr.paths.kernels.block_t import block_t_kernel
+    from adaptqr.paths.kernels.block_t import N_COUPLINGS, block_s_kernel, block_t_kernel
     from adaptqr.paths.schedules import DEFAULT_PREC
 
     torch.manual_seed(q)
@@ -74,9 +74,14 @@ def test_block_t_kernel_matches_larft(q):
     FB = q * nb
     n_g = -(-n // FB)
     TB = torch.full((B, n_g, FB, FB), float("nan"))
+    S = torch.empty(B, N_COUPLINGS, nb, nb)
     for g in range(n_g):
-        block_t_kernel[(B,)](Ht, TW, TB, na, g * FB, m, n, n_tw, n_g, HAS_NA=True, NB=nb, Q=q,
-                             CH=32, PREC=DEFAULT_PREC)
+        S.zero_()
+        per = 32  # row slices of 32: the couplings summed by several programs (atomics)
+        block_s_kernel[(B, -(-(m - g * FB) // per))](Ht, S, na, g * FB, m, n, per, HAS_NA=True,
+                                                     NB=nb, Q=q, CH=16, PREC=DEFAULT_PREC)
+        block_t_kernel[(B,)](TW, S, TB, na, g * FB, n, n_tw, n_g, HAS_NA=True, NB=nb, Q=q,
+                             PREC=DEFAULT_PREC)
     assert torch.isfinite(TB).all()
     for b in range(B):
         for g in range(n_g):
