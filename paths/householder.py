@@ -200,11 +200,14 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
         from adaptqr import config
 
         knobs = config.snapshot()
-    return _resolved(s, knobs.knobs)
+    # The constants are part of the key: a measuring script may set them between calls.
+    return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
+                                      schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
+                                      schedules.FAR_PANELS))
 
 
 @functools.lru_cache(maxsize=256)
-def _resolved(s: schedules.Schedule, knobs) -> schedules.Schedule:
+def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Schedule:
     # Schedules and knobs are frozen: a call of a seen shape and settings costs one lookup.
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
