@@ -171,3 +171,18 @@ def test_blocks_on_the_fp16_route(bn, split, monkeypatch):
     # wrong update (a lost column, a stale float16 tile) would be off by far.
     one, block = (check_geqrf(A[:1], H[:1], t[:1]).worst_factor for H, t in ((H1, t1), (H2, t2)))
     assert block <= 1.25 * one + 5, (block, one)
+
+
+def test_blocks_at_the_gpu_width():
+    # The widths the knob gives on the GPU (n > 384: panels of 32, blocks of 64 and 128,
+    # the 128-wide trailing kernel at its own column tile and warps).
+    from adaptqr.paths import schedules
+    from adaptqr.testing import check_geqrf, generate
+
+    A = generate(2, 300, 2, 5, "dense", "cpu")
+    s = dataclasses.replace(schedules.schedule_for(300, 300), nb=32, bn=64, bm=64, far_panels=1)
+    H1, t1 = _factor(A, s)
+    for q in (2, 4):
+        H2, t2 = _factor(A, dataclasses.replace(s, far_panels=q))
+        assert not torch.equal(H2, H1) and _rel(H2, H1) < 1e-5
+        assert check_geqrf(A, H2, t2).passes_bar
