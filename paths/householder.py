@@ -518,20 +518,22 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     else:
         TW, n_tw, NB = TB, TB.shape[1], TB.shape[-1]
     C16, SC = f16 if f16 is not None else (Ht, Ht)
-    warps = schedules.BLOCK_WARPS if NB > 64 else schedules.TRAILING_WARPS
+    # Blocks wider than 64 reflectors: 8 warps and half the row chunk (their [bn, NB] W and
+    # its products; schedules.BLOCK_WARPS, BLOCK_BM).
+    big_block = NB > 64
+    warps = schedules.BLOCK_WARPS if big_block else schedules.TRAILING_WARPS
+    bm_s = schedules.BLOCK_BM if big_block else s.bm
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
-    # A wider block holds a wider W ([bn, NB]) a program: the column tile shrinks with it.
-    bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)),
-             max(schedules.FIT_MIN_BN, schedules.BLOCK_TILE // NB))
+    bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
             and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
-        nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
+        nsplit, per = row_slices(B, tiles, rows, bm_s, sm)
         if NB not in wbuf:
             wbuf[NB] = torch.empty((B, n, NB), dtype=torch.float32, device=Ht.device)
         W = wbuf[NB]
@@ -539,20 +541,20 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         grid = (B, tiles, nsplit)
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                    NB=NB, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                    NB=NB, BN=bn, BM=bm_s, HAS_NA=has_na, PREC=s.prec,
                                     PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
                                     num_warps=warps, num_stages=schedules.TRAILING_STAGES)
         for mode in modes:
             trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
-                                    per, NB=NB, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                                    per, NB=NB, BN=bn, BM=bm_s, HAS_NA=has_na, PREC=s.prec,
                                     PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
                                     num_warps=warps, num_stages=schedules.TRAILING_STAGES)
         return
-    if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
+    if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS and not big_block:
         bn = 32
     MB = max(16, next_pow2(m - k0))
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
-    bm = MB if resident else s.bm
+    bm = MB if resident else bm_s
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
@@ -560,7 +562,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
         if only16 and TB is not None:
-            bn_l = min(bn_l, max(schedules.FIT_MIN_BN, 2 * schedules.BLOCK_TILE // NB))
+            bn_l = min(bn_l, max(schedules.FIT_MIN_BN, schedules.BLOCK_F16_TILE // NB))
         grid = (B, triton.cdiv(c_end - c_start, bn_l))
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=NB, BN=bn_l, BM=max(16, bm), RESIDENT=resident,

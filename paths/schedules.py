@@ -74,15 +74,20 @@ FAR_PANELS = 1
 #: and ~0.8 KB (its tf32x3 products' split operands; at 2 or 8 warps no better).
 BLOCK_T_ROWS = 32
 BLOCK_T_WARPS = 4
-#: A far update's W (``[bn, NB]`` float32 a program) holds at most this many elements: the
-#: column tile of a block of 64 reflectors stays 64 (as today's pair update's two W), of
-#: 128 reflectors 32; the FP16-only launch takes twice this (its N10 tile, 128 x 64).
-BLOCK_TILE = 4096
-#: Warps of the far updates of blocks wider than 64 reflectors. sm_90 offline (as above),
-#: 128-wide blocks: FP32 streamed 1304 B of spill a thread at 4 warps, 184 at 8; FP16-only
-#: (64 columns) 808 / 0; row-split W 120 / 0 and U 968 / 152. 64-wide blocks at 4 warps:
-#: FP32 8 B, FP16-only (128 columns) 56 B (today's pair update: 96), W and U none.
+#: The FP16-only far update's W (``[bn, NB]`` float32 a program) holds at most this many
+#: elements: a block of 64 reflectors keeps the pair update's 128 columns (its two W), of
+#: 128 reflectors 64.
+BLOCK_F16_TILE = 8192
+#: Warps and row chunk of the FP32 far updates of blocks wider than 64 reflectors (their
+#: column tile stays 64: at 32 Triton's products fall back from wgmma to mma.sync, as
+#: their 64-row M is what a warpgroup's wgmma takes). sm_90 offline (as above), 128-wide
+#: blocks, registers / spill a thread: streamed at 4 warps bn 32 255 / 1304 B; at 8 warps
+#: bn 32 255 / 184 (mma.sync), bn 64 rows 64 255 / 520, bn 64 rows 32 255 / 224 (wgmma);
+#: row-split W 200 / 0 and U 255 / 96 (bn 64, rows 32); FP16-only (bn 64, its 64-row
+#: chunk) 255 / 0. 64-wide blocks at 4 warps (bn 64, rows 64): FP32 255 / 8, FP16-only
+#: (128 columns) 255 / 56 (today's pair update: 96), W and U none; all wgmma.
 BLOCK_WARPS = 8
+BLOCK_BM = 32
 
 
 def _knobs(knobs):
