@@ -59,6 +59,8 @@ def _load_block(TB, b, g, n_g, i, j, NB: tl.constexpr, FB: tl.constexpr):
 N_COUPLINGS = 6
 
 
+# S[b] holds N_COUPLINGS (6) blocks; the kernels spell the 6 out (a constexpr of the launch
+# would be one more specialization for nothing).
 @triton.jit
 def _add_s(S, b, idx, X, NB: tl.constexpr):
     ii = tl.arange(0, NB)
