@@ -88,7 +88,8 @@ class Knobs:
     the CUDA C kernel takes), ``qt_group`` (0: the wide path's Q^T by the strip kernel; 32,
     64 or 128: by blocks of that many reflectors, kernels/apply_blocks.py), ``far_panels``
     (``schedules.FAR_PANELS``: 1, or 2 / 4 panels a far trailing update with one merged T,
-    kernels/block_t.py), ``panel_warps`` (1, 2, 4, 8 or 16: the warps of the Triton
+    kernels/block_t.py), ``far_v16`` (``schedules.FAR_V16``: 1, the blocks' FP16 far updates
+    read a float16 copy of the block's V), ``panel_warps`` (1, 2, 4, 8 or 16: the warps of the Triton
     register panels, the one-launch kernel's included, in place of the rule of
     ``schedules.register_panel_plan``)."""
 
@@ -100,6 +101,7 @@ class Knobs:
     qt_group: int | None = None
     far_panels: int | None = None
     panel_warps: int | None = None
+    far_v16: int | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,8 @@ def experiment(**fields):
         raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
     if fields.get("far_panels") not in (None, 1, 2, 4):
         raise ValueError(f"far_panels must be 1, 2 or 4, got {fields['far_panels']!r}")
+    if fields.get("far_v16") not in (None, 0, 1):
+        raise ValueError(f"far_v16 must be 0 or 1, got {fields['far_v16']!r}")
     if fields.get("panel_warps") not in (None, 1, 2, 4, 8, 16):
         raise ValueError(f"panel_warps must be 1, 2, 4, 8 or 16, got {fields['panel_warps']!r}")
     saved = _knobs

@@ -207,7 +207,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
                                       schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
-                                      schedules.FAR_PANELS))
+                                      schedules.FAR_PANELS, schedules.FAR_V16))
 
 
 @functools.lru_cache(maxsize=256)
@@ -219,6 +219,8 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
         cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
         far_panels=s.far_panels or schedules.far_panels(knobs),
+        far_v16=s.far_v16 if s.far_v16 is not None
+        else bool(knobs.far_v16) if knobs.far_v16 is not None else schedules.FAR_V16,
         panel_warps=s.panel_warps or knobs.panel_warps or 0)
 
 
@@ -265,7 +267,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                 _trailing(f, k, 1, k + pw, gend, None)
         if gend < n:
             if TB is not None:
-                _block_t(f, TB, S, g0, far)
+                _block_t(f, TB, S, g0, far, f16)
                 _trailing(f, g0, 1, gend, n, f16, TB)
             else:
                 _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
@@ -497,15 +499,19 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _block_t(f: _Blocked, TB: torch.Tensor, S: torch.Tensor, k0: int, q: int) -> None:
+def _block_t(f: _Blocked, TB: torch.Tensor, S: torch.Tensor, k0: int, q: int, f16) -> None:
     """``TB[:, k0 // (q nb)]``: the merged T of the ``q`` panels from column ``k0``, their
-    couplings summed in ``S`` over row slices (as the row-split update's, by whole waves)."""
+    couplings summed in ``S`` over row slices (as the row-split update's, by whole waves);
+    with ``f16`` and ``Schedule.far_v16``, the FP16-routed matrices' block V in float16 too."""
     nb, ch, warps = f.s.nb, schedules.BLOCK_T_ROWS, schedules.BLOCK_T_WARPS
     sm = _sm_count(f.Ht.device) if f.Ht.is_cuda else 0
     nsplit, per = row_slices(f.B, 1, f.m - k0, ch, sm)
+    v16 = f16 is not None and bool(f.s.far_v16)
+    C16, SC = f16 if v16 else (f.Ht, f.Ht)
     S.zero_()
-    block_s_kernel[(f.B, nsplit)](f.Ht, S, f.na, k0, f.m, f.n, per, HAS_NA=f.has_na, NB=nb, Q=q,
-                                  CH=ch, PREC=f.s.prec, num_warps=warps)
+    block_s_kernel[(f.B, nsplit)](f.Ht, S, C16, SC, f.na, k0, f.m, f.n, per, HAS_NA=f.has_na,
+                                  NB=nb, Q=q, CH=ch, PREC=f.s.prec, WRITE_V16=v16,
+                                  num_warps=warps)
     block_t_kernel[(f.B,)](f.TW, S, TB, f.na, k0, f.n, f.n_tw, TB.shape[1], HAS_NA=f.has_na,
                            NB=nb, Q=q, PREC=f.s.prec, num_warps=warps)
 
@@ -572,6 +578,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                               NB=NB, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
+                              V16=only16 and TB is not None and bool(s.far_v16),
                               num_warps=max(_warps(bn * bm), warps) if resident else warps,
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)

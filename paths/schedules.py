@@ -67,6 +67,11 @@ CUDA_PANEL_MAX_ROWS = 512
 #: ``far_panels`` (2 or 4) offers blocks of 64 / 128 reflectors (nb 32) for both routes:
 #: built, not measured yet (EXPERIMENTS.md B1).
 FAR_PANELS = 1
+#: With B1's blocks on the FP16 route: the coupling kernel also writes the block's V in
+#: float16 into the block's own (free) columns of the C16 copy, and the FP16 far update reads
+#: it instead of converting the float32 V in every tile (the same values: bit for bit the
+#: same result). Knob ``far_v16``; built, not measured yet (EXPERIMENTS.md B2).
+FAR_V16 = False
 #: The block T kernels' row chunk and warps (kernels/block_t.py: the couplings over row
 #: slices, by whole waves as the row-split update's, then the merge, one program a matrix).
 #: Not tuned. For sm_90 (triton 3.6 offline, the device's argument specialization), blocks
@@ -228,6 +233,9 @@ class Schedule:
     # Panels a far update applies as one block (FAR_PANELS); 0: the far_panels knob, else
     # FAR_PANELS. With 2 or 4 every group is such a block, on both routes.
     far_panels: int = 0
+    # The FP16 far update's V from a float16 copy (FAR_V16); None: the far_v16 knob, else
+    # FAR_V16.
+    far_v16: bool | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

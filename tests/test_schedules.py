@@ -223,3 +223,17 @@ def test_panel_warps_knob():
     with pytest.raises(ValueError, match="panel_warps"):
         with config.experiment(panel_warps=3):
             pass
+
+
+def test_far_v16_knob():
+    # B2: off by default; the knob sets it, a schedule's own value wins, 0 / 1 only.
+    from adaptqr import config
+
+    s = schedules.schedule_for(512, 512)
+    assert schedules.FAR_V16 is False and hh._with_knobs(s, None).far_v16 is False
+    with config.experiment(far_v16=1):
+        assert hh._with_knobs(s, None).far_v16 is True
+        assert hh._with_knobs(dataclasses.replace(s, far_v16=False), None).far_v16 is False
+    with pytest.raises(ValueError, match="far_v16"):
+        with config.experiment(far_v16=2):
+            pass

@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("constexprs", nargs="*", help="NAME=VALUE")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()
     mod, name = args.kernel.rsplit(".", 1)
     kernel = getattr(importlib.import_module(f"adaptqr.paths.kernels.{mod}"), name)
     params = list(inspect.signature(kernel.fn).parameters)

@@ -74,15 +74,32 @@ def _get_s(S, b, idx, NB: tl.constexpr):
 
 
 @triton.jit
-def block_s_kernel(Ht, S, NA, k0, m, n, rows_per, HAS_NA: tl.constexpr, NB: tl.constexpr,
-                   Q: tl.constexpr, CH: tl.constexpr, PREC: tl.constexpr):
+def block_s_kernel(Ht, S, C16, SC, NA, k0, m, n, rows_per, HAS_NA: tl.constexpr,
+                   NB: tl.constexpr, Q: tl.constexpr, CH: tl.constexpr, PREC: tl.constexpr,
+                   WRITE_V16: tl.constexpr = False):
     """Program ``(b, s)`` adds ``V_i^T V_j`` over rows ``[k0 + s rows_per, ...)`` into
     ``S[b]`` (``(B, 6, NB, NB)`` float32, zeroed by the caller; atomics), for the panels of
     the block from column ``k0``. A row split: few large matrices would otherwise sweep
-    their rows with one program each (2x4096: 4096 rows a block)."""
+    their rows with one program each (2x4096: 4096 rows a block).
+
+    ``WRITE_V16`` (the FP16 route, EXPERIMENTS.md B2): a matrix with ``SC[b] > 0`` also gets
+    its block's V, rounded to float16, in the block's own columns of its C16 copy (free:
+    those columns are final in ``Ht``, and C16 is read past the block only), for the far
+    update to read instead of converting the float32 V every tile."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     r_lo = k0 + tl.program_id(1) * rows_per
     r_hi = tl.minimum(m, r_lo + rows_per)
+    if WRITE_V16:
+        if tl.load(SC + b) > 0.0:
+            base16 = C16 + b.to(tl.int64) * n * m
+            jj = tl.arange(0, NB)
+            for r0 in range(r_lo, r_hi, CH):
+                r = r0 + tl.arange(0, CH)
+                for i in tl.static_range(Q):
+                    c = k0 + i * NB + jj
+                    V = _load_v(base, k0 + i * NB, r, m, r_hi, na, NB, n - k0 - i * NB)
+                    tl.store(base16 + c[:, None] * m + r[None, :], V.to(tl.float16),
+                             mask=(c < n)[:, None] & (r < r_hi)[None, :])
     z = tl.zeros((NB, NB), dtype=tl.float32)
     S01 = z
     S02 = z

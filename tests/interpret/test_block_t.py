@@ -78,8 +78,9 @@ def test_block_t_kernel_matches_larft(q):
     for g in range(n_g):
         S.zero_()
         per = 32  # row slices of 32: the couplings summed by several programs (atomics)
-        block_s_kernel[(B, -(-(m - g * FB) // per))](Ht, S, na, g * FB, m, n, per, HAS_NA=True,
-                                                     NB=nb, Q=q, CH=16, PREC=DEFAULT_PREC)
+        block_s_kernel[(B, -(-(m - g * FB) // per))](Ht, S, Ht, Ht, na, g * FB, m, n, per,
+                                                     HAS_NA=True, NB=nb, Q=q, CH=16,
+                                                     PREC=DEFAULT_PREC)
         block_t_kernel[(B,)](TW, S, TB, na, g * FB, n, n_tw, n_g, HAS_NA=True, NB=nb, Q=q,
                              PREC=DEFAULT_PREC)
     assert torch.isfinite(TB).all()
@@ -171,6 +172,10 @@ def test_blocks_on_the_fp16_route(bn, split, monkeypatch):
     # wrong update (a lost column, a stale float16 tile) would be off by far.
     one, block = (check_geqrf(A[:1], H[:1], t[:1]).worst_factor for H, t in ((H1, t1), (H2, t2)))
     assert block <= 1.25 * one + 5, (block, one)
+    # B2: the far update's float16 V from the copy the coupling kernel writes: the same
+    # values as converting the float32 V in every tile, so the same result bit for bit.
+    H3, t3 = _factor(A, dataclasses.replace(s, far_panels=4, far_v16=True), f)
+    assert torch.equal(H3, H2) and torch.equal(t3, t2)
 
 
 def test_blocks_at_the_gpu_width():
