@@ -89,8 +89,8 @@ class Knobs:
     64 or 128: by blocks of that many reflectors, kernels/apply_blocks.py), ``far_panels``
     (``schedules.FAR_PANELS``: 1, or 2 / 4 panels a far trailing update with one merged T,
     kernels/block_t.py), ``far_v16`` (``schedules.FAR_V16``: 1, the blocks' FP16 far updates
-    read a float16 copy of the block's V), ``panel_warps`` (1, 2, 4, 8 or 16: the warps of the Triton
-    register panels, the one-launch kernel's included, in place of the rule of
+    read a float16 copy of the block's V), ``panel_warps`` (1, 2, 4, 8 or 16: the warps of
+    the Triton register panels, the one-launch kernel's included, in place of the rule of
     ``schedules.register_panel_plan``)."""
 
     split_min_rows: int | None
