@@ -512,8 +512,8 @@ def _block_t(f: _Blocked, TB: torch.Tensor, S: torch.Tensor, k0: int, q: int, f1
     block_s_kernel[(f.B, nsplit)](f.Ht, S, C16, SC, f.na, k0, f.m, f.n, per, HAS_NA=f.has_na,
                                   NB=nb, Q=q, CH=ch, PREC=f.s.prec, WRITE_V16=v16,
                                   num_warps=warps)
-    block_t_kernel[(f.B,)](f.TW, S, TB, f.na, k0, f.n, f.n_tw, TB.shape[1], HAS_NA=f.has_na,
-                           NB=nb, Q=q, PREC=f.s.prec, num_warps=warps)
+    block_t_kernel[(f.B, q)](f.TW, S, TB, f.na, k0, f.n, f.n_tw, TB.shape[1], HAS_NA=f.has_na,
+                             NB=nb, Q=q, PREC=f.s.prec, num_warps=warps)
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,

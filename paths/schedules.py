@@ -73,10 +73,11 @@ FAR_PANELS = 1
 #: same result). Knob ``far_v16``; built, not measured yet (EXPERIMENTS.md B2).
 FAR_V16 = False
 #: The block T kernels' row chunk and warps (kernels/block_t.py: the couplings over row
-#: slices, by whole waves as the row-split update's, then the merge, one program a matrix).
-#: Not tuned. For sm_90 (triton 3.6 offline, the device's argument specialization), blocks
-#: of 2 / 4 panels of 32: couplings 112 registers / 255 and 40 B of spill, merge 128 / 255
-#: and ~0.8 KB (its tf32x3 products' split operands; at 2 or 8 warps no better).
+#: slices, by whole waves as the row-split update's, then the merge, one program a row
+#: block of a matrix). Not tuned. For sm_90 (triton 3.6 offline, the device's argument
+#: specialization), blocks of 2 / 4 panels of 32: couplings 112 registers / 255 and 40 B of
+#: spill, merge 126 / 209 and none (one program a matrix for the whole merge: 255 and
+#: ~0.8 KB, its tf32x3 products' split operands).
 BLOCK_T_ROWS = 32
 BLOCK_T_WARPS = 4
 #: The FP16-only far update's W (``[bn, NB]`` float32 a program) holds at most this many

@@ -8,12 +8,12 @@ columns ``[k0, k0 + Q NB)``, ``k0 = g Q NB``) at ``TB[b, g]``, row-major.
 With ``S_ij = V_i^T V_j`` (the panels' reflectors, unit diagonal, masked past ``n_active``),
 larft's block recurrence gives the strictly upper blocks column block by column block::
 
-    T_ij = -(sum_{l = i}^{j - 1} T_il S_lj) T_jj        (i < j)
+    T_ij = -(sum_{q = i}^{j - 1} T_iq S_qj) T_jj        (i < j)
 
 so the trailing kernels can apply the ``Q`` panels as one block of ``Q NB`` reflectors (one
 pass over the trailing matrix instead of ``Q``; EXPERIMENTS.md B1). Two launches a block:
 :func:`block_s_kernel` sums the couplings over row slices (``S`` ``(B, 6, NB, NB)``, through
-atomics), :func:`block_t_kernel` merges. Reflector columns at or past ``n_active`` (or ``n``)
+atomics), :func:`block_t_kernel` merges, one program a row block. Reflector columns at or past ``n_active`` (or ``n``)
 get zero rows and columns: their panels may never have written their ``T`` slot.
 
 Example: see :func:`adaptqr.paths.householder.factor_householder` (the ``far_panels`` knob).
@@ -138,10 +138,13 @@ def block_s_kernel(Ht, S, C16, SC, NA, k0, m, n, rows_per, HAS_NA: tl.constexpr,
 @triton.jit
 def block_t_kernel(TW, S, TB, NA, k0, n, n_tw, n_g, HAS_NA: tl.constexpr,
                    NB: tl.constexpr, Q: tl.constexpr, PREC: tl.constexpr):
-    """``TB[b, k0 // (Q NB)]`` for program ``b``: the merged T of the ``Q`` (2 or 4) panels
-    from column ``k0``, from their own T (``TW``) and the couplings ``S``
-    (:func:`block_s_kernel`), products in PREC."""
+    """Row block ``i`` of ``TB[b, k0 // (Q NB)]`` for program ``(b, i)``: the merged T of the
+    ``Q`` (2 or 4) panels from column ``k0``, from their own T (``TW``) and the couplings
+    ``S`` (:func:`block_s_kernel`), products in PREC. A row block of the recurrence needs
+    only its own earlier blocks, so the rows run side by side (row 0 is the longest chain:
+    ``Q (Q + 1) / 2 - 1`` products of ``[NB, NB]``) with few tiles live."""
     b = tl.program_id(0)
+    i = tl.program_id(1)
     if HAS_NA:
         na = tl.load(NA + b)
     else:
@@ -151,37 +154,20 @@ def block_t_kernel(TW, S, TB, NA, k0, n, n_tw, n_g, HAS_NA: tl.constexpr,
     p0 = k0 // NB
     lim = tl.minimum(na, n)
     z = tl.zeros((NB, NB), dtype=tl.float32)
-    T00 = _diag_t(TW, b, p0, n_tw, k0, lim, NB)
-    T11 = _diag_t(TW, b, p0 + 1, n_tw, k0 + NB, lim, NB)
-    _store_block(TB, b, g, n_g, 0, 0, T00, NB, FB)
-    _store_block(TB, b, g, n_g, 0, 1, -_dot(_dot(T00, _get_s(S, b, 0, NB), PREC), T11, PREC),
-                 NB, FB)
-    _store_block(TB, b, g, n_g, 1, 0, z, NB, FB)
-    _store_block(TB, b, g, n_g, 1, 1, T11, NB, FB)
-    if Q == 4:
-        # Column blocks 2 and 3 read the blocks stored before them back (the program's own
-        # writes, visible after the barrier): fewer [NB, NB] tiles live at once.
-        tl.debug_barrier()
-        S12 = _get_s(S, b, 3, NB)
-        T22 = _diag_t(TW, b, p0 + 2, n_tw, k0 + 2 * NB, lim, NB)
-        T12 = -_dot(_dot(T11, S12, PREC), T22, PREC)
-        T01 = _load_block(TB, b, g, n_g, 0, 1, NB, FB)
-        T02 = _dot(T00, _get_s(S, b, 1, NB), PREC) + _dot(T01, S12, PREC)
-        _store_block(TB, b, g, n_g, 0, 2, -_dot(T02, T22, PREC), NB, FB)
-        _store_block(TB, b, g, n_g, 1, 2, T12, NB, FB)
-        _store_block(TB, b, g, n_g, 2, 2, T22, NB, FB)
-        tl.debug_barrier()
-        S13 = _get_s(S, b, 4, NB)
-        S23 = _get_s(S, b, 5, NB)
-        T33 = _diag_t(TW, b, p0 + 3, n_tw, k0 + 3 * NB, lim, NB)
-        T23 = -_dot(_dot(T22, S23, PREC), T33, PREC)
-        T13 = -_dot(_dot(T11, S13, PREC) + _dot(T12, S23, PREC), T33, PREC)
-        T03 = _dot(T00, _get_s(S, b, 2, NB), PREC) + _dot(T01, S13, PREC)
-        T03 = -_dot(T03 + _dot(_load_block(TB, b, g, n_g, 0, 2, NB, FB), S23, PREC), T33, PREC)
-        _store_block(TB, b, g, n_g, 0, 3, T03, NB, FB)
-        _store_block(TB, b, g, n_g, 1, 3, T13, NB, FB)
-        _store_block(TB, b, g, n_g, 2, 3, T23, NB, FB)
-        _store_block(TB, b, g, n_g, 3, 3, T33, NB, FB)
-        for i in tl.static_range(2, 4):
-            for j in tl.static_range(0, i):
-                _store_block(TB, b, g, n_g, i, j, z, NB, FB)
+    _store_block(TB, b, g, n_g, i, i, _diag_t(TW, b, p0 + i, n_tw, k0 + i * NB, lim, NB), NB, FB)
+    for j in tl.static_range(0, Q):
+        if j < i:
+            _store_block(TB, b, g, n_g, i, j, z, NB, FB)
+    tl.debug_barrier()
+    for j in tl.static_range(1, Q):
+        if j > i:
+            acc = z
+            for q in tl.static_range(0, j):
+                if q >= i:
+                    # S's order: the pairs (q, j), q < j, row by row (block_s_kernel's).
+                    S_qj = _get_s(S, b, q * (Q - 1) - q * (q - 1) // 2 + j - q - 1, NB)
+                    acc += _dot(_load_block(TB, b, g, n_g, i, q, NB, FB), S_qj, PREC)
+            Tjj = _diag_t(TW, b, p0 + j, n_tw, k0 + j * NB, lim, NB)
+            _store_block(TB, b, g, n_g, i, j, -_dot(acc, Tjj, PREC), NB, FB)
+            # The next column block reads this one back (the program's own write).
+            tl.debug_barrier()

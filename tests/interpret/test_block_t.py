@@ -81,8 +81,8 @@ def test_block_t_kernel_matches_larft(q):
         block_s_kernel[(B, -(-(m - g * FB) // per))](Ht, S, Ht, Ht, na, g * FB, m, n, per,
                                                      HAS_NA=True, NB=nb, Q=q, CH=16,
                                                      PREC=DEFAULT_PREC)
-        block_t_kernel[(B,)](TW, S, TB, na, g * FB, n, n_tw, n_g, HAS_NA=True, NB=nb, Q=q,
-                             PREC=DEFAULT_PREC)
+        block_t_kernel[(B, q)](TW, S, TB, na, g * FB, n, n_tw, n_g, HAS_NA=True, NB=nb, Q=q,
+                               PREC=DEFAULT_PREC)
     assert torch.isfinite(TB).all()
     for b in range(B):
         for g in range(n_g):
