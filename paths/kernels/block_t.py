@@ -13,8 +13,9 @@ larft's block recurrence gives the strictly upper blocks column block by column 
 so the trailing kernels can apply the ``Q`` panels as one block of ``Q NB`` reflectors (one
 pass over the trailing matrix instead of ``Q``; EXPERIMENTS.md B1). Two launches a block:
 :func:`block_s_kernel` sums the couplings over row slices (``S`` ``(B, 6, NB, NB)``, through
-atomics), :func:`block_t_kernel` merges, one program a row block. Reflector columns at or past ``n_active`` (or ``n``)
-get zero rows and columns: their panels may never have written their ``T`` slot.
+atomics), :func:`block_t_kernel` merges, one program a row block. Reflector columns at or
+past ``n_active`` (or ``n``) get zero rows and columns: their panels may never have written
+their ``T`` slot.
 
 Example: see :func:`adaptqr.paths.householder.factor_householder` (the ``far_panels`` knob).
 """
