@@ -245,3 +245,6 @@ def test_far_blocks_with_routes(q):
     r = check_geqrf(A, H, tau)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
     assert bool((tau[::3, 300:] == 0).all())
+    # B2: the FP16 far update's V from the float16 copy gives the same bits.
+    H2, tau2 = _factor(A, _Info(feats), dataclasses.replace(s, far_v16=True))
+    assert torch.equal(H2, H) and torch.equal(tau2, tau)
