@@ -1,13 +1,14 @@
 """Far updates by blocks of panels with one merged T (EXPERIMENTS.md B1, the ``far_panels``
 knob), under the Triton interpreter.
 
-- ``block_t_kernel`` against larft's T of the whole block in float64, with a matrix whose
-  reflectors stop inside the block (``n_active``) and NaN in the T slots its panels never
-  wrote, and a ragged block past the last column;
+- ``block_s_kernel`` (couplings over several row slices) then ``block_t_kernel`` against
+  larft's T of the whole block in float64, with a matrix whose reflectors stop inside the
+  block (``n_active``) and NaN in the T slots its panels never wrote, and a ragged block
+  past the last column;
 - the Householder path with blocks of 2 and 4 panels against one panel a pass: the same
   factorization to rounding, on streamed, resident and row-split updates, with ``n_active``,
-  and on the FP16 route (the FP32-routed matrix to rounding, the FP16-routed one to
-  float16's).
+  at the GPU's widths, and on the FP16 route (the FP32-routed matrix to rounding, the
+  FP16-routed one to float16's; B2's float16 V copy bit for bit B1).
 """
 
 from __future__ import annotations
