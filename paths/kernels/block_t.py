@@ -42,17 +42,20 @@ def _diag_t(TW, b, p, n_tw, c0, lim, NB: tl.constexpr):
 
 
 @triton.jit
-def _store_block(TB, b, g, n_g, i, j, X, NB: tl.constexpr, FB: tl.constexpr):
+def _block_ptrs(TB, b, g, n_g, i, j, NB: tl.constexpr, FB: tl.constexpr):
+    """Pointers of the ``[NB, NB]`` block (i, j) of ``TB[b, g]``."""
     ii = tl.arange(0, NB)
-    tl.store(TB + ((b.to(tl.int64) * n_g + g) * FB + i * NB + ii[:, None]) * FB + j * NB
-             + ii[None, :], X)
+    return TB + ((b.to(tl.int64) * n_g + g) * FB + i * NB + ii[:, None]) * FB + j * NB + ii[None, :]
+
+
+@triton.jit
+def _store_block(TB, b, g, n_g, i, j, X, NB: tl.constexpr, FB: tl.constexpr):
+    tl.store(_block_ptrs(TB, b, g, n_g, i, j, NB, FB), X)
 
 
 @triton.jit
 def _load_block(TB, b, g, n_g, i, j, NB: tl.constexpr, FB: tl.constexpr):
-    ii = tl.arange(0, NB)
-    return tl.load(TB + ((b.to(tl.int64) * n_g + g) * FB + i * NB + ii[:, None]) * FB + j * NB
-                   + ii[None, :])
+    return tl.load(_block_ptrs(TB, b, g, n_g, i, j, NB, FB))
 
 
 #: The couplings a block of Q panels needs, in ``S``'s order: (0, 1) for Q = 2; then
@@ -60,18 +63,17 @@ def _load_block(TB, b, g, n_g, i, j, NB: tl.constexpr, FB: tl.constexpr):
 N_COUPLINGS = 6
 
 
-# S[b] holds N_COUPLINGS (6) blocks; the kernels spell the 6 out (a constexpr of the launch
-# would be one more specialization for nothing).
+# S[b] holds N_COUPLINGS (6) blocks of [NB, NB], addressed as 6 "blocks" of a T whose side is
+# NB; the kernels spell the 6 out (a constexpr of the launch would be one more
+# specialization for nothing).
 @triton.jit
 def _add_s(S, b, idx, X, NB: tl.constexpr):
-    ii = tl.arange(0, NB)
-    tl.atomic_add(S + ((b.to(tl.int64) * 6 + idx) * NB + ii[:, None]) * NB + ii[None, :], X)
+    tl.atomic_add(_block_ptrs(S, b, idx, 6, 0, 0, NB, NB), X)
 
 
 @triton.jit
 def _get_s(S, b, idx, NB: tl.constexpr):
-    ii = tl.arange(0, NB)
-    return tl.load(S + ((b.to(tl.int64) * 6 + idx) * NB + ii[:, None]) * NB + ii[None, :])
+    return tl.load(_block_ptrs(S, b, idx, 6, 0, 0, NB, NB))
 
 
 @triton.jit

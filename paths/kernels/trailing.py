@@ -169,6 +169,17 @@ def _load_v16(base16, k, r, m, n, NB: tl.constexpr):
 
 
 @triton.jit
+def _v_operand16(base, base16, k, r, m, na, n, NB: tl.constexpr, V16: tl.constexpr):
+    """The V^T rows of the panel (or block) at ``k`` as a one-panel FP16 update multiplies
+    them: from the float16 copy (``V16``, :func:`_load_v16`) or the float32 ``Ht``."""
+    if V16:
+        V = _load_v16(base16, k, r, m, n, NB)
+    else:
+        V = _load_v(base, k, r, m, m, na, NB, n - k)
+    return V
+
+
+@triton.jit
 def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, sc,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr,
                      PREC: tl.constexpr, PAIR: tl.constexpr, V16: tl.constexpr = False):
@@ -201,20 +212,14 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
             C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16, sc)
-            if V16:
-                W += dot16(C, tl.trans(_load_v16(base16, k, r, m, n, NB)))
-            else:
-                W += dot16(C, tl.trans(_load_v(base, k, r, m, m, na, NB, n - k)))
+            W += dot16(C, tl.trans(_v_operand16(base, base16, k, r, m, na, n, NB, V16)))
         Y16, ys = y_scaled(tl.dot(W, T, input_precision=PREC))
         for r0 in range(k, m, BM):
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
             off = cc[:, None] * m + r[None, :]
             C = load_scaled(base, base16, off, amask, src16, sc)
-            if V16:
-                C -= dot16(Y16, _load_v16(base16, k, r, m, n, NB)) * ys
-            else:
-                C -= dot16(Y16, _load_v(base, k, r, m, m, na, NB, n - k)) * ys
+            C -= dot16(Y16, _v_operand16(base, base16, k, r, m, na, n, NB, V16)) * ys
             store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
 
 

@@ -221,6 +221,12 @@ def test_far_blocks_match(B, n, q):
     _variant_against_default(B, n, 1e-4, far_panels=q)
 
 
+def _fp16_scales(A):
+    """classify.fp16_scales' scale of each matrix (its largest column norm to 2^13 .. 2^14),
+    without the route's accuracy test: float32 ``(B,)``."""
+    return torch.exp2(torch.floor(torch.log2(16384.0 / A.norm(dim=1).amax(dim=1)))).float()
+
+
 @pytest.mark.variant
 @pytest.mark.parametrize("q", [2, 4])
 def test_far_blocks_with_routes(q):
@@ -235,10 +241,8 @@ def test_far_blocks_with_routes(q):
     na = torch.full((B,), n, dtype=torch.int32, device="cuda")
     na[::3] = 300
     A[::3, :, 300:] = 0
-    # classify.fp16_scales' scale (largest column norm to 2^13 .. 2^14) for every third
-    # matrix, the others on the FP32 route.
-    fp16 = torch.exp2(torch.floor(torch.log2(16384.0 / A.norm(dim=1).amax(dim=1))))
-    sc = torch.where(torch.arange(B, device="cuda") % 3 == 1, fp16, 0.0).float()
+    # Every third matrix on the FP16 route, the others on the FP32 one.
+    sc = torch.where(torch.arange(B, device="cuda") % 3 == 1, _fp16_scales(A), 0.0)
     feats = {"n_active": na, "n_nonzero": na.clone(), "fp16_scale": sc}
     s = dataclasses.replace(schedules.schedule_for(n, n), far_panels=q)
     H, tau = _factor(A, _Info(feats), s)
@@ -259,8 +263,7 @@ def test_far_v16_is_b1_bit_for_bit():
     B, n = 160, 512
     A = make_inputs({"batch": B, "n": n, "cond": 2, "seed": 4243}, 1, "cuda")[0]
     full = torch.full((B,), n, dtype=torch.int32, device="cuda")
-    sc = torch.exp2(torch.floor(torch.log2(16384.0 / A.norm(dim=1).amax(dim=1)))).float()
-    feats = {"n_active": full, "n_nonzero": full.clone(), "fp16_scale": sc}
+    feats = {"n_active": full, "n_nonzero": full.clone(), "fp16_scale": _fp16_scales(A)}
     s = dataclasses.replace(schedules.schedule_for(n, n), far_panels=4)
     H, tau = _factor(A, _Info(feats), s)
     H2, tau2 = _factor(A, _Info(feats), dataclasses.replace(s, far_v16=True))
