@@ -285,12 +285,14 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
     return TW
 
 
-def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
+def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, group: int = 0) -> None:
     """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``H`` ``(B, m, k)``'s vectors and
     ``tau`` ``(B, k)``, ``C`` ``(B, m, c)``: the wide factorization's other columns
     (paths/wide.py). float32 with column-major ``H`` and contiguous columns of ``C``, where
     the Triton kernels run: :func:`paths.kernels.qform.apply_qt_kernel` (tf32x3 products);
-    anything else :func:`blocked_apply_qt`.
+    anything else :func:`blocked_apply_qt`. ``group`` (the call's ``qt_group`` knob): 0, the
+    strip kernel; 32, 64 or 128, the block kernels (kernels/apply_blocks.py) by blocks of that
+    many reflectors.
 
     >>> import torch
     >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
@@ -309,7 +311,6 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
         blocked_apply_qt(H, tau, C)
         return
     Ht = H.mT
-    group = _qt_group()
     if group:
         _apply_qt_blocks(Ht, tau, C, m, k, nc, group)
         return
@@ -328,14 +329,6 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
 #: kernel 255 and 456 B of stack (one launch a call); G = 128: W 255 and 24 B of stack, the
 #: update 184, the V^T V kernel 252.
 QT_BLOCK_BK, QT_BLOCK_BN, QT_BLOCK_BM = 32, 64, 64
-
-
-def _qt_group() -> int:
-    """The ``qt_group`` knob of the current settings: 0 (the strip kernel) or the block of
-    reflectors the block kernels take."""
-    from adaptqr import config
-
-    return config.snapshot().knobs.qt_group or 0
 
 
 def _apply_qt_blocks(Ht: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, m: int, k: int,

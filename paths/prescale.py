@@ -52,8 +52,11 @@ class Given:
     [0, 0]
     """
 
-    def __init__(self, e: torch.Tensor):
+    def __init__(self, e: torch.Tensor, settings=None):
         self.features = {"prescale": e}
+        # The caller's settings snapshot (adaptqr.config.Settings), so that the knobs the
+        # path reads are the call's, not whatever the environment holds by then.
+        self.settings = settings
 
 
 def own_exponents(H: torch.Tensor) -> torch.Tensor:

@@ -41,8 +41,10 @@ def capable(spec) -> str | None:
 
 def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     """Factor wide ``H`` ``(B, m, n)`` (column-major, ``m < n``) in place; ``tau``: ``(B, m)``."""
+    from adaptqr import config
     from adaptqr.paths.householder import factor_householder
 
+    settings = getattr(info, "settings", None) or config.snapshot()
     B, m, _ = H.shape
     e = own_exponents(H)
     prescale(H, e)
@@ -50,8 +52,8 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     lead = torch.empty((B, m, m), dtype=H.dtype, device=H.device).mT  # strides (m*m, 1, m)
     lead.copy_(H[..., :m])
     # Prescaled already: exponents 0 for the block.
-    factor_householder(lead, tau, Given(torch.zeros(B, dtype=torch.int32, device=H.device)))
-    apply_qt(lead, tau, H[..., m:])
+    factor_householder(lead, tau, Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings))
+    apply_qt(lead, tau, H[..., m:], group=settings.knobs.qt_group or 0)
     H[..., :m] = lead
     unscale(H, e)
 

@@ -144,15 +144,27 @@ def test_blocked_q_is_column_major_as_torchs():
     assert blocked_householder_product(h, tau).stride() == originals.householder_product(h, tau).stride()
 
 
-def test_qt_group_knob():
+def test_qt_group_knob_is_the_calls(monkeypatch):
     # EXPERIMENTS.md W2: the wide path's Q^T by blocks of 32, 64 or 128 reflectors (a knob).
-    import pytest
+    # The wide path reads it, and hands the householder path the settings, from the call's
+    # snapshot (info.settings), not from the environment at the time of the launch.
+    from adaptqr import config
+    from adaptqr.paths import householder, wide
 
-    from adaptqr import config, qform
+    seen = {}
+    monkeypatch.setattr(householder, "factor_householder",
+                        lambda H, tau, info=None: seen.update(settings=info.settings))
+    monkeypatch.setattr(wide, "apply_qt", lambda H, tau, C, group=0: seen.update(group=group))
 
-    assert qform._qt_group() == 0
-    with config.experiment(qt_group=64):
-        assert qform._qt_group() == 64
+    class Info:
+        with config.experiment(qt_group=64):
+            settings = config.snapshot()
+
+    H = torch.randn(2, 3, 5).mT.contiguous().mT
+    wide.factor_wide(H, torch.empty(2, 3), Info())
+    assert seen == {"settings": Info.settings, "group": 64}
+    wide.factor_wide(H, torch.empty(2, 3))  # no info: the current snapshot's (no knob: 0)
+    assert seen["group"] == 0 and seen["settings"] == config.snapshot()
     with pytest.raises(ValueError, match="qt_group"):
         with config.experiment(qt_group=256):
             pass
