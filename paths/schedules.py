@@ -55,11 +55,13 @@ SPLIT_MIN_ROWS = 64
 CUDA_PANEL = True
 
 
-#: The tallest panel (padded rows) the CUDA C kernel takes: 512 (two rows a thread, 256
-#: threads) as measured in H12. The knob ``cuda_panel_rows=1024`` offers the panels of
-#: 513-1024 rows too (512 threads of two rows, one CTA an SM; today's row-split or streamed
-#: panels there): built, not measured yet (EXPERIMENTS.md H13).
-CUDA_PANEL_MAX_ROWS = 512
+#: The tallest panel (padded rows) the CUDA C kernel takes: 1024 (512 threads of two rows,
+#: one CTA an SM); taller panels go row-split or streamed. Against 512 (H12's bound; the
+#: panels of 513-1024 rows row-split or streamed), same run (EXPERIMENTS.md H13, run 2343):
+#: 60x1024 dense 6.41 -> 4.54 ms, mixed 7.89 -> 6.25, nearrank 9.00 -> 7.39, geomean 3.195
+#: -> 3.064; batch 1 (row-split below the SM count) and the other cases unchanged. The knob
+#: ``cuda_panel_rows=512`` restores H12's bound.
+CUDA_PANEL_MAX_ROWS = 1024
 
 
 #: Panels a far update applies as one block with a merged T (kernels/block_t.py): 1 applies

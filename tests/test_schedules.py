@@ -166,14 +166,15 @@ def test_cuda_panel_choice(monkeypatch):
     assert hh._panel_kind(640, 512, 0, 32, None, 64, cuda=True)[0] == "register-cuda"
     assert hh._panel_kind(640, 512, 0, 32, None, 64)[0] == "register"
     assert hh._panel_kind(2, 4096, 0, 32, None, 64, cuda=True)[0] == "streamed"
-    # cuda_panel_rows=1024 (H13): panels of 513-1024 rows too, not taller ones.
-    assert hh._panel_kind(60, 1024, 0, 32, None, 64, True, 1024)[0] == "register-cuda"
-    assert hh._panel_kind(60, 1024, 0, 32, None, 64, True)[0] == "streamed"
+    # H13 (the default, 1024): panels of 513-1024 rows too, not taller ones; the knob
+    # cuda_panel_rows=512 restores H12's bound.
+    assert hh._panel_kind(60, 1024, 0, 32, None, 64, True)[0] == "register-cuda"
+    assert hh._panel_kind(60, 1024, 0, 32, None, 64, True, 512)[0] == "streamed"
     assert hh._panel_kind(8, 2048, 0, 32, None, 64, True, 1024)[0] == "streamed"
     assert hh._panel_kind(8, 2048, 1024, 32, None, 64, True, 1024)[0] == "register-cuda"
     assert schedules.cuda_panel_rows() == schedules.CUDA_PANEL_MAX_ROWS
-    with config.experiment(cuda_panel_rows=1024):
-        assert hh._with_knobs(schedules.schedule_for(1024, 1024), None).cuda_panel_rows == 1024
+    with config.experiment(cuda_panel_rows=512):
+        assert hh._with_knobs(schedules.schedule_for(1024, 1024), None).cuda_panel_rows == 512
     with pytest.raises(ValueError, match="cuda_panel_rows"):
         with config.experiment(cuda_panel_rows=2048):
             pass
