@@ -13,6 +13,8 @@ GPU runs behind, so this is Python and launch time only), the 25 costliest entri
 ``--fp16-compare``: the public call twice, with the FP16 route (issue 8) and with
 ``ADAPTQR_FP16=0``; ``--fp16-max-n N`` offers the route up to n = N (``classify.FP16_MAX_N``,
 for the sizes it is not offered at yet).
+``--knobs NAME:KNOB=VALUE[,KNOB=VALUE]`` (repeatable, as ``adaptqr bench``'s): also the
+public call with these experiment knobs set, after the default one.
 
 A shape ``BxMxN`` (wide, ``M < N``) gets the public call only.
 
@@ -105,10 +107,13 @@ def main():
     ap.add_argument("--cond", type=float, default=0.0)
     ap.add_argument("--fp16-compare", action="store_true")
     ap.add_argument("--fp16-max-n", type=int, default=0)
+    ap.add_argument("--knobs", action="append")
     args = ap.parse_args()
     import importlib
 
     import adaptqr
+    from adaptqr import config
+    from adaptqr.cli import _parse_knob_variants
     from adaptqr.paths import householder
 
     if args.fp16_max_n:
@@ -123,6 +128,10 @@ def main():
         if args.cond:
             A *= torch.logspace(0, -args.cond, n, device="cuda")
         out.append(_summary(f"{shape} public", _kernels(lambda: adaptqr.geqrf(A), flush)))
+        for name, knobs in _parse_knob_variants(args.knobs):
+            with config.experiment(**knobs):
+                out.append(_summary(f"{shape} public [{name}]",
+                                    _kernels(lambda: adaptqr.geqrf(A), flush)))
         if args.fp16_compare:
             os.environ["ADAPTQR_FP16"] = "0"
             out.append(_summary(f"{shape} public fp32 route",
