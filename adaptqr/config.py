@@ -85,23 +85,13 @@ class Knobs:
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
-    the CUDA C kernel takes), ``qt_group`` (0: the wide path's Q^T by the strip kernel; 32,
-    64 or 128: by blocks of that many reflectors, kernels/apply_blocks.py), ``far_panels``
-    (``schedules.FAR_PANELS``: 1, or 2 / 4 panels a far trailing update with one merged T,
-    kernels/block_t.py), ``far_v16`` (``schedules.FAR_V16``: 1, the blocks' FP16 far updates
-    read a float16 copy of the block's V), ``panel_warps`` (1, 2, 4, 8 or 16: the warps of
-    the Triton register panels, the one-launch kernel's included, in place of the rule of
-    ``schedules.register_panel_plan``)."""
+    the CUDA C kernel takes)."""
 
     split_min_rows: int | None
     tail_prec: str | None
     fp16_max_n: int | None
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
-    qt_group: int | None = None
-    far_panels: int | None = None
-    panel_warps: int | None = None
-    far_v16: int | None = None
 
 
 @dataclass(frozen=True)
@@ -217,16 +207,8 @@ def experiment(**fields):
         raise ValueError(f"fp16_max_n must be a positive integer, got {max_n!r}")
     if fields.get("cuda_panel") not in (None, 0, 1):
         raise ValueError(f"cuda_panel must be 0 or 1, got {fields['cuda_panel']!r}")
-    if fields.get("qt_group") not in (None, 0, 32, 64, 128):
-        raise ValueError(f"qt_group must be 0, 32, 64 or 128, got {fields['qt_group']!r}")
     if fields.get("cuda_panel_rows") not in (None, 512, 1024):
         raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
-    if fields.get("far_panels") not in (None, 1, 2, 4):
-        raise ValueError(f"far_panels must be 1, 2 or 4, got {fields['far_panels']!r}")
-    if fields.get("far_v16") not in (None, 0, 1):
-        raise ValueError(f"far_v16 must be 0 or 1, got {fields['far_v16']!r}")
-    if fields.get("panel_warps") not in (None, 1, 2, 4, 8, 16):
-        raise ValueError(f"panel_warps must be 1, 2, 4, 8 or 16, got {fields['panel_warps']!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
     try:

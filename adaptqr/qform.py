@@ -47,13 +47,6 @@ import triton
 from adaptqr import originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.paths.householder import interpreting
-from adaptqr.paths.kernels.apply_blocks import (
-    group_s_kernel,
-    group_t_kernel,
-    group_u_kernel,
-    group_w_kernel,
-    group_w_sub_kernel,
-)
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
@@ -285,14 +278,12 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
     return TW
 
 
-def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, group: int = 0) -> None:
+def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
     """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``H`` ``(B, m, k)``'s vectors and
     ``tau`` ``(B, k)``, ``C`` ``(B, m, c)``: the wide factorization's other columns
     (paths/wide.py). float32 with column-major ``H`` and contiguous columns of ``C``, where
     the Triton kernels run: :func:`paths.kernels.qform.apply_qt_kernel` (tf32x3 products);
-    anything else :func:`blocked_apply_qt`. ``group`` (the call's ``qt_group`` knob): 0, the
-    strip kernel; 32, 64 or 128, the block kernels (kernels/apply_blocks.py) by blocks of that
-    many reflectors.
+    anything else :func:`blocked_apply_qt`.
 
     >>> import torch
     >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
@@ -311,9 +302,6 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, group: int = 0
         blocked_apply_qt(H, tau, C)
         return
     Ht = H.mT
-    if group:
-        _apply_qt_blocks(Ht, tau, C, m, k, nc, group)
-        return
     n_tw = triton.cdiv(k, QFORM_NB)
     TW = _panel_ts(Ht, tau, m, k, n_tw, QFORM_NB)
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
@@ -321,47 +309,6 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, group: int = 0
     apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),
                                               C.stride(-1), NB=QFORM_NB, BN=bn, BM=QFORM_BM,
                                               PREC=DEFAULT_PREC, num_warps=QFORM_WARPS)
-
-
-#: Row chunk and column tile of the block kernels' W (group_w_kernel), and the row and
-#: column tile of their update (group_u_kernel): not tuned (EXPERIMENTS.md W2). At 8 warps
-#: (sm_90, triton 3.6 offline), G = 64: W 172 registers, the update 144, no stack, the T
-#: kernel 255 and 456 B of stack (one launch a call); G = 128: W 255 and 24 B of stack, the
-#: update 184, the V^T V kernel 252.
-QT_BLOCK_BK, QT_BLOCK_BN, QT_BLOCK_BM = 32, 64, 64
-
-
-def _apply_qt_blocks(Ht: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, m: int, k: int,
-                     nc: int, G: int) -> None:
-    """:func:`apply_qt` by blocks of ``G`` reflectors (kernels/apply_blocks.py): every
-    block's T in one launch, then two launches a block."""
-    B = Ht.shape[0]
-    n_g = triton.cdiv(k, G)
-    bn, bm, bk = QT_BLOCK_BN, QT_BLOCK_BM, QT_BLOCK_BK
-    if G == 128:
-        # Each panel's own T and the blocks' V^T V (kernels/apply_blocks.py).
-        n_tw = triton.cdiv(k, QFORM_NB)
-        TW = _panel_ts(Ht, tau, m, k, n_tw, QFORM_NB)
-        S = torch.empty(B, n_g, G, G, dtype=Ht.dtype, device=Ht.device)
-        group_s_kernel[(B, n_g)](Ht, S, m, k, k, n_g, G=G, CH=bk, PREC=DEFAULT_PREC,
-                                 num_warps=8)
-    else:
-        TG = torch.empty(B, n_g, G, G, dtype=Ht.dtype, device=Ht.device)
-        group_t_kernel[(B, n_g)](Ht, tau, TG, m, k, k, n_g, G=G, CH=bk,
-                                 LOG2G=G.bit_length() - 1, PREC=DEFAULT_PREC, num_warps=8)
-    Y = torch.empty(B, G, nc, dtype=Ht.dtype, device=Ht.device)
-    for g in range(n_g):
-        if G == 128:
-            group_w_sub_kernel[(B, triton.cdiv(nc, bn))](
-                Ht, TW, S, C, Y, m, k, k, nc, n_tw, n_g, g, C.stride(0), C.stride(-1),
-                BN=bn, BK=bk, PREC=DEFAULT_PREC, num_warps=8)
-        else:
-            group_w_kernel[(B, triton.cdiv(nc, bn))](
-                Ht, TG, C, Y, m, k, k, nc, n_g, g, C.stride(0), C.stride(-1), G=G, BN=bn,
-                BK=bk, PREC=DEFAULT_PREC, num_warps=8)
-        group_u_kernel[(B, triton.cdiv(m - g * G, bm), triton.cdiv(nc, bn))](
-            Ht, Y, C, m, k, k, nc, g, C.stride(0), C.stride(-1), G=G, BM=bm, BN=bn,
-            PREC=DEFAULT_PREC, num_warps=8)
 
 
 def blocked_apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB

@@ -61,7 +61,6 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
-from adaptqr.paths.kernels.block_t import N_COUPLINGS, block_s_kernel, block_t_kernel
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
@@ -195,19 +194,16 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
     0, ...) taken from the call's settings snapshot (``info.settings``, else the current
     one), else from the library's constants."""
+    if s.small:
+        return s  # the one-launch kernel reads no knob: no lookup on the host-bound path
     knobs = getattr(info, "settings", None)
     if knobs is None:
         from adaptqr import config
 
         knobs = config.snapshot()
-    if s.small:
-        # The one-launch kernel reads only the warps: no lookup on the host-bound path.
-        w = knobs.knobs.panel_warps
-        return s if not w or s.panel_warps else dataclasses.replace(s, panel_warps=w)
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
-                                      schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
-                                      schedules.FAR_PANELS, schedules.FAR_V16))
+                                      schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS))
 
 
 @functools.lru_cache(maxsize=256)
@@ -217,11 +213,7 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
-        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
-        far_panels=s.far_panels or schedules.far_panels(knobs),
-        far_v16=s.far_v16 if s.far_v16 is not None
-        else bool(knobs.far_v16) if knobs.far_v16 is not None else schedules.FAR_V16,
-        panel_warps=s.panel_warps or knobs.panel_warps or 0)
+        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -230,14 +222,14 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
                                NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False, FLOOR=floor,
-                               num_warps=s.panel_warps or _warps(NB * MB))
+                               num_warps=_warps(NB * MB))
         return
 
     nb, group = s.nb, s.group
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
-    wbuf: dict[int, torch.Tensor] = {}  # row-split trailing update's W by width, on first use
+    wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of Schedule.fp16_group.
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
@@ -248,15 +240,6 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                              f"{s.fp16_group}")
         group = s.fp16_group
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-    # Far updates by blocks of far_panels panels with one merged T (EXPERIMENTS.md B1), for
-    # both routes: the groups are the blocks.
-    far = s.far_panels if s.far_panels > 1 and n > nb * s.far_panels else 0
-    TB = S = None
-    if far:
-        group = far
-        TB = torch.empty((B, triton.cdiv(n, nb * far), nb * far, nb * far), dtype=torch.float32,
-                         device=H.device)
-        S = torch.empty((B, N_COUPLINGS, nb, nb), dtype=torch.float32, device=H.device)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
@@ -266,11 +249,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
             if k + pw < gend:
                 _trailing(f, k, 1, k + pw, gend, None)
         if gend < n:
-            if TB is not None:
-                _block_t(f, TB, S, g0, far, f16)
-                _trailing(f, g0, 1, gend, n, f16, TB)
-            else:
-                _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
+            _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -370,7 +349,7 @@ class _Blocked(NamedTuple):
     s: schedules.Schedule
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
-    wbuf: dict            # the row-split trailing update's W by its width, on first use
+    wbuf: list            # the row-split trailing update's W, allocated on first use
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
@@ -499,40 +478,12 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _block_t(f: _Blocked, TB: torch.Tensor, S: torch.Tensor, k0: int, q: int, f16) -> None:
-    """``TB[:, k0 // (q nb)]``: the merged T of the ``q`` panels from column ``k0``, their
-    couplings summed in ``S`` over row slices (as the row-split update's, by whole waves);
-    with ``f16`` and ``Schedule.far_v16``, the FP16-routed matrices' block V in float16 too."""
-    nb, ch, warps = f.s.nb, schedules.BLOCK_T_ROWS, schedules.BLOCK_T_WARPS
-    sm = _sm_count(f.Ht.device) if f.Ht.is_cuda else 0
-    nsplit, per = row_slices(f.B, 1, f.m - k0, ch, sm)
-    v16 = f16 is not None and bool(f.s.far_v16)
-    C16, SC = f16 if v16 else (f.Ht, f.Ht)
-    S.zero_()
-    block_s_kernel[(f.B, nsplit)](f.Ht, S, C16, SC, f.na, k0, f.m, f.n, per, HAS_NA=f.has_na,
-                                  NB=nb, Q=q, CH=ch, PREC=f.s.prec, WRITE_V16=v16,
-                                  num_warps=warps)
-    block_t_kernel[(f.B, q)](f.TW, S, TB, f.na, k0, f.n, f.n_tw, TB.shape[1], HAS_NA=f.has_na,
-                             NB=nb, Q=q, PREC=f.s.prec, num_warps=warps)
-
-
-def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
-              TB: torch.Tensor | None = None) -> None:
+def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
-    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None. ``TB``
-    (``npan`` 1): the block T from :func:`_block_t`, applied as one panel of its width."""
-    Ht, na, nz, has_na, B, m, n, s, wbuf = (
-        f.Ht, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.s, f.wbuf)
-    if TB is None:
-        TW, n_tw, NB = f.TW, f.n_tw, s.nb
-    else:
-        TW, n_tw, NB = TB, TB.shape[1], TB.shape[-1]
+    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None."""
+    Ht, TW, na, nz, has_na, B, m, n, n_tw, s, wbuf = (
+        f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.wbuf)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
-    # Blocks wider than 64 reflectors: 8 warps and half the row chunk (their [bn, NB] W and
-    # its products; schedules.BLOCK_WARPS, BLOCK_BM).
-    big_block = NB > 64
-    warps = schedules.BLOCK_WARPS if big_block else schedules.TRAILING_WARPS
-    bm_s = schedules.BLOCK_BM if big_block else s.bm
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
@@ -543,43 +494,42 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
             and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
-        nsplit, per = row_slices(B, tiles, rows, bm_s, sm)
-        if NB not in wbuf:
-            wbuf[NB] = torch.empty((B, n, NB), dtype=torch.float32, device=Ht.device)
-        W = wbuf[NB]
+        nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
+        if not wbuf:
+            wbuf.append(torch.empty((B, n, s.nb), dtype=torch.float32, device=Ht.device))
+        W = wbuf[0]
         W.zero_()
         grid = (B, tiles, nsplit)
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                    NB=NB, BN=bn, BM=bm_s, HAS_NA=has_na, PREC=s.prec,
+                                    NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                                     PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
-                                    num_warps=warps, num_stages=schedules.TRAILING_STAGES)
+                                    num_warps=schedules.TRAILING_WARPS,
+                                    num_stages=schedules.TRAILING_STAGES)
         for mode in modes:
             trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
-                                    per, NB=NB, BN=bn, BM=bm_s, HAS_NA=has_na, PREC=s.prec,
+                                    per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                                     PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
-                                    num_warps=warps, num_stages=schedules.TRAILING_STAGES)
+                                    num_warps=schedules.TRAILING_WARPS,
+                                    num_stages=schedules.TRAILING_STAGES)
         return
-    if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS and not big_block:
+    if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
     MB = max(16, next_pow2(m - k0))
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
-    bm = MB if resident else bm_s
+    bm = MB if resident else s.bm
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
-        if only16 and TB is not None:
-            bn_l = min(bn_l, max(schedules.FIT_MIN_BN, schedules.BLOCK_F16_TILE // NB))
         grid = (B, triton.cdiv(c_end - c_start, bn_l))
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
-                              NB=NB, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
+                              NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
-                              V16=only16 and TB is not None and bool(s.far_v16),
-                              num_warps=max(_warps(bn * bm), warps) if resident else warps,
+                              num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)
 

@@ -64,40 +64,6 @@ CUDA_PANEL = True
 CUDA_PANEL_MAX_ROWS = 1024
 
 
-#: Panels a far update applies as one block with a merged T (kernels/block_t.py): 1 applies
-#: each group's panels in turn (or, on the FP16 route, a pair in one pass, N9). The knob
-#: ``far_panels`` (2 or 4) offers blocks of 64 / 128 reflectors (nb 32) for both routes:
-#: built, not measured yet (EXPERIMENTS.md B1).
-FAR_PANELS = 1
-#: With B1's blocks on the FP16 route: the coupling kernel also writes the block's V in
-#: float16 into the block's own (free) columns of the C16 copy, and the FP16 far update reads
-#: it instead of converting the float32 V in every tile (the same values: bit for bit the
-#: same result). Knob ``far_v16``; built, not measured yet (EXPERIMENTS.md B2).
-FAR_V16 = False
-#: The block T kernels' row chunk and warps (kernels/block_t.py: the couplings over row
-#: slices, by whole waves as the row-split update's, then the merge, one program a row
-#: block of a matrix). Not tuned. For sm_90 (triton 3.6 offline, the device's argument
-#: specialization), blocks of 2 / 4 panels of 32: couplings 112 registers / 255 and 40 B of
-#: spill, merge 126 / 209 and none (one program a matrix for the whole merge: 255 and
-#: ~0.8 KB, its tf32x3 products' split operands).
-BLOCK_T_ROWS = 32
-BLOCK_T_WARPS = 4
-#: The FP16-only far update's W (``[bn, NB]`` float32 a program) holds at most this many
-#: elements: a block of 64 reflectors keeps the pair update's 128 columns (its two W), of
-#: 128 reflectors 64.
-BLOCK_F16_TILE = 8192
-#: Warps and row chunk of the FP32 far updates of blocks wider than 64 reflectors (their
-#: column tile stays 64: at 32 Triton's products fall back from wgmma to mma.sync, as
-#: their 64-row M is what a warpgroup's wgmma takes). sm_90 offline (as above), 128-wide
-#: blocks, registers / spill a thread: streamed at 4 warps bn 32 255 / 1304 B; at 8 warps
-#: bn 32 255 / 184 (mma.sync), bn 64 rows 64 255 / 520, bn 64 rows 32 255 / 224 (wgmma);
-#: row-split W 200 / 0 and U 255 / 96 (bn 64, rows 32); FP16-only (bn 64, its 64-row
-#: chunk) 255 / 0. 64-wide blocks at 4 warps (bn 64, rows 64): FP32 255 / 8, FP16-only
-#: (128 columns) 255 / 56 (today's pair update: 96), W and U none; all wgmma.
-BLOCK_WARPS = 8
-BLOCK_BM = 32
-
-
 def _knobs(knobs):
     if knobs is None:
         from adaptqr import config
@@ -116,11 +82,6 @@ def cuda_panel(knobs=None) -> bool:
 def cuda_panel_rows(knobs=None) -> int:
     """``CUDA_PANEL_MAX_ROWS``, or the ``cuda_panel_rows`` knob of ``knobs``."""
     return _knobs(knobs).cuda_panel_rows or CUDA_PANEL_MAX_ROWS
-
-
-def far_panels(knobs=None) -> int:
-    """``FAR_PANELS``, or the ``far_panels`` knob of ``knobs``."""
-    return _knobs(knobs).far_panels or FAR_PANELS
 
 
 def split_min_rows() -> int:
@@ -221,10 +182,7 @@ class Schedule:
     # 0.266 ms, 40x352 0.894 -> 0.795, 60x1024 9.365 -> 9.040. (Not in the one-warp T
     # kernel: slower there.)
     t_doubling: bool = True
-    # Warps of the Triton register panel kernels (the one-launch kernel too); 0: the
-    # panel_warps knob, else register_panel_plan's rule (the one-launch kernel: by its tile).
-    # 1 or 2 warps make a column step's reductions intra-warp (no barrier), for the
-    # latency-bound n <= 352 cases: not measured yet (EXPERIMENTS.md H14).
+    # Warps of the register panel kernel; 0: register_panel_plan's rule.
     panel_warps: int = 0
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
@@ -233,12 +191,6 @@ class Schedule:
     cuda_panel: bool | None = None
     # The tallest panel in CUDA C; 0: the cuda_panel_rows knob, else CUDA_PANEL_MAX_ROWS.
     cuda_panel_rows: int = 0
-    # Panels a far update applies as one block (FAR_PANELS); 0: the far_panels knob, else
-    # FAR_PANELS. With 2 or 4 every group is such a block, on both routes.
-    far_panels: int = 0
-    # The FP16 far update's V from a float16 copy (FAR_V16); None: the far_v16 knob, else
-    # FAR_V16.
-    far_v16: bool | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

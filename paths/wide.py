@@ -53,7 +53,7 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     lead.copy_(H[..., :m])
     # Prescaled already: exponents 0 for the block.
     factor_householder(lead, tau, Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings))
-    apply_qt(lead, tau, H[..., m:], group=settings.knobs.qt_group or 0)
+    apply_qt(lead, tau, H[..., m:])
     H[..., :m] = lead
     unscale(H, e)
 

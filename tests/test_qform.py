@@ -144,27 +144,23 @@ def test_blocked_q_is_column_major_as_torchs():
     assert blocked_householder_product(h, tau).stride() == originals.householder_product(h, tau).stride()
 
 
-def test_qt_group_knob_is_the_calls(monkeypatch):
-    # EXPERIMENTS.md W2: the wide path's Q^T by blocks of 32, 64 or 128 reflectors (a knob).
-    # The wide path reads it, and hands the householder path the settings, from the call's
-    # snapshot (info.settings), not from the environment at the time of the launch.
+def test_wide_path_hands_on_the_calls_settings(monkeypatch):
+    # The wide path's householder call reads the knobs of the call's snapshot
+    # (info.settings), not whatever the environment holds by the time it runs.
     from adaptqr import config
     from adaptqr.paths import householder, wide
 
     seen = {}
     monkeypatch.setattr(householder, "factor_householder",
                         lambda H, tau, info=None: seen.update(settings=info.settings))
-    monkeypatch.setattr(wide, "apply_qt", lambda H, tau, C, group=0: seen.update(group=group))
+    monkeypatch.setattr(wide, "apply_qt", lambda H, tau, C: None)
 
     class Info:
-        with config.experiment(qt_group=64):
+        with config.experiment(tail_prec="ieee"):
             settings = config.snapshot()
 
     H = torch.randn(2, 3, 5).mT.contiguous().mT
     wide.factor_wide(H, torch.empty(2, 3), Info())
-    assert seen == {"settings": Info.settings, "group": 64}
-    wide.factor_wide(H, torch.empty(2, 3))  # no info: the current snapshot's (no knob: 0)
-    assert seen["group"] == 0 and seen["settings"] == config.snapshot()
-    with pytest.raises(ValueError, match="qt_group"):
-        with config.experiment(qt_group=256):
-            pass
+    assert seen["settings"] is Info.settings and seen["settings"].knobs.tail_prec == "ieee"
+    wide.factor_wide(H, torch.empty(2, 3))  # no info: the current snapshot
+    assert seen["settings"] == config.snapshot() and seen["settings"].knobs.tail_prec is None

@@ -1,8 +1,6 @@
 """Schedules of the householder path: the row-split sizing, its workspace capacity and its
 experiment override."""
 
-import dataclasses
-
 import pytest
 import torch
 
@@ -189,52 +187,3 @@ def test_cuda_panel_threads():
     for mb in (16, 32, 64, 128, 256, 512, 1024):
         nt, r = panel_cuda.threads_rows(mb)
         assert nt * r >= mb and nt % 32 == 0
-
-
-def test_far_panels_knob():
-    # B1: far updates by blocks of 2 or 4 panels with one merged T, off by default.
-    from adaptqr import config
-
-    assert schedules.FAR_PANELS == 1 and schedules.far_panels() == 1
-    assert hh._with_knobs(schedules.schedule_for(512, 512), None).far_panels == 1
-    for q in (2, 4):
-        with config.experiment(far_panels=q):
-            assert schedules.far_panels() == q
-            assert hh._with_knobs(schedules.schedule_for(512, 512), None).far_panels == q
-    # a schedule's own value wins over the knob
-    s = dataclasses.replace(schedules.schedule_for(512, 512), far_panels=2)
-    with config.experiment(far_panels=4):
-        assert hh._with_knobs(s, None).far_panels == 2
-    for bad in (3, 8, 0):
-        with pytest.raises(ValueError, match="far_panels"):
-            with config.experiment(far_panels=bad):
-                pass
-
-
-def test_panel_warps_knob():
-    # H14: the Triton register panels' warps, the rule by default.
-    from adaptqr import config
-
-    s = schedules.schedule_for(176, 176)
-    assert hh._with_knobs(s, None).panel_warps == 0
-    with config.experiment(panel_warps=2):
-        assert hh._with_knobs(s, None).panel_warps == 2
-        assert hh._with_knobs(schedules.schedule_for(32, 32), None).panel_warps == 2
-        assert hh._with_knobs(dataclasses.replace(s, panel_warps=8), None).panel_warps == 8
-    with pytest.raises(ValueError, match="panel_warps"):
-        with config.experiment(panel_warps=3):
-            pass
-
-
-def test_far_v16_knob():
-    # B2: off by default; the knob sets it, a schedule's own value wins, 0 / 1 only.
-    from adaptqr import config
-
-    s = schedules.schedule_for(512, 512)
-    assert schedules.FAR_V16 is False and hh._with_knobs(s, None).far_v16 is False
-    with config.experiment(far_v16=1):
-        assert hh._with_knobs(s, None).far_v16 is True
-        assert hh._with_knobs(dataclasses.replace(s, far_v16=False), None).far_v16 is False
-    with pytest.raises(ValueError, match="far_v16"):
-        with config.experiment(far_v16=2):
-            pass

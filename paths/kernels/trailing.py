@@ -159,30 +159,9 @@ def _pair_sums(BN: tl.constexpr, NB: tl.constexpr):
 
 
 @triton.jit
-def _load_v16(base16, k, r, m, n, NB: tl.constexpr):
-    """The float16 V^T rows ``[NB, len(r)]`` of the block at column ``k`` that
-    :func:`~adaptqr.paths.kernels.block_t.block_s_kernel` wrote into C16's own (free)
-    columns ``[k, k + NB)``: the values ``_load_v(...).to(float16)`` gives, rows ``r >= k``."""
-    jj = tl.arange(0, NB)
-    return tl.load(base16 + (k + jj)[:, None] * m + r[None, :],
-                   mask=((k + jj) < n)[:, None] & (r < m)[None, :], other=0.0)
-
-
-@triton.jit
-def _v_operand16(base, base16, k, r, m, na, n, NB: tl.constexpr, V16: tl.constexpr):
-    """The V^T rows of the panel (or block) at ``k`` as a one-panel FP16 update multiplies
-    them: from the float16 copy (``V16``, :func:`_load_v16`) or the float32 ``Ht``."""
-    if V16:
-        V = _load_v16(base16, k, r, m, n, NB)
-    else:
-        V = _load_v(base, k, r, m, m, na, NB, n - k)
-    return V
-
-
-@triton.jit
 def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, sc,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr,
-                     PREC: tl.constexpr, PAIR: tl.constexpr, V16: tl.constexpr = False):
+                     PREC: tl.constexpr, PAIR: tl.constexpr):
     """The update by the ``npan`` (1 or 2) panels from column ``k`` of the column tile ``cc``
     of a matrix on the FP16 route (:mod:`adaptqr.paths.kernels.fp16_storage`): the tile in
     units of ``sc``, from and back to C16 but for the float32 entries (``hot_mask``). Streamed
@@ -212,14 +191,14 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
             C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16, sc)
-            W += dot16(C, tl.trans(_v_operand16(base, base16, k, r, m, na, n, NB, V16)))
+            W += dot16(C, tl.trans(_load_v(base, k, r, m, m, na, NB, n - k)))
         Y16, ys = y_scaled(tl.dot(W, T, input_precision=PREC))
         for r0 in range(k, m, BM):
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
             off = cc[:, None] * m + r[None, :]
             C = load_scaled(base, base16, off, amask, src16, sc)
-            C -= dot16(Y16, _v_operand16(base, base16, k, r, m, na, n, NB, V16)) * ys
+            C -= dot16(Y16, _load_v(base, k, r, m, m, na, NB, n - k)) * ys
             store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
 
 
@@ -302,15 +281,14 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    PAIR16: tl.constexpr = False, V16: tl.constexpr = False):
+                    PAIR16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
     columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
-    streamed, so both panels go in one pass; V16: a streamed block's float16 V from C16's
-    own block columns, EXPERIMENTS.md B2).
+    streamed, so both panels go in one pass).
     """
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     t = tl.program_id(1)
@@ -322,7 +300,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
             _apply_panel_f16(base, base16, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, sc,
-                             NB, BN, BM16, RESIDENT, PREC, PAIR16, V16)
+                             NB, BN, BM16, RESIDENT, PREC, PAIR16)
         elif do32:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
                         RESIDENT, PREC, PREC_TAIL)

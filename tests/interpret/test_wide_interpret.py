@@ -54,16 +54,3 @@ def test_blocked_call_without_the_probe_prescales_itself(monkeypatch):
     assert len(seen) == 1 and seen[0][0] > 100 and seen[0][1] == 0
     res = check_geqrf(A, H, tau)
     assert res.passes_bar, res.summary
-
-
-def test_wide_by_blocks_of_reflectors():
-    # The qt_group knob (EXPERIMENTS.md W2): the other columns' Q^T in GEMM-shaped blocks.
-    from adaptqr import config
-
-    g = torch.Generator().manual_seed(264)
-    A = torch.randn(2, 40, 130, generator=g)
-    with config.experiment(qt_group=32):
-        a, tau = adaptqr.geqrf(A, path="wide")
-    a0, tau0 = adaptqr.geqrf(A, path="wide")
-    assert check_geqrf(A, a, tau).passes_bar
-    torch.testing.assert_close(a, a0, rtol=0, atol=2e-5)
