@@ -85,13 +85,15 @@ class Knobs:
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
-    the CUDA C kernel takes)."""
+    the CUDA C kernel takes), ``cuda_panel_fill`` (``schedules.CUDA_PANEL_FILL``: 1 / 0,
+    whether a CUDA C panel launch of many matrices caps registers for more CTAs an SM)."""
 
     split_min_rows: int | None
     tail_prec: str | None
     fp16_max_n: int | None
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
+    cuda_panel_fill: int | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,8 @@ def experiment(**fields):
         raise ValueError(f"cuda_panel must be 0 or 1, got {fields['cuda_panel']!r}")
     if fields.get("cuda_panel_rows") not in (None, 512, 1024):
         raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
+    if fields.get("cuda_panel_fill") not in (None, 0, 1):
+        raise ValueError(f"cuda_panel_fill must be 0 or 1, got {fields['cuda_panel_fill']!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
     try:

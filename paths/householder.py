@@ -203,7 +203,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
         knobs = config.snapshot()
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
-                                      schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS))
+                                      schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
+                                      schedules.CUDA_PANEL_FILL))
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,7 +214,9 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
-        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs))
+        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
+        cuda_panel_fill=s.cuda_panel_fill if s.cuda_panel_fill is not None
+        else schedules.cuda_panel_fill(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -414,7 +417,8 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
     from_s = False
     if kind == PANEL_REGISTER_CUDA:
         # Builds its own T (no T kernel launch).
-        panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor)
+        panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
+                          _sm_count(Ht.device), bool(s.cuda_panel_fill))
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

@@ -62,6 +62,12 @@ CUDA_PANEL = True
 #: -> 3.064; batch 1 (row-split below the SM count) and the other cases unchanged. The knob
 #: ``cuda_panel_rows=512`` restores H12's bound.
 CUDA_PANEL_MAX_ROWS = 1024
+#: CUDA C panel launches of more matrices than the SMs hold at the compiler's register
+#: count ask it for more CTAs an SM (``panel_cuda.ctas_for``: registers capped, one wave
+#: where ``panel_cuda.MAX_CTAS`` allows): 640x512's panels of 257-512 rows take three waves
+#: of two CTAs an SM today. Knob ``cuda_panel_fill``; built, not measured yet
+#: (EXPERIMENTS.md H15).
+CUDA_PANEL_FILL = False
 
 
 def _knobs(knobs):
@@ -82,6 +88,12 @@ def cuda_panel(knobs=None) -> bool:
 def cuda_panel_rows(knobs=None) -> int:
     """``CUDA_PANEL_MAX_ROWS``, or the ``cuda_panel_rows`` knob of ``knobs``."""
     return _knobs(knobs).cuda_panel_rows or CUDA_PANEL_MAX_ROWS
+
+
+def cuda_panel_fill(knobs=None) -> bool:
+    """``CUDA_PANEL_FILL``, or the ``cuda_panel_fill`` knob of ``knobs``."""
+    knobs = _knobs(knobs)
+    return CUDA_PANEL_FILL if knobs.cuda_panel_fill is None else bool(knobs.cuda_panel_fill)
 
 
 def split_min_rows() -> int:
@@ -191,6 +203,8 @@ class Schedule:
     cuda_panel: bool | None = None
     # The tallest panel in CUDA C; 0: the cuda_panel_rows knob, else CUDA_PANEL_MAX_ROWS.
     cuda_panel_rows: int = 0
+    # More CTAs an SM for large batches (CUDA_PANEL_FILL); None: the knob, else the constant.
+    cuda_panel_fill: bool | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -118,7 +118,14 @@ __device__ __forceinline__ void fold(float* pp, int lane) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(NT)
+// MINB: the CTAs an SM the compiler must leave room for (registers capped to fit); without
+// it, the kernel compiles as before (no .minnctapersm directive).
+#if defined(MINB) && MINB > 1
+#define BOUNDS __launch_bounds__(NT, MINB)
+#else
+#define BOUNDS __launch_bounds__(NT)
+#endif
+extern "C" __global__ void BOUNDS
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
            int has_na, float floor_) {
@@ -294,6 +301,32 @@ def threads_rows(mb: int) -> tuple[int, int]:
     return mb // 2, 2
 
 
+#: The most CTAs an SM a launch of ``(NT, R)`` asks the compiler to fit (``MINB``, registers
+#: capped to ``65536 / (MINB NT)``), where the batch has more matrices than the SMs hold at
+#: the compiler's own count (:func:`ctas_for`). From offline counts (NVRTC 12.8, ptxas 12.8,
+#: sm_90; the device's NVRTC gave fewer registers, 103 against 127 at ``(256, 2)``):
+#: ``(256, 2)`` 127 registers (two CTAs) -> 80 and 28-40 B of spill at 3, 64 and ~290 B at
+#: 4; ``(256, 1)`` 77 -> 48 and 36 B at 5; ``(128, 1)`` 72 -> 48 and 28 B at 10;
+#: ``(512, 2)`` 64 and ~310 B at 2, so one. Knob ``cuda_panel_fill``: built, not measured yet
+#: (EXPERIMENTS.md H15).
+MAX_CTAS = {(256, 2): 3, (256, 1): 5, (128, 1): 10}
+
+
+def ctas_for(batch: int, nt: int, r: int, sm: int, fill: bool) -> int:
+    """``MINB`` for a launch of ``batch`` matrices, one CTA of ``(nt, r)`` each, on ``sm``
+    SMs: with ``fill``, enough CTAs an SM for one wave where :data:`MAX_CTAS` allows it,
+    else 1 (the compiler's own register count).
+
+    >>> ctas_for(640, 256, 2, 132, True), ctas_for(640, 256, 1, 132, True)
+    (3, 5)
+    >>> ctas_for(60, 512, 2, 132, True), ctas_for(640, 256, 2, 132, False), ctas_for(300, 256, 2, 132, True)
+    (1, 1, 3)
+    """
+    if not fill or sm <= 0:
+        return 1
+    return max(1, min(-(-batch // sm), MAX_CTAS.get((nt, r), 1)))
+
+
 logger = logging.getLogger("adaptqr.paths")
 
 
@@ -317,11 +350,12 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nt: int, r: int, device_index: int):
+def _kernel(nt: int, r: int, device_index: int, minb: int = 1):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DNT={nt}", f"-DR={r}"))
+        opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + ((f"-DMINB={minb}",) if minb > 1 else ())
+        mod = cp.RawModule(code=SRC, options=opts)
         return mod.get_function("panel_cuda")
 
 
@@ -339,15 +373,16 @@ def _stream(ptr: int, device_index: int):
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
-           has_na: bool, floor: float) -> None:
+           has_na: bool, floor: float, sm: int = 0, fill: bool = False) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
-    the panel's padded rows (``next_pow2(m - k)``, at most 1024)."""
+    the panel's padded rows (``next_pow2(m - k)``, at most 1024); ``sm``, ``fill``: the
+    SM count and whether to fit more CTAs an SM (:func:`ctas_for`)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     nt, r = threads_rows(mb)
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nt, r, dev)
+    kern = _kernel(nt, r, dev, ctas_for(Ht.shape[0], nt, r, sm, fill))
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),

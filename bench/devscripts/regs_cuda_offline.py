@@ -1,0 +1,82 @@
+"""Offline (no GPU): registers and spill of the CUDA C panel (paths/kernels/panel_cuda.py)
+for sm_90, one line a configuration, and whether the PTX of two sources is the same.
+
+NVRTC from PyPI compiles the source to PTX; ptxas from the triton wheel (``triton/backends/
+nvidia/bin/ptxas``) assembles it with ``-v``. The device's NVRTC (CUDA 13) gives fewer
+registers than NVRTC 12.8 (103 against 127 at ``NT=256,R=2``): compare configurations with
+each other, not with the device's figures.
+
+Setup here (no GPU needed)::
+
+    pip download --no-deps nvidia-cuda-nvrtc-cu12==12.8.93 -d /tmp/nvrtc   # then unzip it
+    NVRTC=/tmp/nvrtc/x/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 PTXAS=.../triton/backends/nvidia/bin/ptxas \\
+        python3 bench/devscripts/regs_cuda_offline.py NT=256,R=2 NT=256,R=2,MINB=3
+    ... --same OLD_panel_cuda.py NT=256,R=2     # PTX of OLD's SRC against today's, per config
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import os
+import subprocess
+import tempfile
+
+
+def _source(path: str) -> str:
+    spec = importlib.util.spec_from_file_location("panel_cuda_src", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.SRC
+
+
+def ptx(lib, src: str, defines: list[str]) -> str:
+    opts = ["-std=c++17", "--gpu-architecture=compute_90", *(f"-D{d}" for d in defines)]
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"panel.cu", 0, None, None):
+        raise RuntimeError("nvrtcCreateProgram failed")
+    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+    size = ctypes.c_size_t()
+    if rc:
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        raise RuntimeError(log.value.decode())
+    lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+    out = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetPTX(prog, out)
+    return out.value.decode()
+
+
+def usage(ptxas: str, code: str) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "panel.ptx")
+        with open(src, "w") as f:
+            f.write(code)
+        res = subprocess.run([ptxas, "-arch=sm_90", "-v", src, "-o", os.path.join(d, "p.cubin")],
+                             capture_output=True, text=True, check=True)
+    keep = [ln.split("info    : ")[-1].strip() for ln in res.stderr.splitlines()
+            if "registers" in ln or "spill" in ln]
+    return " / ".join(keep)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("configs", nargs="+", help="NAME=VALUE,... compile definitions, e.g. NT=256,R=2,MINB=3")
+    ap.add_argument("--same", help="another panel_cuda.py: is its PTX today's, per configuration?")
+    args = ap.parse_args()
+    lib = ctypes.CDLL(os.environ["NVRTC"])
+    here = os.path.join(os.path.dirname(__file__), "..", "..", "paths", "kernels", "panel_cuda.py")
+    src = _source(here)
+    other = _source(args.same) if args.same else None
+    for cfg in args.configs:
+        defines = cfg.split(",")
+        code = ptx(lib, src, defines)
+        same = "" if other is None else f"  same PTX as {args.same}: {ptx(lib, other, defines) == code}"
+        print(f"{cfg}: {usage(os.environ['PTXAS'], code)}{same}")
+
+
+if __name__ == "__main__":
+    main()
