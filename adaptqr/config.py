@@ -86,7 +86,9 @@ class Knobs:
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
     the CUDA C kernel takes), ``cuda_panel_fill`` (``schedules.CUDA_PANEL_FILL``: 1 / 0,
-    whether a CUDA C panel launch of many matrices caps registers for more CTAs an SM)."""
+    whether a CUDA C panel launch of many matrices caps registers for more CTAs an SM),
+    ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 256 / 512 / 1024, the
+    rows of each CTA of the CUDA C clusters that take panels of 1025-4096 rows)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -94,6 +96,7 @@ class Knobs:
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
     cuda_panel_fill: int | None = None
+    cuda_panel_cluster: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,9 @@ def experiment(**fields):
         raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
     if fields.get("cuda_panel_fill") not in (None, 0, 1):
         raise ValueError(f"cuda_panel_fill must be 0 or 1, got {fields['cuda_panel_fill']!r}")
+    if fields.get("cuda_panel_cluster") not in (None, 0, 256, 512, 1024):
+        raise ValueError("cuda_panel_cluster must be 0, 256, 512 or 1024, got "
+                         f"{fields['cuda_panel_cluster']!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
     try:

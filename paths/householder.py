@@ -204,7 +204,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
                                       schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
-                                      schedules.CUDA_PANEL_FILL))
+                                      schedules.CUDA_PANEL_FILL, schedules.CUDA_PANEL_CLUSTER))
 
 
 @functools.lru_cache(maxsize=256)
@@ -216,7 +216,9 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
         cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
         cuda_panel_fill=s.cuda_panel_fill if s.cuda_panel_fill is not None
-        else schedules.cuda_panel_fill(knobs))
+        else schedules.cuda_panel_fill(knobs),
+        cuda_panel_cluster=s.cuda_panel_cluster if s.cuda_panel_cluster is not None
+        else schedules.cuda_panel_cluster(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -356,9 +358,11 @@ class _Blocked(NamedTuple):
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
-#: register panel in CUDA C, kernels/panel_cuda.py).
-PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_REGISTER_CUDA, PANEL_ROW_SPLIT, PANEL_STREAMED = (
-    "one-launch", "register", "register-cuda", "row-split", "streamed")
+#: register panel in CUDA C, kernels/panel_cuda.py; ``cluster-cuda``: the same in a
+#: cluster of CTAs a matrix).
+PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA = (
+    "one-launch", "register", "register-cuda", "cluster-cuda")
+PANEL_ROW_SPLIT, PANEL_STREAMED = "row-split", "streamed"
 
 
 def _cuda_panels(want: bool, nb: int, device: torch.device) -> bool:
@@ -367,16 +371,29 @@ def _cuda_panels(want: bool, nb: int, device: torch.device) -> bool:
     return want and nb in panel_cuda.WIDTHS and device.type == "cuda" and panel_cuda.available()
 
 
+def _cluster_rows(cta_rows: int, cuda: bool) -> int:
+    """The tallest panel (padded rows) the CUDA C clusters take: 0 unless ``cta_rows`` (the
+    schedule's ``cuda_panel_cluster``) is set, CUDA C panels run (``cuda``) and clusters
+    compile; 4096 (8 CTAs of 512 rows) at most."""
+    if not (cta_rows and cuda and panel_cuda.cluster_available()):
+        return 0
+    return 512 * panel_cuda.MAX_CLUSTER
+
+
 def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
-                cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS) -> tuple:
+                cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS,
+                cluster_rows: int = 0) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
     SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
-    CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows)."""
+    CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows, and in clusters up to
+    ``cluster_rows``, :func:`_cluster_rows`)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     if cuda and MB <= cuda_rows:
         return PANEL_REGISTER_CUDA, MB, None
+    if cuda and MB <= cluster_rows:
+        return PANEL_CLUSTER_CUDA, MB, None
     if nb * MB <= schedules.REG_PANEL_MAX_TILE:
         return PANEL_REGISTER, MB, None
     rp = split_rows(B, m - k, nb, sm, min_rows) if sm is not None else None
@@ -401,7 +418,8 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     min_rows = schedules.split_min_rows()
     cuda = _cuda_panels(schedules.cuda_panel(), s.nb, device)
     rows = schedules.cuda_panel_rows()
-    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows)[0]
+    cluster = _cluster_rows(schedules.cuda_panel_cluster(), cuda)
+    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows, cluster)[0]
                   for k in range(0, n, s.nb)]
 
 
@@ -410,15 +428,17 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
     Ht, tau, TW, na, has_na, B, m, n, n_tw, s, split, floor = (
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
+    cuda = _cuda_panels(s.cuda_panel, nb, Ht.device)
     kind, MB, rp = _panel_kind(B, m, k, nb, split.sm if split is not None else None,
-                               s.split_min_rows, _cuda_panels(s.cuda_panel, nb, Ht.device),
-                               s.cuda_panel_rows)
+                               s.split_min_rows, cuda, s.cuda_panel_rows,
+                               _cluster_rows(s.cuda_panel_cluster, cuda))
     sep_t = bool(s.t_kernel)
     from_s = False
-    if kind == PANEL_REGISTER_CUDA:
+    if kind in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
         # Builds its own T (no T kernel launch).
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
-                          _sm_count(Ht.device), bool(s.cuda_panel_fill))
+                          _sm_count(Ht.device), bool(s.cuda_panel_fill),
+                          s.cuda_panel_cluster if kind == PANEL_CLUSTER_CUDA else 0)
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

@@ -68,6 +68,11 @@ CUDA_PANEL_MAX_ROWS = 1024
 #: of two CTAs an SM today. Knob ``cuda_panel_fill``; built, not measured yet
 #: (EXPERIMENTS.md H15).
 CUDA_PANEL_FILL = False
+#: Panels of 1025-4096 rows in CUDA C too, a cluster of CTAs of this many rows a matrix
+#: (panel_cuda.cluster_shape: 256, 512 or 1024, at most 8 CTAs; the block sums meet in
+#: distributed shared memory) instead of row-split panels synchronized through global
+#: memory; 0: off. Knob ``cuda_panel_cluster``; built, not measured yet (EXPERIMENTS.md H16).
+CUDA_PANEL_CLUSTER = 0
 
 
 def _knobs(knobs):
@@ -94,6 +99,12 @@ def cuda_panel_fill(knobs=None) -> bool:
     """``CUDA_PANEL_FILL``, or the ``cuda_panel_fill`` knob of ``knobs``."""
     knobs = _knobs(knobs)
     return CUDA_PANEL_FILL if knobs.cuda_panel_fill is None else bool(knobs.cuda_panel_fill)
+
+
+def cuda_panel_cluster(knobs=None) -> int:
+    """``CUDA_PANEL_CLUSTER``, or the ``cuda_panel_cluster`` knob of ``knobs``."""
+    knobs = _knobs(knobs)
+    return CUDA_PANEL_CLUSTER if knobs.cuda_panel_cluster is None else knobs.cuda_panel_cluster
 
 
 def split_min_rows() -> int:
@@ -205,6 +216,9 @@ class Schedule:
     cuda_panel_rows: int = 0
     # More CTAs an SM for large batches (CUDA_PANEL_FILL); None: the knob, else the constant.
     cuda_panel_fill: bool | None = None
+    # The CTA rows of CUDA C clusters for panels of 1025-4096 rows (CUDA_PANEL_CLUSTER, 0:
+    # off); None: the knob, else the constant.
+    cuda_panel_cluster: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -213,3 +213,39 @@ def test_cuda_panel_fill():
     # panel's own tile (NB = 32 columns of R rows a thread) plus a few registers.
     for (nt, r), cap in panel_cuda.MAX_CTAS.items():
         assert 65536 // (cap * nt) >= 32 * r + 16, (nt, r, cap)
+
+
+def test_cuda_panel_cluster(monkeypatch):
+    # H16: panels taller than the one-CTA CUDA C panel's in clusters of CTAs, off by
+    # default; only with CUDA C panels, and only where the cluster build compiles.
+    from adaptqr import config
+    from adaptqr.paths.kernels import panel_cuda
+
+    assert schedules.CUDA_PANEL_CLUSTER == 0 and schedules.cuda_panel_cluster() == 0
+    s = schedules.schedule_for(2048, 2048)
+    assert hh._with_knobs(s, None).cuda_panel_cluster == 0
+    with config.experiment(cuda_panel_cluster=512):
+        assert hh._with_knobs(s, None).cuda_panel_cluster == 512
+    with pytest.raises(ValueError, match="cuda_panel_cluster"):
+        with config.experiment(cuda_panel_cluster=1):
+            pass
+    # (CTAs a cluster, threads, rows a thread): CTAs of the rows asked for, at most 8.
+    shape = panel_cuda.cluster_shape
+    assert [shape(2048, c) for c in (256, 512, 1024)] == [(8, 256, 1), (4, 256, 2), (2, 512, 2)]
+    assert [shape(4096, c) for c in (256, 512, 1024)] == [(8, 256, 2), (8, 256, 2), (4, 512, 2)]
+    for mb in (1024, 2048, 4096):
+        for c in (256, 512, 1024):
+            cl, nt, r = shape(mb, c)
+            assert cl * nt * r == mb and cl <= panel_cuda.MAX_CLUSTER and nt * r <= 1024
+    monkeypatch.setattr(panel_cuda, "cluster_available", lambda: True)
+    rows = hh._cluster_rows(512, True)
+    assert rows == 4096 and hh._cluster_rows(0, True) == 0 and hh._cluster_rows(512, False) == 0
+
+    def kind(B, m, k, cuda_rows=1024):
+        return hh._panel_kind(B, m, k, 32, 132, 64, True, cuda_rows, rows)[0]
+
+    assert [kind(2, 4096, k) for k in (0, 2048, 3072)] == ["cluster-cuda", "cluster-cuda", "register-cuda"]
+    assert kind(8, 2048, 0) == "cluster-cuda" and kind(1, 8192, 0) != "cluster-cuda"
+    assert kind(60, 1024, 0, cuda_rows=512) == "cluster-cuda"
+    monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
+    assert hh._cluster_rows(512, True) == 0

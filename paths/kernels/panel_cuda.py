@@ -16,7 +16,10 @@ shuffles), with one barrier for the sums across warps. 640x512: 7.75 -> 5.95 ms 
 Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of the panel's
 ``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a step so
 that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the column
-step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12).
+step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). Panels of 2048 or 4096 padded
+rows can take a cluster of up to 8 such CTAs a matrix (``CL``, :func:`cluster_shape`): each
+block sum is finished across the cluster through distributed shared memory and a cluster
+barrier (EXPERIMENTS.md H16); rank 0 writes ``tau`` and ``T``.
 
 The column step's scalars are the Triton kernel's
 (:func:`~adaptqr.paths.kernels.panel._reflector`: the plain sum of squares first and the
@@ -118,6 +121,76 @@ __device__ __forceinline__ void fold(float* pp, int lane) {
     }
 }
 
+// CL > 1: a cluster of CL CTAs a matrix, NT R rows each (rank r: rows k + r NT R ...); the
+// CTAs' sums meet in distributed shared memory. Each exchange: every CTA posts its value in
+// its own buffer (of two, alternating: a CTA is never two barriers ahead of another), one
+// cluster barrier, then every thread adds the CTAs' posts in rank order (the same bits in
+// every thread of the cluster, so the branches on them stay uniform).
+#ifndef CL
+#define CL 1
+#endif
+#if CL > 1
+__device__ __forceinline__ unsigned cta_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+                 ::: "memory");
+}
+
+__device__ __forceinline__ float ld_cta(const float* p, unsigned rank) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    unsigned ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+
+// a, b: this CTA's sums (the same in all its threads) -> the cluster's.
+__device__ __forceinline__ void cluster_sum2(float& a, float& b, float (*post)[2], int& par) {
+    if (threadIdx.x == 0) { post[par][0] = a; post[par][1] = b; }
+    cluster_barrier();
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (unsigned r = 0; r < CL; ++r) {
+        sa += ld_cta(&post[par][0], r);
+        sb += ld_cta(&post[par][1], r);
+    }
+    a = sa;
+    b = sb;
+    par ^= 1;
+}
+
+__device__ __forceinline__ float cluster_max(float x, float (*post)[2], int& par) {
+    if (threadIdx.x == 0) post[par][0] = x;
+    cluster_barrier();
+    float s = 0.0f;
+#pragma unroll
+    for (unsigned r = 0; r < CL; ++r) s = fmaxf(s, ld_cta(&post[par][0], r));
+    par ^= 1;
+    return s;
+}
+
+__device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par) {
+    float unused = 0.0f;
+    cluster_sum2(x, unused, post, par);
+    return x;
+}
+#define CLUSTER_SUM2(a, b) cluster_sum2(a, b, xsc, par)
+#define CLUSTER_MAX(x) x = cluster_max(x, xsc, par)
+#define CLUSTER_SUM(x) x = cluster_sum(x, xsc, par)
+#define CLUSTER_DIMS __cluster_dims__(CL, 1, 1)
+#else
+#define CLUSTER_SUM2(a, b)
+#define CLUSTER_MAX(x)
+#define CLUSTER_SUM(x)
+#define CLUSTER_DIMS
+#endif
+
 // MINB: the CTAs an SM the compiler must leave room for (registers capped to fit); without
 // it, the kernel compiles as before (no .minnctapersm directive).
 #if defined(MINB) && MINB > 1
@@ -125,7 +198,7 @@ __device__ __forceinline__ void fold(float* pp, int lane) {
 #else
 #define BOUNDS __launch_bounds__(NT)
 #endif
-extern "C" __global__ void BOUNDS
+extern "C" __global__ void CLUSTER_DIMS BOUNDS
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
            int has_na, float floor_) {
@@ -136,7 +209,17 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float wfin[NB];
     __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
     __shared__ float taus[NB];
+#if CL > 1
+    __shared__ float xsc[2][2];   // posts of the scalar sums
+    __shared__ float xw[2][NB];   // posts of w
+    int par = 0;
+    const unsigned rank = cta_rank();
+    const int b = blockIdx.x / CL;
+    const int r0 = k + (int)rank * (NT * R);
+#else
     const int b = blockIdx.x;
+    const int r0 = k;
+#endif
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
     // Register slot q holds panel column (j + q) mod NB at step j: the step's column is
@@ -145,7 +228,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     float a[R][NB];
     int row[R];
 #pragma unroll
-    for (int i = 0; i < R; ++i) row[i] = k + t + i * NT;
+    for (int i = 0; i < R; ++i) row[i] = r0 + t + i * NT;
     // Issued before n_active is read (as the Triton kernel, EXPERIMENTS.md P6).
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
@@ -155,7 +238,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     }
     const int na = has_na ? NA[b] : n;
     float* tau_out = TAU + (long long)b * n + k;
-    if (k >= na) {
+    if (k >= na) {  // the same for every CTA of a cluster: no exchange is left waiting
         if (t < pw) tau_out[t] = 0.0f;
         return;
     }
@@ -171,6 +254,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             if (row[i] > c) sp += x * x;
         }
         block_sum2(ap, sp, red_a, lane, warp);
+        CLUSTER_SUM2(ap, sp);
         const float alpha = ap, ss = sp;
         float xnp, p;
         if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
@@ -182,7 +266,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
             for (int i = 0; i < R; ++i)
                 if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][0]));
-            const float amax = block_max(mx, red_b, lane, warp);
+            float amax = block_max(mx, red_b, lane, warp);
+            CLUSTER_MAX(amax);
             const float q = range_scale(amax);
             const float s = amax > 0.0f ? amax : 1.0f;
             const float inv = 1.0f / (s * q);
@@ -195,6 +280,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                 }
             }
             s2 = block_sum(s2, red_c, lane, warp);
+            CLUSTER_SUM(s2);
             p = range_scale(fmaxf(fabsf(alpha), amax));
             xnp = (s * p) * sqrtf(s2);
         }
@@ -232,6 +318,23 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         fold<1>(pp, lane);
         if (lane < NB) wpart[warp][lane] = pp[0];
         __syncthreads();
+#if CL > 1
+        if (t < NB) {
+            float s = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; ++w) s += wpart[w][t];
+            xw[par][t] = s;
+        }
+        cluster_barrier();
+        if (t < NB) {
+            float s = 0.0f;
+#pragma unroll
+            for (unsigned r = 0; r < CL; ++r) s += ld_cta(&xw[par][t], r);
+            wfin[t] = s;
+            Ss[j][(j + t) & (NB - 1)] = s;
+        }
+        par ^= 1;
+#else
         if (t < NB) {
             float s = 0.0f;
 #pragma unroll
@@ -239,6 +342,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             wfin[t] = s;
             Ss[j][(j + t) & (NB - 1)] = s;
         }
+#endif
         if (t == 0) taus[j] = tau;
         __syncthreads();
 #pragma unroll
@@ -265,6 +369,11 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         for (int i = 0; i < R; ++i)
             if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
     }
+#if CL > 1
+    // No CTA leaves while another may still read its last post; T and tau are rank 0's.
+    cluster_barrier();
+    if (rank != 0) return;
+#endif
     if (t < pw) tau_out[t] = taus[t];
     // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
     // T[r][i] = -tau_i sum_q T[r][q] S[q][i] for r < i, from the steps' V^T V.
@@ -289,9 +398,10 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 
 
 def threads_rows(mb: int) -> tuple[int, int]:
-    """``(NT, R)`` for a panel of ``mb`` rows (a power of two, 16..1024): up to 256 threads of
-    one row each, then two rows a thread (256 threads at 512 rows: 103 registers, two CTAs
-    an SM; 512 threads at 1024: 101 registers, one CTA an SM; sm_90, ptxas 12.9).
+    """``(NT, R)`` of each CTA for a panel of ``mb`` rows (a power of two, 16..4096): up to
+    256 threads of one row each, then two rows a thread (256 threads at 512 rows: 103
+    registers, two CTAs an SM; 512 threads at 1024: 101 registers, one CTA an SM; sm_90,
+    ptxas 12.9); taller panels take clusters of such CTAs (:func:`cluster_shape`).
 
     >>> threads_rows(512), threads_rows(128), threads_rows(16), threads_rows(1024)
     ((256, 2), (128, 1), (32, 1), (512, 2))
@@ -299,6 +409,24 @@ def threads_rows(mb: int) -> tuple[int, int]:
     if mb <= 256:
         return max(32, mb), 1
     return mb // 2, 2
+
+
+#: The most CTAs a cluster (one matrix's panel) takes: 8, the portable cluster size.
+MAX_CLUSTER = 8
+
+
+def cluster_shape(mb: int, cta_rows: int) -> tuple[int, int, int]:
+    """``(CL, NT, R)``: the CTAs a matrix's panel of ``mb`` padded rows takes, and each CTA's
+    threads and rows a thread, for CTAs of ``cta_rows`` rows (256, 512 or 1024; more where
+    :data:`MAX_CLUSTER` CTAs would not cover ``mb``). One CTA where ``mb <= cta_rows``.
+
+    >>> cluster_shape(4096, 1024), cluster_shape(2048, 256), cluster_shape(4096, 256)
+    ((4, 512, 2), (8, 256, 1), (8, 256, 2))
+    >>> cluster_shape(512, 1024)
+    (1, 256, 2)
+    """
+    rows = max(min(cta_rows, mb), mb // MAX_CLUSTER)
+    return (mb // rows,) + threads_rows(rows)
 
 
 #: The most CTAs an SM a launch of ``(NT, R)`` asks the compiler to fit (``MINB``, registers
@@ -350,11 +478,29 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nt: int, r: int, device_index: int, minb: int = 1):
+def cluster_available() -> bool:
+    """Whether the cluster build compiles and the device has clusters (sm_90 and up): else
+    tall panels stay row-split or streamed, with one warning logged."""
+    if not available():
+        return False
+    if torch.cuda.get_device_capability() < (9, 0):
+        return False
+    try:
+        _kernel(256, 2, torch.cuda.current_device(), 1, 2)
+    except Exception as exc:
+        logger.warning("adaptqr: the CUDA C cluster panel did not compile (%s: %s); tall "
+                       "panels stay row-split", type(exc).__name__, str(exc)[:200])
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(nt: int, r: int, device_index: int, minb: int = 1, cl: int = 1):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + ((f"-DMINB={minb}",) if minb > 1 else ())
+        opts += (f"-DCL={cl}",) if cl > 1 else ()
         mod = cp.RawModule(code=SRC, options=opts)
         return mod.get_function("panel_cuda")
 
@@ -373,16 +519,20 @@ def _stream(ptr: int, device_index: int):
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
-           has_na: bool, floor: float, sm: int = 0, fill: bool = False) -> None:
+           has_na: bool, floor: float, sm: int = 0, fill: bool = False,
+           cta_rows: int = 0) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
-    the panel's padded rows (``next_pow2(m - k)``, at most 1024); ``sm``, ``fill``: the
-    SM count and whether to fit more CTAs an SM (:func:`ctas_for`)."""
+    the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
+    one CTA a matrix, else a cluster of CTAs of that many rows (:func:`cluster_shape`);
+    ``sm``, ``fill``: the SM count and whether to fit more CTAs an SM (:func:`ctas_for`)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
-    nt, r = threads_rows(mb)
+    cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
+    if nt * r > 1024 or nt * r * cl < mb:
+        raise ValueError(f"panel_cuda: {mb} rows do not fit {MAX_CLUSTER} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nt, r, dev, ctas_for(Ht.shape[0], nt, r, sm, fill))
+    kern = _kernel(nt, r, dev, ctas_for(Ht.shape[0] * cl, nt, r, sm, fill), cl)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
@@ -390,9 +540,11 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     import cupy as cp
 
     # cupy's current device is its own (thread-local, 0 by default), not torch's.
+    # A cluster's CTAs are consecutive blocks (the kernel's compile-time cluster shape).
+    grid = (Ht.shape[0] * cl,)
     if cp.cuda.runtime.getDevice() != dev:
         with cp.cuda.Device(dev), stream:
-            kern((Ht.shape[0],), (nt,), args)
+            kern(grid, (nt,), args)
         return
     with stream:
-        kern((Ht.shape[0],), (nt,), args)
+        kern(grid, (nt,), args)

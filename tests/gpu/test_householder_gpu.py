@@ -194,6 +194,47 @@ def test_cuda_panel_fill_is_bit_for_bit(B, n):
     assert torch.equal(H1, H2)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n,cta", [(2, 2048, 1024), (3, 1100, 256), (8, 2048, 512),
+                                     (2, 4096, 512), (2, 4096, 1024)])
+def test_cuda_panel_clusters_match(B, n, cta):
+    # EXPERIMENTS.md H16: panels of 1025-4096 rows in clusters of CTAs of cta rows (at 1100
+    # rows, 8 CTAs of 256: the fifth holds 76, the last three none), against today's
+    # row-split panels.
+    from adaptqr.paths.kernels import panel_cuda
+
+    _needs_cuda_panel()
+    if not panel_cuda.cluster_available():
+        pytest.skip("no CUDA C clusters here")
+    _variant_against_default(B, n, 1e-4, cuda_panel_cluster=cta)
+
+
+@pytest.mark.variant
+def test_cuda_panel_clusters_degenerate_columns_and_n_active():
+    # The clusters' exchanges on degenerate columns (the max-scaled branch, the zero and
+    # tiny ones) and a panel a matrix stops inside, at the half gate.
+    import dataclasses
+
+    from adaptqr.paths import schedules
+    from adaptqr.paths.kernels import panel_cuda
+
+    _needs_cuda_panel()
+    if not panel_cuda.cluster_available():
+        pytest.skip("no CUDA C clusters here")
+    n = 2048
+    A = torch.randn(4, n, n, device="cuda")
+    A[0, :, 5] = 0
+    A[1, :, 40:60] *= 1e-30
+    A[2, :, 3] *= 1e25
+    A[3, :, 100:] = 0
+    na = torch.tensor([n, n, n, 70], dtype=torch.int32, device="cuda")
+    s = dataclasses.replace(schedules.schedule_for(n, n), cuda_panel_cluster=256)
+    H, tau = _factor(A, _Info({"n_active": na}), schedule=s)
+    assert torch.isfinite(H).all() and (tau[3, 70:] == 0).all()
+    r = check_geqrf(A[:3], H[:3], tau[:3])  # matrix 3: columns 70-99 left past n_active
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+
+
 def test_cuda_panel_degenerate_columns_and_n_active():
     # A zero column, a repeated one, a block of tiny columns, a ragged last panel and
     # n_active inside a panel: both panel kernels pass the bar and agree.
