@@ -6,6 +6,9 @@
 #   c: the degenerate-input property suite, DEGENERATE_EXAMPLES examples (default 2000)
 # The schedule-variant comparisons (marker `variant`) are left out.
 # Usage there:  bash bench/devscripts/gpu_tests.sh a|b|c|d    (log under $OUT/gpu_tests_<part>.txt)
+# GPU_TESTS_TIMEOUT (seconds, default 540) bounds pytest itself: a `timeout` around this
+# script stops the script, not the pytest it started, which then runs on beside the next
+# step of the call (it did in session 17, under a bench).
 source "$(dirname "$0")/_preamble.sh"
 part=${1:?give the part: a, b, c or d}
 case $part in
@@ -16,7 +19,7 @@ case $part in
   *) echo "unknown part $part (a, b, c or d)"; exit 2 ;;
 esac
 # shellcheck disable=SC2086
-timeout 540 python3 -m pytest -q -m "gpu and not variant" $files -p no:cacheprovider -rfE \
+timeout "${GPU_TESTS_TIMEOUT:-540}" python3 -m pytest -q -m "gpu and not variant" $files -p no:cacheprovider -rfE \
   --durations=10 --hypothesis-show-statistics > "$OUT/gpu_tests_$part.txt" 2>&1
 echo "gpu tests $part: exit $?  (t=$(( $(date +%s) - T0 ))s)"
 tail -n 30 "$OUT/gpu_tests_$part.txt"
