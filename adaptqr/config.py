@@ -84,11 +84,12 @@ class Knobs:
     ``split_min_rows`` (``schedules.SPLIT_MIN_ROWS``), ``tail_prec``
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
-    ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 512 or 1024, the tallest panel
-    the CUDA C kernel takes), ``cuda_panel_fill`` (``schedules.CUDA_PANEL_FILL``: 1 / 0,
+    ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 256, 512 or 1024, the tallest
+    panel the CUDA C kernel takes in one CTA), ``cuda_panel_fill`` (``schedules.CUDA_PANEL_FILL``: 1 / 0,
     whether a CUDA C panel launch of many matrices caps registers for more CTAs an SM),
-    ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 256 / 512 / 1024, the
-    rows of each CTA of the CUDA C clusters that take panels of 1025-4096 rows)."""
+    ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 128 / 256 / 512 / 1024,
+    the rows of each CTA of the CUDA C clusters that take the panels above
+    ``cuda_panel_rows``, up to 4096 rows)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -212,12 +213,12 @@ def experiment(**fields):
         raise ValueError(f"fp16_max_n must be a positive integer, got {max_n!r}")
     if fields.get("cuda_panel") not in (None, 0, 1):
         raise ValueError(f"cuda_panel must be 0 or 1, got {fields['cuda_panel']!r}")
-    if fields.get("cuda_panel_rows") not in (None, 512, 1024):
-        raise ValueError(f"cuda_panel_rows must be 512 or 1024, got {fields['cuda_panel_rows']!r}")
+    if fields.get("cuda_panel_rows") not in (None, 256, 512, 1024):
+        raise ValueError(f"cuda_panel_rows must be 256, 512 or 1024, got {fields['cuda_panel_rows']!r}")
     if fields.get("cuda_panel_fill") not in (None, 0, 1):
         raise ValueError(f"cuda_panel_fill must be 0 or 1, got {fields['cuda_panel_fill']!r}")
-    if fields.get("cuda_panel_cluster") not in (None, 0, 256, 512, 1024):
-        raise ValueError("cuda_panel_cluster must be 0, 256, 512 or 1024, got "
+    if fields.get("cuda_panel_cluster") not in (None, 0, 128, 256, 512, 1024):
+        raise ValueError("cuda_panel_cluster must be 0, 128, 256, 512 or 1024, got "
                          f"{fields['cuda_panel_cluster']!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})

@@ -68,10 +68,12 @@ CUDA_PANEL_MAX_ROWS = 1024
 #: of two CTAs an SM today. Knob ``cuda_panel_fill``; built, not measured yet
 #: (EXPERIMENTS.md H15).
 CUDA_PANEL_FILL = False
-#: Panels of 1025-4096 rows in CUDA C too, a cluster of CTAs of this many rows a matrix
-#: (panel_cuda.cluster_shape: 256, 512 or 1024, at most 8 CTAs; the block sums meet in
-#: distributed shared memory) instead of row-split panels synchronized through global
-#: memory; 0: off. Knob ``cuda_panel_cluster``; built, not measured yet (EXPERIMENTS.md H16).
+#: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
+#: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
+#: block sums meet in distributed shared memory) instead of row-split panels synchronized
+#: through global memory; 0: off. Knob ``cuda_panel_cluster``; with the knob
+#: ``cuda_panel_rows=256`` it splits batch 1's panels of 512 and 1024 rows too. Built, not
+#: measured yet (EXPERIMENTS.md H16).
 CUDA_PANEL_CLUSTER = 0
 
 

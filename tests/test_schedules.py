@@ -173,9 +173,10 @@ def test_cuda_panel_choice(monkeypatch):
     assert schedules.cuda_panel_rows() == schedules.CUDA_PANEL_MAX_ROWS
     with config.experiment(cuda_panel_rows=512):
         assert hh._with_knobs(schedules.schedule_for(1024, 1024), None).cuda_panel_rows == 512
-    with pytest.raises(ValueError, match="cuda_panel_rows"):
-        with config.experiment(cuda_panel_rows=2048):
-            pass
+    for bad in (128, 2048):
+        with pytest.raises(ValueError, match="cuda_panel_rows"):
+            with config.experiment(cuda_panel_rows=bad):
+                pass
 
 
 def test_cuda_panel_threads():
@@ -233,8 +234,8 @@ def test_cuda_panel_cluster(monkeypatch):
     shape = panel_cuda.cluster_shape
     assert [shape(2048, c) for c in (256, 512, 1024)] == [(8, 256, 1), (4, 256, 2), (2, 512, 2)]
     assert [shape(4096, c) for c in (256, 512, 1024)] == [(8, 256, 2), (8, 256, 2), (4, 512, 2)]
-    for mb in (1024, 2048, 4096):
-        for c in (256, 512, 1024):
+    for mb in (512, 1024, 2048, 4096):
+        for c in (128, 256, 512, 1024):
             cl, nt, r = shape(mb, c)
             assert cl * nt * r == mb and cl <= panel_cuda.MAX_CLUSTER and nt * r <= 1024
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: True)
@@ -247,5 +248,6 @@ def test_cuda_panel_cluster(monkeypatch):
     assert [kind(2, 4096, k) for k in (0, 2048, 3072)] == ["cluster-cuda", "cluster-cuda", "register-cuda"]
     assert kind(8, 2048, 0) == "cluster-cuda" and kind(1, 8192, 0) != "cluster-cuda"
     assert kind(60, 1024, 0, cuda_rows=512) == "cluster-cuda"
+    assert kind(1, 512, 0, cuda_rows=256) == "cluster-cuda" and kind(1, 256, 0, cuda_rows=256) == "register-cuda"
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0

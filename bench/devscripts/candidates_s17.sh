@@ -3,7 +3,8 @@
 # OC9): H15 (cuda_panel_fill), H16 (cuda_panel_cluster) and G4 (a graph for 60x1024).
 #   1. their GPU variant tests (correctness first; a cluster deadlock would stop here)
 #   2. the 12 cases: default, H15, H16 at CTAs of 512 rows, G4 (every output checked)
-#   3. 8x2048 and 2x4096, then batch 1: H16 at CTAs of 256 / 512 / 1024 rows
+#   3. 8x2048 and 2x4096 with H16 at CTAs of 256 / 512 / 1024 rows; batch 1 at 256 / 512,
+#      and with every panel above 256 rows in clusters of 128-row CTAs
 # Each step's own timeout is on the Python process (see gpu_tests.sh's note).
 # Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json.
 source "$(dirname "$0")/_preamble.sh"
@@ -21,7 +22,8 @@ echo "== 3. tall panels  (t=$(( $(date +%s) - T0 ))s)"
 timeout 70 python3 -m adaptqr bench --budget 0.5 --out "$OUT/big" --cases bench/devscripts/cases_big.json \
   --knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 \
   --knobs c1024:cuda_panel_cluster=1024 2>&1 | grep -E "geomean|wrote|FAIL|rror"
-timeout 70 python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single \
-  --knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+timeout 80 python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single \
+  --knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 \
+  --knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 rm -f "$OUT"/*/*.csv "$OUT"/*/*.png
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"

@@ -417,11 +417,13 @@ MAX_CLUSTER = 8
 
 def cluster_shape(mb: int, cta_rows: int) -> tuple[int, int, int]:
     """``(CL, NT, R)``: the CTAs a matrix's panel of ``mb`` padded rows takes, and each CTA's
-    threads and rows a thread, for CTAs of ``cta_rows`` rows (256, 512 or 1024; more where
-    :data:`MAX_CLUSTER` CTAs would not cover ``mb``). One CTA where ``mb <= cta_rows``.
+    threads and rows a thread, for CTAs of ``cta_rows`` rows (128, 256, 512 or 1024; more
+    where :data:`MAX_CLUSTER` CTAs would not cover ``mb``). One CTA where ``mb <= cta_rows``.
 
     >>> cluster_shape(4096, 1024), cluster_shape(2048, 256), cluster_shape(4096, 256)
     ((4, 512, 2), (8, 256, 1), (8, 256, 2))
+    >>> cluster_shape(512, 128), cluster_shape(1024, 128)
+    ((4, 128, 1), (8, 128, 1))
     >>> cluster_shape(512, 1024)
     (1, 256, 2)
     """

@@ -195,18 +195,19 @@ def test_cuda_panel_fill_is_bit_for_bit(B, n):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("B,n,cta", [(2, 2048, 1024), (3, 1100, 256), (8, 2048, 512),
-                                     (2, 4096, 512), (2, 4096, 1024)])
-def test_cuda_panel_clusters_match(B, n, cta):
-    # EXPERIMENTS.md H16: panels of 1025-4096 rows in clusters of CTAs of cta rows (at 1100
-    # rows, 8 CTAs of 256: the fifth holds 76, the last three none), against today's
-    # row-split panels.
+@pytest.mark.parametrize("B,n,cta,rows", [(2, 2048, 1024, 1024), (3, 1100, 256, 1024),
+                                          (8, 2048, 512, 1024), (2, 4096, 512, 1024),
+                                          (2, 4096, 1024, 1024), (1, 700, 128, 256)])
+def test_cuda_panel_clusters_match(B, n, cta, rows):
+    # EXPERIMENTS.md H16: the panels above `rows` in clusters of CTAs of cta rows (at 1100
+    # rows, 8 CTAs of 256: the fifth holds 76, the last three none; at batch 1, 700 rows in
+    # 8 CTAs of 128), against today's row-split and one-CTA panels.
     from adaptqr.paths.kernels import panel_cuda
 
     _needs_cuda_panel()
     if not panel_cuda.cluster_available():
         pytest.skip("no CUDA C clusters here")
-    _variant_against_default(B, n, 1e-4, cuda_panel_cluster=cta)
+    _variant_against_default(B, n, 1e-4, cuda_panel_cluster=cta, cuda_panel_rows=rows)
 
 
 @pytest.mark.variant
