@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One device call (< 600 s) that measures built-but-not-run variants side by side:
+#   1. their GPU variant tests, `pytest -m "gpu and variant" -k "$TESTS_K"` (correctness
+#      first: a deadlocking kernel stops here, at this step's timeout)
+#   2. the 12 cases with the bench variant options in $B12 (e.g. "--knobs fill:cuda_panel_fill=1
+#      --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456"); every output checked before timing
+#   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE (each skipped if empty)
+# Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
+# Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json.
+# Session 17's candidates (EXPERIMENTS.md OC9: H15, H16, G4):
+#   TESTS_K="fill or clusters" \
+#   B12="--knobs fill:cuda_panel_fill=1 --knobs c512:cuda_panel_cluster=512 --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456" \
+#   BIG="--knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 --knobs c1024:cuda_panel_cluster=1024" \
+#   SINGLE="--knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 --knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128" \
+#   bash bench/devscripts/variants_call.sh
+source "$(dirname "$0")/_preamble.sh"
+mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single"
+nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+if [ -n "${TESTS_K:-}" ]; then
+  echo "== 1. variant tests  (t=$(( $(date +%s) - T0 ))s)"
+  timeout 150 python3 -m pytest -q -m "gpu and variant" -k "$TESTS_K" tests/gpu -p no:cacheprovider \
+    -rfE > "$OUT/variant_tests.txt" 2>&1
+  echo "variant tests: exit $?"; tail -n 8 "$OUT/variant_tests.txt"
+fi
+echo "== 2. bench, 12 cases  (t=$(( $(date +%s) - T0 ))s)"
+# shellcheck disable=SC2086
+timeout 260 python3 -m adaptqr bench --budget 0.5 --out "$OUT/b12" ${B12:-} 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+if [ -n "${BIG:-}" ]; then
+  echo "== 3a. 8x2048, 2x4096  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 70 python3 -m adaptqr bench --budget 0.5 --out "$OUT/big" --cases bench/devscripts/cases_big.json \
+    $BIG 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
+if [ -n "${SINGLE:-}" ]; then
+  echo "== 3b. batch 1  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 80 python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single \
+    $SINGLE 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
+rm -f "$OUT"/*/*.csv "$OUT"/*/*.png
+echo "== done  (t=$(( $(date +%s) - T0 ))s)"
