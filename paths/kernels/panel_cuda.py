@@ -150,15 +150,22 @@ __device__ __forceinline__ float ld_cta(const float* p, unsigned rank) {
     return v;
 }
 
-// a, b: this CTA's sums (the same in all its threads) -> the cluster's.
+// a, b: this CTA's sums (the same in all its threads) -> the cluster's. Lane r of each
+// warp reads rank r's post (CL remote loads a warp, not 32 CL), the warp shares them.
 __device__ __forceinline__ void cluster_sum2(float& a, float& b, float (*post)[2], int& par) {
     if (threadIdx.x == 0) { post[par][0] = a; post[par][1] = b; }
     cluster_barrier();
+    const unsigned lane = threadIdx.x & 31;
+    float ra = 0.0f, rb = 0.0f;
+    if (lane < CL) {
+        ra = ld_cta(&post[par][0], lane);
+        rb = ld_cta(&post[par][1], lane);
+    }
     float sa = 0.0f, sb = 0.0f;
 #pragma unroll
-    for (unsigned r = 0; r < CL; ++r) {
-        sa += ld_cta(&post[par][0], r);
-        sb += ld_cta(&post[par][1], r);
+    for (int r = 0; r < CL; ++r) {
+        sa += __shfl_sync(FULL, ra, r);
+        sb += __shfl_sync(FULL, rb, r);
     }
     a = sa;
     b = sb;
@@ -168,9 +175,11 @@ __device__ __forceinline__ void cluster_sum2(float& a, float& b, float (*post)[2
 __device__ __forceinline__ float cluster_max(float x, float (*post)[2], int& par) {
     if (threadIdx.x == 0) post[par][0] = x;
     cluster_barrier();
+    const unsigned lane = threadIdx.x & 31;
+    const float rx = lane < CL ? ld_cta(&post[par][0], lane) : 0.0f;
     float s = 0.0f;
 #pragma unroll
-    for (unsigned r = 0; r < CL; ++r) s = fmaxf(s, ld_cta(&post[par][0], r));
+    for (int r = 0; r < CL; ++r) s = fmaxf(s, __shfl_sync(FULL, rx, r));
     par ^= 1;
     return s;
 }
