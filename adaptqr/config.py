@@ -85,8 +85,9 @@ class Knobs:
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 256, 512 or 1024, the tallest
-    panel the CUDA C kernel takes in one CTA), ``cuda_panel_fill`` (``schedules.CUDA_PANEL_FILL``: 1 / 0,
-    whether a CUDA C panel launch of many matrices caps registers for more CTAs an SM),
+    panel the CUDA C kernel takes in one CTA), ``cuda_panel_fill``
+    (``schedules.CUDA_PANEL_FILL``: 1 / 0, whether a CUDA C panel launch of many matrices
+    caps registers for more CTAs an SM),
     ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 128 / 256 / 512 / 1024,
     the rows of each CTA of the CUDA C clusters that take the panels above
     ``cuda_panel_rows``, up to 4096 rows)."""
@@ -188,6 +189,15 @@ _NO_KNOBS = Knobs(split_min_rows=None, tail_prec=None, fp16_max_n=None)
 _knobs = _NO_KNOBS
 
 
+#: The knobs that take one of a few values (the others are checked in :func:`experiment`).
+KNOB_CHOICES = {
+    "cuda_panel": (0, 1),
+    "cuda_panel_rows": (256, 512, 1024),
+    "cuda_panel_fill": (0, 1),
+    "cuda_panel_cluster": (0, 128, 256, 512, 1024),
+}
+
+
 @contextlib.contextmanager
 def experiment(**fields):
     """Set experiment knobs (:class:`Knobs` fields) for the calls inside the block; the
@@ -211,15 +221,10 @@ def experiment(**fields):
         raise ValueError(f"tail_prec must be one of {', '.join(TAIL_PRECS)}, got {prec!r}")
     if max_n is not None and int(max_n) < 1:
         raise ValueError(f"fp16_max_n must be a positive integer, got {max_n!r}")
-    if fields.get("cuda_panel") not in (None, 0, 1):
-        raise ValueError(f"cuda_panel must be 0 or 1, got {fields['cuda_panel']!r}")
-    if fields.get("cuda_panel_rows") not in (None, 256, 512, 1024):
-        raise ValueError(f"cuda_panel_rows must be 256, 512 or 1024, got {fields['cuda_panel_rows']!r}")
-    if fields.get("cuda_panel_fill") not in (None, 0, 1):
-        raise ValueError(f"cuda_panel_fill must be 0 or 1, got {fields['cuda_panel_fill']!r}")
-    if fields.get("cuda_panel_cluster") not in (None, 0, 128, 256, 512, 1024):
-        raise ValueError("cuda_panel_cluster must be 0, 128, 256, 512 or 1024, got "
-                         f"{fields['cuda_panel_cluster']!r}")
+    for name, choices in KNOB_CHOICES.items():
+        if fields.get(name) not in (None, *choices):
+            raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, "
+                             f"got {fields[name]!r}")
     saved = _knobs
     _knobs = dataclasses.replace(saved, **{k: v for k, v in fields.items()})
     try:

@@ -77,42 +77,41 @@ CUDA_PANEL_FILL = False
 CUDA_PANEL_CLUSTER = 0
 
 
-def _knobs(knobs):
+def _knob_or(knobs, name: str, constant):
+    """The knob ``name`` of ``knobs`` (the current settings snapshot's where None), or
+    ``constant`` where the knob is unset."""
     if knobs is None:
         from adaptqr import config
 
         knobs = config.snapshot().knobs
-    return knobs
+    value = getattr(knobs, name)
+    return constant if value is None else value
 
 
 def cuda_panel(knobs=None) -> bool:
-    """``CUDA_PANEL``, or the ``cuda_panel`` knob of ``knobs`` (the current settings
-    snapshot's where None)."""
-    knobs = _knobs(knobs)
-    return CUDA_PANEL if knobs.cuda_panel is None else bool(knobs.cuda_panel)
+    """``CUDA_PANEL``, or the ``cuda_panel`` knob of ``knobs``."""
+    return bool(_knob_or(knobs, "cuda_panel", CUDA_PANEL))
 
 
 def cuda_panel_rows(knobs=None) -> int:
     """``CUDA_PANEL_MAX_ROWS``, or the ``cuda_panel_rows`` knob of ``knobs``."""
-    return _knobs(knobs).cuda_panel_rows or CUDA_PANEL_MAX_ROWS
+    return _knob_or(knobs, "cuda_panel_rows", CUDA_PANEL_MAX_ROWS)
 
 
 def cuda_panel_fill(knobs=None) -> bool:
     """``CUDA_PANEL_FILL``, or the ``cuda_panel_fill`` knob of ``knobs``."""
-    knobs = _knobs(knobs)
-    return CUDA_PANEL_FILL if knobs.cuda_panel_fill is None else bool(knobs.cuda_panel_fill)
+    return bool(_knob_or(knobs, "cuda_panel_fill", CUDA_PANEL_FILL))
 
 
 def cuda_panel_cluster(knobs=None) -> int:
     """``CUDA_PANEL_CLUSTER``, or the ``cuda_panel_cluster`` knob of ``knobs``."""
-    knobs = _knobs(knobs)
-    return CUDA_PANEL_CLUSTER if knobs.cuda_panel_cluster is None else knobs.cuda_panel_cluster
+    return _knob_or(knobs, "cuda_panel_cluster", CUDA_PANEL_CLUSTER)
 
 
 def split_min_rows() -> int:
     """``SPLIT_MIN_ROWS``, or the ``split_min_rows`` knob of the current settings snapshot
     (where no schedule gives ``Schedule.split_min_rows``)."""
-    return _knobs(None).split_min_rows or SPLIT_MIN_ROWS
+    return _knob_or(None, "split_min_rows", SPLIT_MIN_ROWS)
 
 
 #: Fewer trailing programs than this (about 2 per SM) -> narrower column tiles (bn = 32).
@@ -218,8 +217,8 @@ class Schedule:
     cuda_panel_rows: int = 0
     # More CTAs an SM for large batches (CUDA_PANEL_FILL); None: the knob, else the constant.
     cuda_panel_fill: bool | None = None
-    # The CTA rows of CUDA C clusters for panels of 1025-4096 rows (CUDA_PANEL_CLUSTER, 0:
-    # off); None: the knob, else the constant.
+    # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
+    # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
