@@ -29,7 +29,7 @@ users may change the variables at run time:
     Bounds of the graph cache: entries (default 16) and bytes of static buffers
     (default 4 GiB); least recently used entries are evicted first.
 ``ADAPTQR_GRAPH_MAX_INPUT``
-    Inputs larger than this many bytes (default 128 MiB) run eagerly instead of through a
+    Inputs larger than this many bytes (default 256 MiB) run eagerly instead of through a
     graph: their kernels run long enough to hide the launches, and a graph would add a copy
     in, a clone out and a retained pool of twice the input (see ``GRAPH_MAX_INPUT``).
 ``ADAPTQR_FP16``
@@ -75,7 +75,11 @@ from typing import NamedTuple
 # 2x4096 26.22 vs 25.74; G3 (run 2019) 8x2048 11.49 vs 11.16, 2x4096 22.12 vs 21.36 (3 %,
 # more launches since), and with the FP16 route at 2048 eager 9.59 vs graph 9.22. The graph
 # keeps twice the input (256 MiB for these two shapes) in its pool while it is cached.
-GRAPH_MAX_INPUT = 128 << 20
+# Since H13 (CUDA C panels of 1024 rows) 60x1024 (240 MiB) is host-bound eagerly: 256 MiB
+# against 128, same run (EXPERIMENTS.md G4, run 0138): 60x1024 dense 5.59 -> 4.53 ms, mixed
+# 6.49 -> 5.91, nearrank 7.43 -> 6.93; the rest unchanged. Its first call captures (~0.6 s)
+# and the graph keeps ~480 MiB while cached. 640x512 (640 MiB) stays eager.
+GRAPH_MAX_INPUT = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -85,9 +89,9 @@ class Knobs:
     (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 256, 512 or 1024, the tallest
-    panel the CUDA C kernel takes in one CTA), ``cuda_panel_fill``
-    (``schedules.CUDA_PANEL_FILL``: 1 / 0, whether a CUDA C panel launch of many matrices
-    caps registers for more CTAs an SM),
+    panel the CUDA C kernel takes in one CTA), ``cuda_panel_fuse``
+    (``schedules.CUDA_PANEL_FUSE``: 1 / 0, whether the CUDA C column steps take their
+    scalars from the step before where they can),
     ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 128 / 256 / 512 / 1024,
     the rows of each CTA of the CUDA C clusters that take the panels above
     ``cuda_panel_rows``, up to 4096 rows)."""
@@ -97,7 +101,7 @@ class Knobs:
     fp16_max_n: int | None
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
-    cuda_panel_fill: int | None = None
+    cuda_panel_fuse: int | None = None
     cuda_panel_cluster: int | None = None
 
 
@@ -193,7 +197,7 @@ _knobs = _NO_KNOBS
 KNOB_CHOICES = {
     "cuda_panel": (0, 1),
     "cuda_panel_rows": (256, 512, 1024),
-    "cuda_panel_fill": (0, 1),
+    "cuda_panel_fuse": (0, 1),
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
 }
 

@@ -204,7 +204,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
                                       schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
-                                      schedules.CUDA_PANEL_FILL, schedules.CUDA_PANEL_CLUSTER))
+                                      schedules.CUDA_PANEL_FUSE, schedules.CUDA_PANEL_CLUSTER))
 
 
 @functools.lru_cache(maxsize=256)
@@ -215,8 +215,8 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
         cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
-        cuda_panel_fill=s.cuda_panel_fill if s.cuda_panel_fill is not None
-        else schedules.cuda_panel_fill(knobs),
+        cuda_panel_fuse=s.cuda_panel_fuse if s.cuda_panel_fuse is not None
+        else schedules.cuda_panel_fuse(knobs),
         cuda_panel_cluster=s.cuda_panel_cluster if s.cuda_panel_cluster is not None
         else schedules.cuda_panel_cluster(knobs))
 
@@ -437,7 +437,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
     if kind in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
         # Builds its own T (no T kernel launch).
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
-                          _sm_count(Ht.device), bool(s.cuda_panel_fill),
+                          bool(s.cuda_panel_fuse),
                           s.cuda_panel_cluster if kind == PANEL_CLUSTER_CUDA else 0)
         sep_t = False
     elif kind == PANEL_REGISTER:

@@ -62,19 +62,19 @@ CUDA_PANEL = True
 #: -> 3.064; batch 1 (row-split below the SM count) and the other cases unchanged. The knob
 #: ``cuda_panel_rows=512`` restores H12's bound.
 CUDA_PANEL_MAX_ROWS = 1024
-#: CUDA C panel launches of more matrices than the SMs hold at the compiler's register
-#: count ask it for more CTAs an SM (``panel_cuda.ctas_for``: registers capped, one wave
-#: where ``panel_cuda.MAX_CTAS`` allows): 640x512's panels of 257-512 rows take three waves
-#: of two CTAs an SM today. Knob ``cuda_panel_fill``; built, not measured yet
-#: (EXPERIMENTS.md H15).
-CUDA_PANEL_FILL = False
+#: CUDA C column steps that take their column's scalars from the step before (a downdate,
+#: guarded), so that most steps exchange their sums once, not twice. Knob
+#: ``cuda_panel_fuse``; built, not measured yet (EXPERIMENTS.md H17).
+CUDA_PANEL_FUSE = False
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
-#: through global memory; 0: off. Knob ``cuda_panel_cluster``; with the knob
-#: ``cuda_panel_rows=256`` it splits batch 1's panels of 512 and 1024 rows too. Built, not
-#: measured yet (EXPERIMENTS.md H16).
-CUDA_PANEL_CLUSTER = 0
+#: through global memory; 0: off. Against off, same run (EXPERIMENTS.md H16, run 0138):
+#: 8x2048 8.96 -> 7.83 ms, 2x4096 20.90 -> 19.28, 1x3072 10.58 -> 9.62, 1x4096 16.47 ->
+#: 14.89; CTAs of 256 rows (8x2048 8.07, 2x4096 19.50) and 1024 (8.55, 20.91) less. Knob
+#: ``cuda_panel_cluster``; with the knob ``cuda_panel_rows=256`` it splits the panels of 512
+#: and 1024 rows too (batch 1, CTAs of 128 rows: 1x768 2.03 -> 1.87, 1x1024 3.02 -> 2.74).
+CUDA_PANEL_CLUSTER = 512
 
 
 def _knob_or(knobs, name: str, constant):
@@ -98,9 +98,9 @@ def cuda_panel_rows(knobs=None) -> int:
     return _knob_or(knobs, "cuda_panel_rows", CUDA_PANEL_MAX_ROWS)
 
 
-def cuda_panel_fill(knobs=None) -> bool:
-    """``CUDA_PANEL_FILL``, or the ``cuda_panel_fill`` knob of ``knobs``."""
-    return bool(_knob_or(knobs, "cuda_panel_fill", CUDA_PANEL_FILL))
+def cuda_panel_fuse(knobs=None) -> bool:
+    """``CUDA_PANEL_FUSE``, or the ``cuda_panel_fuse`` knob of ``knobs``."""
+    return bool(_knob_or(knobs, "cuda_panel_fuse", CUDA_PANEL_FUSE))
 
 
 def cuda_panel_cluster(knobs=None) -> int:
@@ -215,8 +215,9 @@ class Schedule:
     cuda_panel: bool | None = None
     # The tallest panel in CUDA C; 0: the cuda_panel_rows knob, else CUDA_PANEL_MAX_ROWS.
     cuda_panel_rows: int = 0
-    # More CTAs an SM for large batches (CUDA_PANEL_FILL); None: the knob, else the constant.
-    cuda_panel_fill: bool | None = None
+    # CUDA C column steps with one exchange where they can (CUDA_PANEL_FUSE); None: the
+    # knob, else the constant.
+    cuda_panel_fuse: bool | None = None
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None

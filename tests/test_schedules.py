@@ -190,43 +190,31 @@ def test_cuda_panel_threads():
         assert nt * r >= mb and nt % 32 == 0
 
 
-def test_cuda_panel_fill():
-    # H15: more CTAs an SM for CUDA C panel launches of many matrices (off by default).
+def test_cuda_panel_fuse():
+    # H17: CUDA C column steps with one exchange where they can (off by default).
     from adaptqr import config
-    from adaptqr.paths.kernels import panel_cuda
 
-    assert schedules.CUDA_PANEL_FILL is False and schedules.cuda_panel_fill() is False
+    assert schedules.CUDA_PANEL_FUSE is False and schedules.cuda_panel_fuse() is False
     s = schedules.schedule_for(512, 512)
-    assert hh._with_knobs(s, None).cuda_panel_fill is False
-    with config.experiment(cuda_panel_fill=1):
-        assert hh._with_knobs(s, None).cuda_panel_fill is True
-    with pytest.raises(ValueError, match="cuda_panel_fill"):
-        with config.experiment(cuda_panel_fill=3):
+    assert hh._with_knobs(s, None).cuda_panel_fuse is False
+    with config.experiment(cuda_panel_fuse=1):
+        assert hh._with_knobs(s, None).cuda_panel_fuse is True
+    with pytest.raises(ValueError, match="cuda_panel_fuse"):
+        with config.experiment(cuda_panel_fuse=3):
             pass
-    # One wave where the cap allows it, the cap otherwise; nothing asked for batches the
-    # SMs hold anyway, for configurations without a cap, or without fill.
-    ctas = panel_cuda.ctas_for
-    assert [ctas(b, 256, 2, 132, True) for b in (1, 132, 133, 264, 265, 640)] == [1, 1, 2, 2, 3, 3]
-    assert [ctas(b, 256, 1, 132, True) for b in (400, 640, 10_000)] == [4, 5, 5]
-    assert ctas(640, 512, 2, 132, True) == 1 and ctas(640, 32, 1, 132, True) == 1
-    assert ctas(640, 256, 2, 132, False) == 1 and ctas(640, 256, 2, 0, True) == 1
-    # The caps keep the register budget of MINB CTAs of NT threads at or above the
-    # panel's own tile (NB = 32 columns of R rows a thread) plus a few registers.
-    for (nt, r), cap in panel_cuda.MAX_CTAS.items():
-        assert 65536 // (cap * nt) >= 32 * r + 16, (nt, r, cap)
 
 
 def test_cuda_panel_cluster(monkeypatch):
-    # H16: panels taller than the one-CTA CUDA C panel's in clusters of CTAs, off by
-    # default; only with CUDA C panels, and only where the cluster build compiles.
+    # H16: panels taller than the one-CTA CUDA C panel's in clusters of CTAs of 512 rows
+    # by default; only with CUDA C panels, and only where the cluster build compiles.
     from adaptqr import config
     from adaptqr.paths.kernels import panel_cuda
 
-    assert schedules.CUDA_PANEL_CLUSTER == 0 and schedules.cuda_panel_cluster() == 0
+    assert schedules.CUDA_PANEL_CLUSTER == 512 and schedules.cuda_panel_cluster() == 512
     s = schedules.schedule_for(2048, 2048)
-    assert hh._with_knobs(s, None).cuda_panel_cluster == 0
-    with config.experiment(cuda_panel_cluster=512):
-        assert hh._with_knobs(s, None).cuda_panel_cluster == 512
+    assert hh._with_knobs(s, None).cuda_panel_cluster == 512
+    with config.experiment(cuda_panel_cluster=0):
+        assert hh._with_knobs(s, None).cuda_panel_cluster == 0
     with pytest.raises(ValueError, match="cuda_panel_cluster"):
         with config.experiment(cuda_panel_cluster=1):
             pass

@@ -4,17 +4,25 @@
 #      first: a deadlocking kernel stops here, at this step's timeout)
 #   2. the 12 cases with the bench variant options in $B12 (e.g. "--knobs fill:cuda_panel_fill=1
 #      --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456"); every output checked before timing
-#   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE (each skipped if empty)
+#   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE, then the cases of
+#      $SWEEP_CASES (no torch baseline) with $SWEEP (each skipped if empty)
+#   4. trace.py on the shapes of $TRACE (e.g. "2x4096,640x512") with $TRACE_KNOBS
 # Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
-# Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json.
-# Session 17's candidates (EXPERIMENTS.md OC9: H15, H16, G4):
+# Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json,
+# sweep/*.json, trace.txt, trace.json.
+# Session 17's candidates (EXPERIMENTS.md OC9: H15, H16, G4; run 0138):
 #   TESTS_K="fill or clusters" \
 #   B12="--knobs fill:cuda_panel_fill=1 --knobs c512:cuda_panel_cluster=512 --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456" \
 #   BIG="--knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 --knobs c1024:cuda_panel_cluster=1024" \
 #   SINGLE="--knobs c256:cuda_panel_cluster=256 --knobs c512:cuda_panel_cluster=512 --knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128" \
 #   bash bench/devscripts/variants_call.sh
+# Session 18's (H17, the small-batch cluster rows):
+#   TESTS_K="fuse" B12="--knobs fuse:cuda_panel_fuse=1" BIG="--knobs fuse:cuda_panel_fuse=1" \
+#   SINGLE="--knobs fuse:cuda_panel_fuse=1 --knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 --knobs b128f:cuda_panel_rows=256,cuda_panel_cluster=128,cuda_panel_fuse=1" \
+#   SWEEP_CASES=bench/devscripts/cases_batch_sweep.json SWEEP="--knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 --knobs b256:cuda_panel_rows=256,cuda_panel_cluster=256" \
+#   TRACE=2x4096,640x512 TRACE_KNOBS="--knobs fuse:cuda_panel_fuse=1" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
-mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single"
+mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 if [ -n "${TESTS_K:-}" ]; then
   echo "== 1. variant tests  (t=$(( $(date +%s) - T0 ))s)"
@@ -36,6 +44,18 @@ if [ -n "${SINGLE:-}" ]; then
   # shellcheck disable=SC2086
   timeout 80 python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single \
     $SINGLE 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
+if [ -n "${SWEEP_CASES:-}" ]; then
+  echo "== 3c. $SWEEP_CASES  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 120 python3 -m adaptqr bench --budget 0.4 --no-baseline --out "$OUT/sweep" \
+    --cases "$SWEEP_CASES" ${SWEEP:-} 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
+if [ -n "${TRACE:-}" ]; then
+  echo "== 4. trace $TRACE  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 120 python3 bench/devscripts/trace.py --shapes "$TRACE" ${TRACE_KNOBS:-} > "$OUT/trace.txt" 2>&1
+  echo "trace: exit $?"
 fi
 rm -f "$OUT"/*/*.csv "$OUT"/*/*.png
 echo "== done  (t=$(( $(date +%s) - T0 ))s)"

@@ -200,14 +200,19 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #define CLUSTER_DIMS
 #endif
 
-// MINB: the CTAs an SM the compiler must leave room for (registers capped to fit); without
-// it, the kernel compiles as before (no .minnctapersm directive).
-#if defined(MINB) && MINB > 1
-#define BOUNDS __launch_bounds__(NT, MINB)
-#else
-#define BOUNDS __launch_bounds__(NT)
+// FUSE 1: a column step's scalars come from the previous step's exchange where they can
+// (see the step loop), so most steps exchange once (EXPERIMENTS.md H17).
+#ifndef FUSE
+#define FUSE 0
 #endif
-extern "C" __global__ void CLUSTER_DIMS BOUNDS
+// The sums a step adds to its exchange for the next column (FUSE); the shared arrays
+// keep their sizes without.
+#if FUSE
+#define NX 5
+#else
+#define NX 0
+#endif
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT)
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
            int has_na, float floor_) {
@@ -215,12 +220,15 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
     __shared__ float wpart[NW][NB];
-    __shared__ float wfin[NB];
+#if FUSE
+    __shared__ float wext[NW][NX];
+#endif
+    __shared__ float wfin[NB + NX];
     __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
     __shared__ float taus[NB];
 #if CL > 1
     __shared__ float xsc[2][2];   // posts of the scalar sums
-    __shared__ float xw[2][NB];   // posts of w
+    __shared__ float xw[2][NB + NX];   // posts of w (and the next column's sums)
     int par = 0;
     const unsigned rank = cta_rank();
     const int b = blockIdx.x / CL;
@@ -252,18 +260,26 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         return;
     }
     if (t < NB) taus[t] = 0.0f;
+    // FUSE: the next column's alpha and sum of squares, downdated from the sums of the
+    // step before (have_next: they passed the guard; the same bits in every thread).
+    bool have_next = false;
+    float alpha_n = 0.0f, ss_n = 0.0f;
 #pragma unroll 1
     for (int j = 0; j < pw; ++j) {
         const int c = k + j;
-        float ap = 0.0f, sp = 0.0f;
+        float ap = alpha_n, sp = ss_n;
+        if (!have_next) {
+            ap = 0.0f;
+            sp = 0.0f;
 #pragma unroll
-        for (int i = 0; i < R; ++i) {
-            const float x = a[i][0];
-            if (row[i] == c) ap += x;
-            if (row[i] > c) sp += x * x;
+            for (int i = 0; i < R; ++i) {
+                const float x = a[i][0];
+                if (row[i] == c) ap += x;
+                if (row[i] > c) sp += x * x;
+            }
+            block_sum2(ap, sp, red_a, lane, warp);
+            CLUSTER_SUM2(ap, sp);
         }
-        block_sum2(ap, sp, red_a, lane, warp);
-        CLUSTER_SUM2(ap, sp);
         const float alpha = ap, ss = sp;
         float xnp, p;
         if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
@@ -326,6 +342,34 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         fold<2>(pp, lane);
         fold<1>(pp, lane);
         if (lane < NB) wpart[warp][lane] = pp[0];
+#if FUSE
+        // The next column y (slot 1) after this step's update is y - tau w_1 v: its sum of
+        // squares below its diagonal is Y - 2 tau w_1 D + (tau w_1)^2 VV, from sums over
+        // rows > c + 1 of y^2 (Y), y v (D) and v^2 (VV), and its alpha y[c+1] - tau w_1
+        // v[c+1]. Lane l ends with sum l of the five (a butterfly on eight, then the warp).
+        {
+            float pe[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                const float y = a[i][1];
+                if (row[i] > c + 1) {
+                    pe[0] += y * y;
+                    pe[1] += y * v[i];
+                    pe[2] += v[i] * v[i];
+                }
+                if (row[i] == c + 1) {
+                    pe[3] += y;
+                    pe[4] += v[i];
+                }
+            }
+            fold<4>(pe, lane);
+            fold<2>(pe, lane);
+            fold<1>(pe, lane);
+            pe[0] += __shfl_xor_sync(FULL, pe[0], 8);
+            pe[0] += __shfl_xor_sync(FULL, pe[0], 16);
+            if (lane < NX) wext[warp][lane] = pe[0];
+        }
+#endif
         __syncthreads();
 #if CL > 1
         if (t < NB) {
@@ -333,6 +377,14 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
             for (int w = 0; w < NW; ++w) s += wpart[w][t];
             xw[par][t] = s;
+#if FUSE
+            if (t < NX) {
+                float e = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) e += wext[w][t];
+                xw[par][NB + t] = e;
+            }
+#endif
         }
         cluster_barrier();
         if (t < NB) {
@@ -341,6 +393,14 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             for (unsigned r = 0; r < CL; ++r) s += ld_cta(&xw[par][t], r);
             wfin[t] = s;
             Ss[j][(j + t) & (NB - 1)] = s;
+#if FUSE
+            if (t < NX) {
+                float e = 0.0f;
+#pragma unroll
+                for (unsigned r = 0; r < CL; ++r) e += ld_cta(&xw[par][NB + t], r);
+                wfin[NB + t] = e;
+            }
+#endif
         }
         par ^= 1;
 #else
@@ -350,10 +410,30 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             for (int w = 0; w < NW; ++w) s += wpart[w][t];
             wfin[t] = s;
             Ss[j][(j + t) & (NB - 1)] = s;
+#if FUSE
+            if (t < NX) {
+                float e = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) e += wext[w][t];
+                wfin[NB + t] = e;
+            }
+#endif
         }
 #endif
         if (t == 0) taus[j] = tau;
         __syncthreads();
+#if FUSE
+        {
+            // The downdate cancels where y loses much of its norm (a dependent column): the
+            // next step sums it afresh unless at least half of Y is left (relative error a
+            // few ulps then), and unless the plain sum's range check would fail.
+            const float Y = wfin[NB], tw1 = tau * wfin[1];
+            alpha_n = wfin[NB + 3] - tw1 * wfin[NB + 4];
+            ss_n = Y + tw1 * (tw1 * wfin[NB + 2] - 2.0f * wfin[NB + 1]);
+            have_next = j + 1 < pw && ss_n >= 0.5f * Y && ss_n >= PLAIN_SS_LO
+                        && ss_n <= PLAIN_SS_HI;
+        }
+#endif
 #pragma unroll
         for (int q = 1; q < NB; ++q) {
             if (q < NB - j) {  // a later column of the panel
@@ -440,32 +520,6 @@ def cluster_shape(mb: int, cta_rows: int) -> tuple[int, int, int]:
     return (mb // rows,) + threads_rows(rows)
 
 
-#: The most CTAs an SM a launch of ``(NT, R)`` asks the compiler to fit (``MINB``, registers
-#: capped to ``65536 / (MINB NT)``), where the batch has more matrices than the SMs hold at
-#: the compiler's own count (:func:`ctas_for`). From offline counts (NVRTC 12.8, ptxas 12.8,
-#: sm_90; the device's NVRTC gave fewer registers, 103 against 127 at ``(256, 2)``):
-#: ``(256, 2)`` 127 registers (two CTAs) -> 80 and 28-40 B of spill at 3, 64 and ~290 B at
-#: 4; ``(256, 1)`` 77 -> 48 and 36 B at 5; ``(128, 1)`` 72 -> 48 and 28 B at 10;
-#: ``(512, 2)`` 64 and ~310 B at 2, so one. Knob ``cuda_panel_fill``: built, not measured yet
-#: (EXPERIMENTS.md H15).
-MAX_CTAS = {(256, 2): 3, (256, 1): 5, (128, 1): 10}
-
-
-def ctas_for(batch: int, nt: int, r: int, sm: int, fill: bool) -> int:
-    """``MINB`` for a launch of ``batch`` matrices, one CTA of ``(nt, r)`` each, on ``sm``
-    SMs: with ``fill``, enough CTAs an SM for one wave where :data:`MAX_CTAS` allows it,
-    else 1 (the compiler's own register count).
-
-    >>> ctas_for(640, 256, 2, 132, True), ctas_for(640, 256, 1, 132, True)
-    (3, 5)
-    >>> ctas_for(60, 512, 2, 132, True), ctas_for(640, 256, 2, 132, False), ctas_for(300, 256, 2, 132, True)
-    (1, 1, 3)
-    """
-    if not fill or sm <= 0:
-        return 1
-    return max(1, min(-(-batch // sm), MAX_CTAS.get((nt, r), 1)))
-
-
 logger = logging.getLogger("adaptqr.paths")
 
 
@@ -497,7 +551,7 @@ def cluster_available() -> bool:
     if torch.cuda.get_device_capability() < (9, 0):
         return False
     try:
-        _kernel(256, 2, torch.cuda.current_device(), 1, 2)
+        _kernel(256, 2, torch.cuda.current_device(), False, 2)
     except Exception as exc:
         logger.warning("adaptqr: the CUDA C cluster panel did not compile (%s: %s); tall "
                        "panels stay row-split", type(exc).__name__, str(exc)[:200])
@@ -506,11 +560,11 @@ def cluster_available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nt: int, r: int, device_index: int, minb: int = 1, cl: int = 1):
+def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + ((f"-DMINB={minb}",) if minb > 1 else ())
+        opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
         opts += (f"-DCL={cl}",) if cl > 1 else ()
         mod = cp.RawModule(code=SRC, options=opts)
         return mod.get_function("panel_cuda")
@@ -530,20 +584,20 @@ def _stream(ptr: int, device_index: int):
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
-           has_na: bool, floor: float, sm: int = 0, fill: bool = False,
-           cta_rows: int = 0) -> None:
+           has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
     one CTA a matrix, else a cluster of CTAs of that many rows (:func:`cluster_shape`);
-    ``sm``, ``fill``: the SM count and whether to fit more CTAs an SM (:func:`ctas_for`)."""
+    ``fuse``: the build whose column steps take their scalars from the step before where
+    they can (one exchange a step, EXPERIMENTS.md H17)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {MAX_CLUSTER} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nt, r, dev, ctas_for(Ht.shape[0] * cl, nt, r, sm, fill), cl)
+    kern = _kernel(nt, r, dev, bool(fuse), cl)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),

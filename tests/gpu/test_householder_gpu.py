@@ -184,14 +184,20 @@ def test_cuda_panel_matches_triton(B, n):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("B,n", [(300, 512), (700, 300)])
-def test_cuda_panel_fill_is_bit_for_bit(B, n):
-    # EXPERIMENTS.md H15: capping the CUDA C panel's registers for more CTAs an SM changes
-    # where values live, not the arithmetic (the same PTX but for its register directive).
-    # No sum in these factorizations goes through atomics (no row-split update).
+@pytest.mark.parametrize("B,n,cta", [(160, 512, 512), (16, 600, 512), (3, 1100, 512),
+                                     (2, 300, 512), (8, 2048, 512), (1, 700, 128)])
+def test_cuda_panel_fused_steps_match(B, n, cta):
+    # EXPERIMENTS.md H17: column steps whose scalars come from the step before (a guarded
+    # downdate) against two exchanges a step, one-CTA panels and clusters: the same
+    # reflectors up to rounding.
+    from adaptqr.paths.kernels import panel_cuda
+
     _needs_cuda_panel()
-    H1, H2 = _variant_against_default(B, n, 1e-6, cuda_panel_fill=True)
-    assert torch.equal(H1, H2)
+    if not panel_cuda.cluster_available():
+        pytest.skip("clusters need sm_90")
+    rows = 256 if cta == 128 else 1024
+    _variant_against_default(B, n, 1e-4, cuda_panel_fuse=True, cuda_panel_cluster=cta,
+                             cuda_panel_rows=rows)
 
 
 @pytest.mark.variant
@@ -211,9 +217,11 @@ def test_cuda_panel_clusters_match(B, n, cta, rows):
 
 
 @pytest.mark.variant
-def test_cuda_panel_clusters_degenerate_columns_and_n_active():
+@pytest.mark.parametrize("fuse", [False, True])
+def test_cuda_panel_clusters_degenerate_columns_and_n_active(fuse):
     # The clusters' exchanges on degenerate columns (the max-scaled branch, the zero and
-    # tiny ones) and a panel a matrix stops inside, at the half gate.
+    # tiny ones) and a panel a matrix stops inside, at the half gate; with fuse, the
+    # downdate's guard on them (EXPERIMENTS.md H17).
     import dataclasses
 
     from adaptqr.paths import schedules
@@ -229,16 +237,19 @@ def test_cuda_panel_clusters_degenerate_columns_and_n_active():
     A[2, :, 3] *= 1e25
     A[3, :, 100:] = 0
     na = torch.tensor([n, n, n, 70], dtype=torch.int32, device="cuda")
-    s = dataclasses.replace(schedules.schedule_for(n, n), cuda_panel_cluster=256)
+    s = dataclasses.replace(schedules.schedule_for(n, n), cuda_panel_cluster=256,
+                            cuda_panel_fuse=fuse)
     H, tau = _factor(A, _Info({"n_active": na}), schedule=s)
     assert torch.isfinite(H).all() and (tau[3, 70:] == 0).all()
     r = check_geqrf(A[:3], H[:3], tau[:3])  # matrix 3: columns 70-99 left past n_active
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
 
 
-def test_cuda_panel_degenerate_columns_and_n_active():
+@pytest.mark.parametrize("fuse", [False, pytest.param(True, marks=pytest.mark.variant)])
+def test_cuda_panel_degenerate_columns_and_n_active(fuse):
     # A zero column, a repeated one, a block of tiny columns, a ragged last panel and
-    # n_active inside a panel: both panel kernels pass the bar and agree.
+    # n_active inside a panel: both panel kernels pass the bar and agree (the CUDA C one
+    # with and without fused column steps, EXPERIMENTS.md H17).
     import dataclasses
 
     from adaptqr.paths import schedules
@@ -252,7 +263,8 @@ def test_cuda_panel_degenerate_columns_and_n_active():
     A[3, :, 100:] *= 1e-7
     na = torch.tensor([n, n, n, 203], dtype=torch.int32, device="cuda")
     s = schedules.schedule_for(n, n)
-    outs = [_factor(A, _Info({"n_active": na}), schedule=dataclasses.replace(s, cuda_panel=c))
+    outs = [_factor(A, _Info({"n_active": na}),
+                    schedule=dataclasses.replace(s, cuda_panel=c, cuda_panel_fuse=fuse))
             for c in (True, False)]
     for H, tau in outs:
         assert torch.isfinite(H).all() and (tau[3, 203:] == 0).all()
