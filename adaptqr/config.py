@@ -94,7 +94,9 @@ class Knobs:
     scalars from the step before where they can),
     ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 128 / 256 / 512 / 1024,
     the rows of each CTA of the CUDA C clusters that take the panels above
-    ``cuda_panel_rows``, up to 4096 rows)."""
+    ``cuda_panel_rows``, up to 4096 rows), ``cluster_small_batch``
+    (``schedules.CLUSTER_SMALL_BATCH``: 0, or 1 to 128 matrices, the batches whose panels of
+    257-1024 rows take clusters of 128-row CTAs too)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -103,6 +105,7 @@ class Knobs:
     cuda_panel_rows: int | None = None
     cuda_panel_fuse: int | None = None
     cuda_panel_cluster: int | None = None
+    cluster_small_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ KNOB_CHOICES = {
     "cuda_panel_rows": (256, 512, 1024),
     "cuda_panel_fuse": (0, 1),
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
+    "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
 }
 
 

@@ -204,7 +204,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
                                       schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
-                                      schedules.CUDA_PANEL_FUSE, schedules.CUDA_PANEL_CLUSTER))
+                                      schedules.CUDA_PANEL_FUSE, schedules.CUDA_PANEL_CLUSTER,
+                                      schedules.CLUSTER_SMALL_BATCH))
 
 
 @functools.lru_cache(maxsize=256)
@@ -218,7 +219,9 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         cuda_panel_fuse=s.cuda_panel_fuse if s.cuda_panel_fuse is not None
         else schedules.cuda_panel_fuse(knobs),
         cuda_panel_cluster=s.cuda_panel_cluster if s.cuda_panel_cluster is not None
-        else schedules.cuda_panel_cluster(knobs))
+        else schedules.cuda_panel_cluster(knobs),
+        cluster_small_batch=s.cluster_small_batch if s.cluster_small_batch is not None
+        else schedules.cluster_small_batch(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -382,14 +385,17 @@ def _cluster_rows(cta_rows: int, cuda: bool) -> int:
 
 def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
                 cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS,
-                cluster_rows: int = 0) -> tuple:
+                cluster_rows: int = 0, small_batch: int = 0) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
     SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
     CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows, and in clusters up to
-    ``cluster_rows``, :func:`_cluster_rows`)."""
+    ``cluster_rows``, :func:`_cluster_rows`; batches up to ``small_batch`` matrices take
+    clusters from ``CLUSTER_SMALL_ROWS`` rows, :func:`_cta_rows`)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
+    if cluster_rows and B <= small_batch and schedules.CLUSTER_SMALL_ROWS < MB <= cuda_rows:
+        return PANEL_CLUSTER_CUDA, MB, None
     if cuda and MB <= cuda_rows:
         return PANEL_REGISTER_CUDA, MB, None
     if cuda and MB <= cluster_rows:
@@ -419,8 +425,20 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     cuda = _cuda_panels(schedules.cuda_panel(), s.nb, device)
     rows = schedules.cuda_panel_rows()
     cluster = _cluster_rows(schedules.cuda_panel_cluster(), cuda)
-    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows, cluster)[0]
+    small = schedules.cluster_small_batch()
+    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows, cluster, small)[0]
                   for k in range(0, n, s.nb)]
+
+
+def _cta_rows(mb: int, cuda_rows: int, cluster_cta_rows: int) -> int:
+    """The CTA rows of a cluster panel of ``mb`` padded rows: ``CLUSTER_SMALL_CTA_ROWS``
+    for the panels only small batches send to clusters (up to ``cuda_rows``), else the
+    schedule's ``cuda_panel_cluster``.
+
+    >>> _cta_rows(1024, 1024, 512), _cta_rows(2048, 1024, 512)
+    (128, 512)
+    """
+    return schedules.CLUSTER_SMALL_CTA_ROWS if mb <= cuda_rows else cluster_cta_rows
 
 
 def _panel(f: _Blocked, k: int, pw: int) -> None:
@@ -431,14 +449,15 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
     cuda = _cuda_panels(s.cuda_panel, nb, Ht.device)
     kind, MB, rp = _panel_kind(B, m, k, nb, split.sm if split is not None else None,
                                s.split_min_rows, cuda, s.cuda_panel_rows,
-                               _cluster_rows(s.cuda_panel_cluster, cuda))
+                               _cluster_rows(s.cuda_panel_cluster, cuda), s.cluster_small_batch)
     sep_t = bool(s.t_kernel)
     from_s = False
     if kind in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
         # Builds its own T (no T kernel launch).
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
-                          s.cuda_panel_cluster if kind == PANEL_CLUSTER_CUDA else 0)
+                          _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
+                          if kind == PANEL_CLUSTER_CUDA else 0)
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

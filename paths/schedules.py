@@ -63,9 +63,11 @@ CUDA_PANEL = True
 #: ``cuda_panel_rows=512`` restores H12's bound.
 CUDA_PANEL_MAX_ROWS = 1024
 #: CUDA C column steps that take their column's scalars from the step before (a downdate,
-#: guarded), so that most steps exchange their sums once, not twice. Knob
-#: ``cuda_panel_fuse``; built, not measured yet (EXPERIMENTS.md H17).
-CUDA_PANEL_FUSE = False
+#: guarded), so that most steps exchange their sums once, not twice. Against two exchanges,
+#: same run (EXPERIMENTS.md H17, run 0148): 640x512 5.97 -> 5.53 ms, 60x1024 4.31 -> 3.92,
+#: 8x2048 7.72 -> 7.09, 2x4096 19.23 -> 17.52, 1x1024 3.00 -> 2.61; geomean 2.888 -> 2.731;
+#: 20x32, 40x176, 40x352 (Triton panels) unchanged. Knob ``cuda_panel_fuse=0`` for two.
+CUDA_PANEL_FUSE = True
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -75,6 +77,17 @@ CUDA_PANEL_FUSE = False
 #: ``cuda_panel_cluster``; with the knob ``cuda_panel_rows=256`` it splits the panels of 512
 #: and 1024 rows too (batch 1, CTAs of 128 rows: 1x768 2.03 -> 1.87, 1x1024 3.02 -> 2.74).
 CUDA_PANEL_CLUSTER = 512
+#: Batches of at most this many matrices take clusters for their panels of
+#: ``CLUSTER_SMALL_ROWS`` + 1 to ``CUDA_PANEL_MAX_ROWS`` rows too, in CTAs of
+#: ``CLUSTER_SMALL_CTA_ROWS`` rows (4 or 8 a matrix), so that few matrices use more SMs.
+#: Against one CTA, same run (EXPERIMENTS.md H16, runs 0148-0149, knobs ``cuda_panel_rows=256,
+#: cuda_panel_cluster=128``), ms: 1x512 1.132 -> 1.093, 1x1024 3.00 -> 2.71, 2x1024 3.03 ->
+#: 2.73, 8x1024 3.13 -> 2.80, 16x1024 3.19 -> 2.93, 32x1024 3.55 -> 3.42, 32x512 1.383 ->
+#: 1.375 (CTAs of 256 rows: 2.93, 3.43, 1.381); batches above 32 not measured. Knob
+#: ``cluster_small_batch`` (0: off).
+CLUSTER_SMALL_BATCH = 32
+CLUSTER_SMALL_ROWS = 256
+CLUSTER_SMALL_CTA_ROWS = 128
 
 
 def _knob_or(knobs, name: str, constant):
@@ -106,6 +119,11 @@ def cuda_panel_fuse(knobs=None) -> bool:
 def cuda_panel_cluster(knobs=None) -> int:
     """``CUDA_PANEL_CLUSTER``, or the ``cuda_panel_cluster`` knob of ``knobs``."""
     return _knob_or(knobs, "cuda_panel_cluster", CUDA_PANEL_CLUSTER)
+
+
+def cluster_small_batch(knobs=None) -> int:
+    """``CLUSTER_SMALL_BATCH``, or the ``cluster_small_batch`` knob of ``knobs``."""
+    return _knob_or(knobs, "cluster_small_batch", CLUSTER_SMALL_BATCH)
 
 
 def split_min_rows() -> int:
@@ -221,6 +239,9 @@ class Schedule:
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None
+    # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
+    # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
+    cluster_small_batch: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -191,14 +191,14 @@ def test_cuda_panel_threads():
 
 
 def test_cuda_panel_fuse():
-    # H17: CUDA C column steps with one exchange where they can (off by default).
+    # H17: CUDA C column steps with one exchange where they can (the default).
     from adaptqr import config
 
-    assert schedules.CUDA_PANEL_FUSE is False and schedules.cuda_panel_fuse() is False
+    assert schedules.CUDA_PANEL_FUSE is True and schedules.cuda_panel_fuse() is True
     s = schedules.schedule_for(512, 512)
-    assert hh._with_knobs(s, None).cuda_panel_fuse is False
-    with config.experiment(cuda_panel_fuse=1):
-        assert hh._with_knobs(s, None).cuda_panel_fuse is True
+    assert hh._with_knobs(s, None).cuda_panel_fuse is True
+    with config.experiment(cuda_panel_fuse=0):
+        assert hh._with_knobs(s, None).cuda_panel_fuse is False
     with pytest.raises(ValueError, match="cuda_panel_fuse"):
         with config.experiment(cuda_panel_fuse=3):
             pass
@@ -237,5 +237,19 @@ def test_cuda_panel_cluster(monkeypatch):
     assert kind(8, 2048, 0) == "cluster-cuda" and kind(1, 8192, 0) != "cluster-cuda"
     assert kind(60, 1024, 0, cuda_rows=512) == "cluster-cuda"
     assert kind(1, 512, 0, cuda_rows=256) == "cluster-cuda" and kind(1, 256, 0, cuda_rows=256) == "register-cuda"
+
+    # Small batches: their panels of 257-1024 rows in clusters of 128-row CTAs too.
+    def small(B, m, k, batch=schedules.CLUSTER_SMALL_BATCH):
+        return hh._panel_kind(B, m, k, 32, 132, 64, True, 1024, rows, batch)[0]
+
+    assert schedules.CLUSTER_SMALL_BATCH == 32 and schedules.cluster_small_batch() == 32
+    assert [small(1, 1024, k) for k in (0, 512, 768, 992)] == [
+        "cluster-cuda", "cluster-cuda", "register-cuda", "register-cuda"]
+    assert small(32, 512, 0) == "cluster-cuda" and small(33, 512, 0) == "register-cuda"
+    assert small(1, 1024, 0, batch=0) == "register-cuda" and small(8, 2048, 0) == "cluster-cuda"
+    assert [hh._cta_rows(mb, 1024, 512) for mb in (512, 1024, 2048, 4096)] == [128, 128, 512, 512]
+    assert hh._with_knobs(s, None).cluster_small_batch == 32
+    with config.experiment(cluster_small_batch=0):
+        assert hh._with_knobs(s, None).cluster_small_batch == 0
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0
