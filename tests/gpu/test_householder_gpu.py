@@ -33,7 +33,13 @@ def _factor(A, info=None, schedule=None):
 
 def _variant_against_default(B, n, tol, **variant):
     """Factor one random (B, n, n) batch with the default schedule (H1) and with ``variant``
-    fields replaced (H2); H2 must pass the bar and agree with H1 to ``tol``."""
+    fields replaced (H2); H2 must pass the bar, agree with H1 to ``tol`` (relative, in
+    norm), and its taus be as close to float64 geqrf's as H1's, band by band of 32 columns.
+
+    Not tau against tau: the last columns' taus (two or three rows left) move by ~1e-4 with
+    any change of summation order, the row-split update's atomics from one run to the next
+    included, and are ~5e-5 from float64's in every variant (bench/devscripts/fuse_diag.py,
+    EXPERIMENTS.md H17)."""
     import dataclasses
 
     from adaptqr.paths import schedules
@@ -44,7 +50,12 @@ def _variant_against_default(B, n, tol, **variant):
     H2, t2 = _factor(A, schedule=dataclasses.replace(s, **variant))
     r = check_geqrf(A, H2, t2)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-    assert float((H1 - H2).norm() / H1.norm()) < tol and float((t1 - t2).abs().max()) < tol
+    assert float((H1 - H2).norm() / H1.norm()) < tol
+    t64 = torch.geqrf(A.double())[1]
+    for c0 in range(0, n, 32):
+        e1, e2 = (float((t[:, c0:c0 + 32].double() - t64[:, c0:c0 + 32]).abs().max())
+                  for t in (t1, t2))
+        assert e2 <= 2 * e1 + 2e-6, (c0, e1, e2)
     return H1, H2
 
 
