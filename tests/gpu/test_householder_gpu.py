@@ -39,7 +39,8 @@ def _variant_against_default(B, n, tol, **variant):
     Not tau against tau: the last columns' taus (two or three rows left) move by ~1e-4 with
     any change of summation order, the row-split update's atomics from one run to the next
     included, and are ~5e-5 from float64's in every variant (bench/devscripts/fuse_diag.py,
-    EXPERIMENTS.md H17)."""
+    EXPERIMENTS.md H17). A band where H1's taus are already more than 64 ulps from float64's
+    (that tail) is left to the bar check: two such errors are two draws of rounding noise."""
     import dataclasses
 
     from adaptqr.paths import schedules
@@ -55,7 +56,8 @@ def _variant_against_default(B, n, tol, **variant):
     for c0 in range(0, n, 32):
         e1, e2 = (float((t[:, c0:c0 + 32].double() - t64[:, c0:c0 + 32]).abs().max())
                   for t in (t1, t2))
-        assert e2 <= 2 * e1 + 2e-6, (c0, e1, e2)
+        if e1 <= 64 * 2.0 ** -23:
+            assert e2 <= 2 * e1 + 2e-6, (c0, e1, e2)
     return H1, H2
 
 
