@@ -459,3 +459,30 @@ def test_compile_variant_is_checked_and_timed():
     assert rec["variants"] == ["adaptqr", "adaptqr[compile:default]"]
     r = rec["cases"][0]["results"]["adaptqr[compile:default]"]
     assert r["status"] == "ok" and r["passes_bar"] is True and r["median_ms"] > 0
+
+
+def test_run_variant_warms_up_before_timing(monkeypatch):
+    # One input: the check's call, then two more, so that the graph cache's capture (a
+    # key's 2nd call) is not a timed repeat.
+    from adaptqr.bench import runner
+
+    calls = []
+
+    def fn(a):
+        calls.append(a.shape)
+        return torch.geqrf(a)
+
+    seen = []
+    real = runner.time_calls
+
+    def spy(f, inputs, rule):
+        seen.append(len(calls))
+        return real(f, inputs, rule)
+
+    monkeypatch.setattr(runner, "time_calls", spy)
+    for k in (1, 2, 4):
+        calls.clear()
+        inputs = [torch.randn(2, 8, 8, dtype=torch.float64) for _ in range(k)]
+        r = runner.run_variant(fn, None, inputs, StopRule(max_repeats=2, budget_s=1.0))
+        assert r["status"] == "ok", r
+    assert seen == [runner.WARM_CALLS, runner.WARM_CALLS, 4]
