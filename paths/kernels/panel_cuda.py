@@ -21,6 +21,11 @@ rows can take a cluster of up to 8 such CTAs a matrix (``CL``, :func:`cluster_sh
 block sum is finished across the cluster through distributed shared memory and a cluster
 barrier (EXPERIMENTS.md H16); rank 0 writes ``tau`` and ``T``.
 
+A step exchanges its sums once where it can (``FUSE``, the default build): the exchange of
+``w`` also carries five sums for the next column, whose ``alpha`` and sum of squares are
+then downdated instead of summed again, unless the downdate cancels (a dependent column)
+or leaves the plain sum's range (EXPERIMENTS.md H17).
+
 The column step's scalars are the Triton kernel's
 (:func:`~adaptqr.paths.kernels.panel._reflector`: the plain sum of squares first and the
 max-scaled one where it is out of range, powers of two for tiny and huge columns), so
