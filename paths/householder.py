@@ -205,7 +205,7 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
                                       schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
                                       schedules.CUDA_PANEL_FUSE, schedules.CUDA_PANEL_CLUSTER,
-                                      schedules.CLUSTER_SMALL_BATCH))
+                                      schedules.CLUSTER_SMALL_BATCH, schedules.LOOKAHEAD))
 
 
 @functools.lru_cache(maxsize=256)
@@ -221,7 +221,8 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         cuda_panel_cluster=s.cuda_panel_cluster if s.cuda_panel_cluster is not None
         else schedules.cuda_panel_cluster(knobs),
         cluster_small_batch=s.cluster_small_batch if s.cluster_small_batch is not None
-        else schedules.cluster_small_batch(knobs))
+        else schedules.cluster_small_batch(knobs),
+        lookahead=s.lookahead if s.lookahead is not None else schedules.lookahead(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -249,15 +250,135 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
         group = s.fp16_group
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
+    lanes = _lookahead_lanes(f, group)
+    if lanes is not None:
+        _factor_lookahead(f, group, f16, lanes)
+        return
     for g0 in range(0, n, nb * group):
         gend = min(n, g0 + nb * group)
-        for k in range(g0, gend, nb):
-            pw = min(nb, n - k)
-            _panel(f, k, pw)
-            if k + pw < gend:
-                _trailing(f, k, 1, k + pw, gend, None)
+        _group_panels(f, g0, gend, 0)
         if gend < n:
             _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
+
+
+def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
+    """The panels of columns ``[g0, gend)``, each applied to the group's later columns."""
+    for k in range(g0, gend, f.s.nb):
+        pw = min(f.s.nb, f.n - k)
+        _panel(f, k, pw)
+        if k + pw < gend:
+            _trailing(f, k, 1, k + pw, gend, None, w_slot)
+
+
+class _Lanes:
+    """The caller's stream (``main``: the rest of each group's update) and a high-priority
+    stream (``hi``: the panels and the next group's columns), forked from and joined back
+    to ``main``; on a CUDA graph capture both are captured."""
+
+    def __init__(self, device: torch.device):
+        self.main = torch.cuda.current_stream(device)
+        self.hi = _hi_stream(device.index if device.index is not None
+                             else torch.cuda.current_device())
+
+    def fork(self) -> None:
+        self.hi.wait_stream(self.main)
+
+    def on_hi(self):
+        return torch.cuda.stream(self.hi)
+
+    @staticmethod
+    def record(stream):
+        ev = torch.cuda.Event()
+        ev.record(stream)
+        return ev
+
+    @staticmethod
+    def wait(stream, ev) -> None:
+        if ev is not None:
+            stream.wait_event(ev)
+
+    def join(self) -> None:
+        self.main.wait_stream(self.hi)
+
+
+class _OneLane(_Lanes):
+    """Everything in issue order on the current stream (off the GPU: the look-ahead's
+    order of work, for the interpreter's tests)."""
+
+    def __init__(self):
+        self.main = self.hi = None
+
+    def fork(self) -> None:
+        pass
+
+    def on_hi(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def record(stream):
+        return None
+
+    def join(self) -> None:
+        pass
+
+
+@functools.lru_cache(maxsize=None)
+def _hi_stream(device_index: int):
+    # The most negative priority torch maps to the device's highest.
+    return torch.cuda.Stream(device=device_index, priority=-100)
+
+
+def _lookahead_lanes(f: _Blocked, group: int):
+    """``_Lanes`` where the schedule asks for look-ahead and it applies: CUDA, two groups or
+    more, and every panel in CUDA C (no row-split panel, whose grid barrier needs all its
+    programs resident, and whose workspace would be allocated inside the fork); else None."""
+    if not (f.s.lookahead and f.Ht.is_cuda and f.n > f.s.nb * group):
+        return None
+    if _kind(f, 0)[0] not in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
+        return None  # the first panel is the tallest: the others are CUDA C if it is
+    return _Lanes(f.Ht.device)
+
+
+def _factor_lookahead(f: _Blocked, group: int, f16, lanes: _Lanes) -> None:
+    """The blocked loop with one group of look-ahead (EXPERIMENTS.md L2): after group G's
+    panels, ``hi`` updates group G + 1's columns and factors its panels while ``main``
+    applies G to the columns after G + 1. ``hi`` waits for the update of G - 1 on ``main``
+    (it covered G + 1's columns), ``main`` for G's panels. The two updates at once use
+    separate ``W`` buffers (allocated before the fork: nothing is allocated on ``hi``)."""
+    nb, n = f.s.nb, f.n
+    step = nb * group
+    _w(f, 1)
+    lanes.fork()
+    with lanes.on_hi():
+        _group_panels(f, 0, min(n, step), 1)
+    ev_panels = lanes.record(lanes.hi)
+    ev_rest = None
+    for g0 in range(0, n - step, step):
+        gend = g0 + step
+        nend = min(n, gend + step)
+        npan = triton.cdiv(gend - g0, nb)
+        ev_next = None
+        if nend < n:
+            lanes.wait(lanes.main, ev_panels)
+            _trailing(f, g0, npan, nend, n, f16, 0)
+            ev_next = lanes.record(lanes.main)
+        with lanes.on_hi():
+            lanes.wait(lanes.hi, ev_rest)
+            _trailing(f, g0, npan, gend, nend, f16, 1)
+            _group_panels(f, gend, nend, 1)
+            ev_panels = lanes.record(lanes.hi)
+        ev_rest = ev_next
+    lanes.join()
+
+
+def _w(f: _Blocked, slot: int) -> torch.Tensor:
+    """The row-split trailing update's ``W`` number ``slot`` (0: the main loop's; 1: the
+    look-ahead stream's), allocated on first use."""
+    while len(f.wbuf) <= slot:
+        f.wbuf.append(torch.empty((f.B, f.n, f.s.nb), dtype=torch.float32, device=f.Ht.device))
+    return f.wbuf[slot]
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -441,15 +562,21 @@ def _cta_rows(mb: int, cuda_rows: int, cluster_cta_rows: int) -> int:
     return schedules.CLUSTER_SMALL_CTA_ROWS if mb <= cuda_rows else cluster_cta_rows
 
 
+def _kind(f: _Blocked, k: int) -> tuple:
+    """:func:`_panel_kind` of the panel at column ``k`` under ``f``'s schedule."""
+    s = f.s
+    cuda = _cuda_panels(s.cuda_panel, s.nb, f.Ht.device)
+    return _panel_kind(f.B, f.m, k, s.nb, f.split.sm if f.split is not None else None,
+                       s.split_min_rows, cuda, s.cuda_panel_rows,
+                       _cluster_rows(s.cuda_panel_cluster, cuda), s.cluster_small_batch)
+
+
 def _panel(f: _Blocked, k: int, pw: int) -> None:
     """Factor columns ``[k, k + pw)`` of every matrix, and their T."""
     Ht, tau, TW, na, has_na, B, m, n, n_tw, s, split, floor = (
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
-    cuda = _cuda_panels(s.cuda_panel, nb, Ht.device)
-    kind, MB, rp = _panel_kind(B, m, k, nb, split.sm if split is not None else None,
-                               s.split_min_rows, cuda, s.cuda_panel_rows,
-                               _cluster_rows(s.cuda_panel_cluster, cuda), s.cluster_small_batch)
+    kind, MB, rp = _kind(f, k)
     sep_t = bool(s.t_kernel)
     from_s = False
     if kind in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
@@ -521,11 +648,13 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
-def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) -> None:
+def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
+              w_slot: int = 0) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
-    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None."""
-    Ht, TW, na, nz, has_na, B, m, n, n_tw, s, wbuf = (
-        f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.wbuf)
+    ``(C16, scales)`` of the FP16 route (one or two panels an update), else None;
+    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`)."""
+    Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
+        f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
@@ -538,9 +667,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16) ->
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
-        if not wbuf:
-            wbuf.append(torch.empty((B, n, s.nb), dtype=torch.float32, device=Ht.device))
-        W = wbuf[0]
+        W = _w(f, w_slot)
         W.zero_()
         grid = (B, tiles, nsplit)
         for mode in modes:

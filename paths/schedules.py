@@ -88,6 +88,10 @@ CUDA_PANEL_CLUSTER = 512
 CLUSTER_SMALL_BATCH = 32
 CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
+#: One group of look-ahead (EXPERIMENTS.md L2): where every panel runs in CUDA C, the
+#: panels and each update's next group of columns on a high-priority stream, the rest of
+#: each update on the caller's stream beside them. Knob ``lookahead``; built, not measured.
+LOOKAHEAD = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -124,6 +128,11 @@ def cuda_panel_cluster(knobs=None) -> int:
 def cluster_small_batch(knobs=None) -> int:
     """``CLUSTER_SMALL_BATCH``, or the ``cluster_small_batch`` knob of ``knobs``."""
     return _knob_or(knobs, "cluster_small_batch", CLUSTER_SMALL_BATCH)
+
+
+def lookahead(knobs=None) -> bool:
+    """``LOOKAHEAD``, or the ``lookahead`` knob of ``knobs``."""
+    return bool(_knob_or(knobs, "lookahead", LOOKAHEAD))
 
 
 def split_min_rows() -> int:
@@ -242,6 +251,9 @@ class Schedule:
     # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
     # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
     cluster_small_batch: int | None = None
+    # One group of look-ahead on a second stream (LOOKAHEAD); None: the knob, else the
+    # constant.
+    lookahead: bool | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -166,6 +166,44 @@ def test_graph_capturable():
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(2, 2048), (8, 1100), (1, 1024), (16, 600), (2, 4096)])
+def test_lookahead_matches(B, n):
+    # EXPERIMENTS.md L2: the panels and the next group's columns on a high-priority stream
+    # beside the rest of each update: the same factorization up to rounding.
+    _needs_cuda_panel()
+    _variant_against_default(B, n, 1e-4, lookahead=True)
+
+
+@pytest.mark.variant
+def test_lookahead_captures_in_a_graph():
+    # The fork, the events and the join record into a CUDA graph; a replay on new data
+    # passes the bar and gives the eager result.
+    import dataclasses
+
+    from adaptqr.paths import schedules
+
+    _needs_cuda_panel()
+    B, n = 4, 1100
+    s = dataclasses.replace(schedules.schedule_for(n, n), lookahead=True)
+    A = torch.randn(B, n, n, device="cuda")
+    H = torch.empty_strided(A.shape, (n * n, 1, n), device="cuda")
+    tau = torch.empty(B, n, device="cuda")
+    H.copy_(A)
+    factor_householder(H, tau, _Info(), schedule=s)  # compile outside capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        H.copy_(A)
+        factor_householder(H, tau, _Info(), schedule=s)
+    A.copy_(torch.randn_like(A))
+    g.replay()
+    torch.cuda.synchronize()
+    r = check_geqrf(A, H, tau)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    H2, t2 = _factor(A, schedule=s)
+    assert float((H - H2).norm() / H2.norm()) < 1e-5
+
+
 def test_capable():
     assert capable(640, 512, 512, torch.float32, "cuda") is None
     assert "float32" in capable(4, 64, 64, torch.float64, "cuda")

@@ -253,6 +253,26 @@ def _cases():
     a = torch.empty(2, 40, 30).mT
     _out({"name": "layout view", "applies": _triton_applies(A, a, True),
                       "equal": bool(torch.equal(load_column_major(A, a, backend="triton"), A))})
+    # One group of look-ahead (EXPERIMENTS.md L2), its work in issue order on one stream:
+    # the same factorization as the plain loop (groups of two, the row-split update on
+    # both W buffers, n_active).
+    import adaptqr.paths.householder as hh
+
+    real = hh._lookahead_lanes
+    hh._lookahead_lanes = lambda f, group: (
+        hh._OneLane() if f.s.lookahead and f.n > f.s.nb * group else None)
+    try:
+        for sched, (B, m, n) in ((S, (2, 64, 64)), (S1, (2, 100, 90)), (S1, (3, 120, 100))):
+            A = torch.randn(B, m, n)
+            info = Info({"n_active": torch.tensor([n, n // 2 + 3, 0][:B], dtype=torch.int32)})
+            H1, t1 = run(A, sched, info)
+            H2, t2 = run(A, dataclasses.replace(sched, lookahead=True), info)
+            _out({"name": f"lookahead {B}x{m}x{n}",
+                  "err": float((H1 - H2).abs().max() / H1.abs().max()),
+                  "tau": float((t1 - t2).abs().max()),
+                  "bar": bool(check_geqrf(A[:1], H2[:1], t2[:1]).passes_bar)})
+    finally:
+        hh._lookahead_lanes = real
     return records
 
 @pytest.fixture(scope="module")
@@ -374,3 +394,7 @@ def test_row_split_update_matches_whole_column_update(results, name):
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["finite"] and d["bar"], d
 
 
+@pytest.mark.parametrize("name", ["lookahead 2x64x64", "lookahead 2x100x90", "lookahead 3x120x100"])
+def test_lookahead_order_matches_the_plain_loop(results, name):
+    d = results[name]
+    assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["bar"], d
