@@ -90,8 +90,11 @@ CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
 #: One group of look-ahead (EXPERIMENTS.md L2): where every panel runs in CUDA C, the
 #: panels and each update's next group of columns on a high-priority stream, the rest of
-#: each update on the caller's stream beside them. Knob ``lookahead``; built, not measured.
-LOOKAHEAD = False
+#: each update on the caller's stream beside them. Against off, same run (run 0213): 2x4096
+#: 17.37 -> 14.88 ms, 60x1024 3.95 -> 3.81, mixed 5.37 -> 4.84, nearrank 6.36 -> 5.91,
+#: 640x512 mixed / rankdef / clustered -2.5 %, 640x512 dense 5.69 -> 5.79, 8x2048 6.90 ->
+#: 6.87; geomean 2.765 -> 2.672; 1x4096 13.12 -> 11.27 (run 0212). Knob ``lookahead=0``.
+LOOKAHEAD = True
 
 
 def _knob_or(knobs, name: str, constant):
