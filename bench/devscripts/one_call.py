@@ -1,0 +1,25 @@
+"""One public ``adaptqr.geqrf`` call of a qr_v2-like batch, inside an NVTX range ``profile``
+(device script; a target for ncu, after one warm-up call that compiles everything).
+
+``python3 bench/devscripts/one_call.py 640x512 [cond] [case]``: batch x n, the generator's
+column scaling ``cond`` (default 2 for n <= 1024, else 1) and profile (default dense).
+"""
+
+import sys
+
+import torch
+
+import adaptqr
+from adaptqr.testing import generate
+
+B, n = (int(x) for x in sys.argv[1].split("x"))
+cond = float(sys.argv[2]) if len(sys.argv) > 2 else (2 if n <= 1024 else 1)
+case = sys.argv[3] if len(sys.argv) > 3 else "dense"
+A = generate(B, n, cond, 7, case, "cuda")
+adaptqr.geqrf(A)
+torch.cuda.synchronize()
+torch.cuda.nvtx.range_push("profile")
+adaptqr.geqrf(A)
+torch.cuda.synchronize()
+torch.cuda.nvtx.range_pop()
+print(f"{B}x{n} cond {cond} {case}: done")
