@@ -15,6 +15,10 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 * otherwise, per group of ``group`` panels of ``nb`` columns: for each panel, the panel
   kernel (registers or row-chunked) then the trailing kernel on the rest of the group;
   then one trailing launch applies the whole group to the columns after it.
+* where every panel runs in CUDA C (a CTA, or a cluster of CTAs a matrix), with one group
+  of look-ahead (``Schedule.lookahead``): the next group's columns and panels on a
+  high-priority stream while the caller's stream applies the group to the columns after
+  them (:func:`_factor_lookahead`; the graph capture records both streams).
 
 ``info.features["n_active"]`` (int32 ``(B,)``, optional): matrix b needs reflectors only
 for columns ``< n_active[b]``; later columns get ``tau = 0`` and hold ``Q1^T A_tail``;
