@@ -262,7 +262,7 @@ def _cases():
     hh._lookahead_lanes = lambda f, group: (
         hh._OneLane() if f.s.lookahead and f.n > f.s.nb * group else None)
     try:
-        for sched, (B, m, n) in ((S, (2, 64, 64)), (S1, (2, 100, 90)), (S1, (3, 120, 100))):
+        for sched, (B, m, n) in ((S, (2, 64, 64)), (S1, (2, 100, 90))):
             A = torch.randn(B, m, n)
             info = Info({"n_active": torch.tensor([n, n // 2 + 3, 0][:B], dtype=torch.int32)})
             H1, t1 = run(A, sched, info)
@@ -394,7 +394,7 @@ def test_row_split_update_matches_whole_column_update(results, name):
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["finite"] and d["bar"], d
 
 
-@pytest.mark.parametrize("name", ["lookahead 2x64x64", "lookahead 2x100x90", "lookahead 3x120x100"])
+@pytest.mark.parametrize("name", ["lookahead 2x64x64", "lookahead 2x100x90"])
 def test_lookahead_order_matches_the_plain_loop(results, name):
     d = results[name]
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["bar"], d
