@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Any, NamedTuple
 
 import torch
@@ -328,10 +329,19 @@ class _OneLane(_Lanes):
         pass
 
 
-@functools.lru_cache(maxsize=None)
+_HI_STREAMS = threading.local()
+
+
 def _hi_stream(device_index: int):
-    # The most negative priority torch maps to the device's highest.
-    return torch.cuda.Stream(device=device_index, priority=-100)
+    """This thread's high-priority stream on the device. One a thread: a stream that one
+    thread's CUDA graph capture has joined must not take another thread's launches."""
+    streams = getattr(_HI_STREAMS, "by_device", None)
+    if streams is None:
+        streams = _HI_STREAMS.by_device = {}
+    if device_index not in streams:
+        # The most negative priority torch maps to the device's highest.
+        streams[device_index] = torch.cuda.Stream(device=device_index, priority=-100)
+    return streams[device_index]
 
 
 def _lookahead_lanes(f: _Blocked, group: int):
