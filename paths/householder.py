@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
 from typing import Any, NamedTuple
 
 import torch
@@ -76,6 +75,7 @@ from adaptqr.paths.kernels.panel import (
     panel_t_kernel,
 )
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
+from adaptqr.paths.lanes import Lanes
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
 from adaptqr.paths.schedules import next_pow2
 from adaptqr.registry import ALL_CLASSES, Path
@@ -275,87 +275,19 @@ def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
             _trailing(f, k, 1, k + pw, gend, None, w_slot)
 
 
-class _Lanes:
-    """The caller's stream (``main``: the rest of each group's update) and a high-priority
-    stream (``hi``: the panels and the next group's columns), forked from and joined back
-    to ``main``; on a CUDA graph capture both are captured."""
-
-    def __init__(self, device: torch.device):
-        self.main = torch.cuda.current_stream(device)
-        self.hi = _hi_stream(device.index if device.index is not None
-                             else torch.cuda.current_device())
-
-    def fork(self) -> None:
-        self.hi.wait_stream(self.main)
-
-    def on_hi(self):
-        return torch.cuda.stream(self.hi)
-
-    @staticmethod
-    def record(stream):
-        ev = torch.cuda.Event()
-        ev.record(stream)
-        return ev
-
-    @staticmethod
-    def wait(stream, ev) -> None:
-        if ev is not None:
-            stream.wait_event(ev)
-
-    def join(self) -> None:
-        self.main.wait_stream(self.hi)
-
-
-class _OneLane(_Lanes):
-    """Everything in issue order on the current stream (off the GPU: the look-ahead's
-    order of work, for the interpreter's tests)."""
-
-    def __init__(self):
-        self.main = self.hi = None
-
-    def fork(self) -> None:
-        pass
-
-    def on_hi(self):
-        import contextlib
-
-        return contextlib.nullcontext()
-
-    @staticmethod
-    def record(stream):
-        return None
-
-    def join(self) -> None:
-        pass
-
-
-_HI_STREAMS = threading.local()
-
-
-def _hi_stream(device_index: int):
-    """This thread's high-priority stream on the device. One a thread: a stream that one
-    thread's CUDA graph capture has joined must not take another thread's launches."""
-    streams = getattr(_HI_STREAMS, "by_device", None)
-    if streams is None:
-        streams = _HI_STREAMS.by_device = {}
-    if device_index not in streams:
-        # The most negative priority torch maps to the device's highest.
-        streams[device_index] = torch.cuda.Stream(device=device_index, priority=-100)
-    return streams[device_index]
-
-
 def _lookahead_lanes(f: _Blocked, group: int):
-    """``_Lanes`` where the schedule asks for look-ahead and it applies: CUDA, two groups or
-    more, and every panel in CUDA C (no row-split panel, whose grid barrier needs all its
-    programs resident, and whose workspace would be allocated inside the fork); else None."""
+    """:class:`~adaptqr.paths.lanes.Lanes` where the schedule asks for look-ahead and it
+    applies: CUDA, two groups or more, and every panel in CUDA C (no row-split panel, whose
+    grid barrier needs all its programs resident, and whose workspace would be allocated
+    inside the fork); else None."""
     if not (f.s.lookahead and f.Ht.is_cuda and f.n > f.s.nb * group):
         return None
     if _kind(f, 0)[0] not in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
         return None  # the first panel is the tallest: the others are CUDA C if it is
-    return _Lanes(f.Ht.device)
+    return Lanes(f.Ht.device)
 
 
-def _factor_lookahead(f: _Blocked, group: int, f16, lanes: _Lanes) -> None:
+def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
     """The blocked loop with one group of look-ahead (EXPERIMENTS.md L2): after group G's
     panels, ``hi`` updates group G + 1's columns and factors its panels while ``main``
     applies G to the columns after G + 1. ``hi`` waits for the update of G - 1 on ``main``

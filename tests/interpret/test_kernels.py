@@ -257,10 +257,11 @@ def _cases():
     # the same factorization as the plain loop (groups of two, the row-split update on
     # both W buffers, n_active).
     import adaptqr.paths.householder as hh
+    from adaptqr.paths.lanes import OneLane
 
     real = hh._lookahead_lanes
     hh._lookahead_lanes = lambda f, group: (
-        hh._OneLane() if f.s.lookahead and f.n > f.s.nb * group else None)
+        OneLane() if f.s.lookahead and f.n > f.s.nb * group else None)
     try:
         for sched, (B, m, n) in ((S, (2, 64, 64)), (S1, (2, 100, 90))):
             A = torch.randn(B, m, n)
