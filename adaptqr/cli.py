@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(adaptqr.config.experiment), as variant adaptqr[NAME] (repeatable), e.g. "
                         "ieeetail:tail_prec=ieee; knobs: split_min_rows, tail_prec, fp16_max_n, "
                         "cuda_panel, cuda_panel_rows, cuda_panel_fuse, cuda_panel_cluster, "
-                        "cluster_small_batch, lookahead")
+                        "cluster_small_batch, lookahead, lookahead_reserve")
     b.add_argument("--compile", action="append", metavar="MODE",
                    help="also time the default dispatch inside torch.compile(fullgraph=True, mode=MODE), "
                         "as variant adaptqr[compile:MODE] (repeatable; MODE default or reduce-overhead)")

@@ -210,7 +210,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
                                       schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
                                       schedules.CUDA_PANEL_FUSE, schedules.CUDA_PANEL_CLUSTER,
-                                      schedules.CLUSTER_SMALL_BATCH, schedules.LOOKAHEAD))
+                                      schedules.CLUSTER_SMALL_BATCH, schedules.LOOKAHEAD,
+                                      schedules.LOOKAHEAD_RESERVE))
 
 
 @functools.lru_cache(maxsize=256)
@@ -227,7 +228,9 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
         else schedules.cuda_panel_cluster(knobs),
         cluster_small_batch=s.cluster_small_batch if s.cluster_small_batch is not None
         else schedules.cluster_small_batch(knobs),
-        lookahead=s.lookahead if s.lookahead is not None else schedules.lookahead(knobs))
+        lookahead=s.lookahead if s.lookahead is not None else schedules.lookahead(knobs),
+        lookahead_reserve=s.lookahead_reserve if s.lookahead_reserve is not None
+        else schedules.lookahead_reserve(knobs))
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -277,14 +280,33 @@ def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
 
 def _lookahead_lanes(f: _Blocked, group: int):
     """:class:`~adaptqr.paths.lanes.Lanes` where the schedule asks for look-ahead and it
-    applies: CUDA, two groups or more, and every panel in CUDA C (no row-split panel, whose
-    grid barrier needs all its programs resident, and whose workspace would be allocated
-    inside the fork); else None."""
+    applies (CUDA, two groups or more, :func:`lookahead_applies`); else None."""
     if not (f.s.lookahead and f.Ht.is_cuda and f.n > f.s.nb * group):
         return None
-    if _kind(f, 0)[0] not in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA):
-        return None  # the first panel is the tallest: the others are CUDA C if it is
+    if not lookahead_applies(f.s.lookahead, lambda k: _kind(f, k)[0], range(0, f.n, f.s.nb)):
+        return None
     return Lanes(f.Ht.device)
+
+
+def lookahead_applies(mode: int, kind_of, ks) -> bool:
+    """Whether look-ahead ``mode`` (``Schedule.lookahead``) takes a factorization whose panel
+    at column ``k`` runs the kernel ``kind_of(k)`` (``ks``: the panels' columns). Never with
+    a row-split panel: its grid barrier needs all its programs resident (the rest update
+    could hold their SMs), and its workspace would be allocated inside the fork.
+
+    * 1: every panel in CUDA C; the first panel is the tallest, so it decides.
+    * 2: no panel row-split (Triton's register and streamed panels too); every panel is
+      asked, since a shorter panel can split where a taller one could not.
+
+    >>> kinds = {0: "streamed", 32: "row-split", 64: "register"}
+    >>> lookahead_applies(2, kinds.get, kinds), lookahead_applies(1, kinds.get, kinds)
+    (False, False)
+    >>> lookahead_applies(1, {0: "cluster-cuda"}.get, [0]), lookahead_applies(2, {0: "register"}.get, [0])
+    (True, True)
+    """
+    if mode == 1:
+        return kind_of(0) in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA)
+    return mode == 2 and all(kind_of(k) != PANEL_ROW_SPLIT for k in ks)
 
 
 def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
@@ -308,7 +330,7 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
         ev_next = None
         if nend < n:
             lanes.wait(lanes.main, ev_panels)
-            _trailing(f, g0, npan, nend, n, f16, 0)
+            _trailing(f, g0, npan, nend, n, f16, 0, f.s.lookahead_reserve or 0)
             ev_next = lanes.record(lanes.main)
         with lanes.on_hi():
             lanes.wait(lanes.hi, ev_rest)
@@ -595,10 +617,11 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
-              w_slot: int = 0) -> None:
+              w_slot: int = 0, reserve: int = 0) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
     ``(C16, scales)`` of the FP16 route (one or two panels an update), else None;
-    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`)."""
+    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`); ``reserve``: SMs a
+    row-split update sizes its waves without (left to the look-ahead's panels)."""
     Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
         f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
@@ -611,7 +634,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
             and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
         # Too few column tiles to fill the GPU: split the rows too (W through atomics).
-        sm = _sm_count(Ht.device) if Ht.is_cuda else 0
+        sm = max(1, _sm_count(Ht.device) - reserve) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
         W = _w(f, w_slot)
         W.zero_()

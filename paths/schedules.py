@@ -93,8 +93,14 @@ CLUSTER_SMALL_CTA_ROWS = 128
 #: each update on the caller's stream beside them. Against off, same run (run 0213): 2x4096
 #: 17.37 -> 14.88 ms, 60x1024 3.95 -> 3.81, mixed 5.37 -> 4.84, nearrank 6.36 -> 5.91,
 #: 640x512 mixed / rankdef / clustered -2.5 %, 640x512 dense 5.69 -> 5.79, 8x2048 6.90 ->
-#: 6.87; geomean 2.765 -> 2.672; 1x4096 13.12 -> 11.27 (run 0212). Knob ``lookahead=0``.
-LOOKAHEAD = True
+#: 6.87; geomean 2.765 -> 2.672; 1x4096 13.12 -> 11.27 (run 0212). Knob ``lookahead``: 0
+#: off; 2 also where the panels are Triton's (one program a matrix, no row-split panel:
+#: 40x176, 40x352, machines without cupy), built, not measured (EXPERIMENTS.md L3).
+LOOKAHEAD = 1
+#: SMs that the rest update leaves to the look-ahead's panels when it is row-split (its
+#: slices sized for waves on that many fewer SMs): 0. Knob ``lookahead_reserve``; built,
+#: not measured (EXPERIMENTS.md L3).
+LOOKAHEAD_RESERVE = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -133,9 +139,14 @@ def cluster_small_batch(knobs=None) -> int:
     return _knob_or(knobs, "cluster_small_batch", CLUSTER_SMALL_BATCH)
 
 
-def lookahead(knobs=None) -> bool:
+def lookahead(knobs=None) -> int:
     """``LOOKAHEAD``, or the ``lookahead`` knob of ``knobs``."""
-    return bool(_knob_or(knobs, "lookahead", LOOKAHEAD))
+    return int(_knob_or(knobs, "lookahead", LOOKAHEAD))
+
+
+def lookahead_reserve(knobs=None) -> int:
+    """``LOOKAHEAD_RESERVE``, or the ``lookahead_reserve`` knob of ``knobs``."""
+    return _knob_or(knobs, "lookahead_reserve", LOOKAHEAD_RESERVE)
 
 
 def split_min_rows() -> int:
@@ -254,9 +265,12 @@ class Schedule:
     # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
     # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
     cluster_small_batch: int | None = None
-    # One group of look-ahead on a second stream (LOOKAHEAD); None: the knob, else the
-    # constant.
-    lookahead: bool | None = None
+    # One group of look-ahead on a second stream (LOOKAHEAD: 0, 1 or 2); None: the knob,
+    # else the constant.
+    lookahead: int | None = None
+    # SMs the row-split rest update leaves free under look-ahead (LOOKAHEAD_RESERVE); None:
+    # the knob, else the constant.
+    lookahead_reserve: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -170,9 +170,19 @@ def test_graph_capturable():
 @pytest.mark.parametrize("B,n", [(2, 2048), (8, 1100), (1, 1024), (16, 600), (2, 4096)])
 def test_lookahead_matches(B, n):
     # EXPERIMENTS.md L2: the panels and the next group's columns on a high-priority stream
-    # beside the rest of each update: the same factorization up to rounding.
+    # beside the rest of each update (the default) against the plain loop: the same
+    # factorization up to rounding.
     _needs_cuda_panel()
-    _variant_against_default(B, n, 1e-4, lookahead=True)
+    _variant_against_default(B, n, 1e-4, lookahead=0)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n,variant", [(40, 352, {"lookahead": 2}), (40, 176, {"lookahead": 2}),
+                                         (2, 4096, {"lookahead_reserve": 16})])
+def test_lookahead_variants_match(B, n, variant):
+    # EXPERIMENTS.md L3: look-ahead over Triton register panels (40x176, 40x352), and the
+    # row-split rest update leaving SMs to the panels.
+    _variant_against_default(B, n, 1e-4, **variant)
 
 
 @pytest.mark.variant
@@ -185,7 +195,7 @@ def test_lookahead_captures_in_a_graph():
 
     _needs_cuda_panel()
     B, n = 4, 1100
-    s = dataclasses.replace(schedules.schedule_for(n, n), lookahead=True)
+    s = dataclasses.replace(schedules.schedule_for(n, n), lookahead=1)
     A = torch.randn(B, n, n, device="cuda")
     H = torch.empty_strided(A.shape, (n * n, 1, n), device="cuda")
     tau = torch.empty(B, n, device="cuda")

@@ -260,15 +260,23 @@ def _cases():
     from adaptqr.paths.lanes import OneLane
 
     real = hh._lookahead_lanes
-    hh._lookahead_lanes = lambda f, group: (
-        OneLane() if f.s.lookahead and f.n > f.s.nb * group else None)
+    took = []
+
+    def one_lane(f, group):
+        if f.s.lookahead and f.n > f.s.nb * group:
+            took.append(f.s.lookahead)
+            return OneLane()
+        return None
+
+    hh._lookahead_lanes = one_lane
     try:
         for sched, (B, m, n) in ((S, (2, 64, 64)), (S1, (2, 100, 90))):
             A = torch.randn(B, m, n)
             info = Info({"n_active": torch.tensor([n, n // 2 + 3, 0][:B], dtype=torch.int32)})
-            H1, t1 = run(A, sched, info)
-            H2, t2 = run(A, dataclasses.replace(sched, lookahead=True), info)
-            _out({"name": f"lookahead {B}x{m}x{n}",
+            took.clear()
+            H1, t1 = run(A, dataclasses.replace(sched, lookahead=0), info)
+            H2, t2 = run(A, dataclasses.replace(sched, lookahead=1), info)
+            _out({"name": f"lookahead {B}x{m}x{n}", "took": list(took),
                   "err": float((H1 - H2).abs().max() / H1.abs().max()),
                   "tau": float((t1 - t2).abs().max()),
                   "bar": bool(check_geqrf(A[:1], H2[:1], t2[:1]).passes_bar)})
@@ -398,4 +406,5 @@ def test_row_split_update_matches_whole_column_update(results, name):
 @pytest.mark.parametrize("name", ["lookahead 2x64x64", "lookahead 2x100x90"])
 def test_lookahead_order_matches_the_plain_loop(results, name):
     d = results[name]
+    assert d["took"] == [1], d  # the plain run did not take it, the look-ahead run did
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["bar"], d
