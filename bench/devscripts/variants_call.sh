@@ -21,6 +21,9 @@
 #   SINGLE="--knobs fuse:cuda_panel_fuse=1 --knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 --knobs b128f:cuda_panel_rows=256,cuda_panel_cluster=128,cuda_panel_fuse=1" \
 #   SWEEP_CASES=bench/devscripts/cases_batch_sweep.json SWEEP="--knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 --knobs b256:cuda_panel_rows=256,cuda_panel_cluster=256" \
 #   TRACE=2x4096,640x512 TRACE_KNOBS="--knobs fuse:cuda_panel_fuse=1" bash bench/devscripts/variants_call.sh
+# Built in session 18, not run (EXPERIMENTS.md L3):
+#   TESTS_K="lookahead" B12="--knobs la2:lookahead=2" \
+#   BIG="--knobs r16:lookahead_reserve=16 --knobs r32:lookahead_reserve=32" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
