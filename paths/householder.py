@@ -314,10 +314,12 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
     panels, ``hi`` updates group G + 1's columns and factors its panels while ``main``
     applies G to the columns after G + 1. ``hi`` waits for the update of G - 1 on ``main``
     (it covered G + 1's columns), ``main`` for G's panels. The two updates at once use
-    separate ``W`` buffers (allocated before the fork: nothing is allocated on ``hi``)."""
+    separate ``W`` buffers (allocated before the fork: nothing is allocated on ``hi``), where
+    an update can be row-split at all (:func:`_may_split_rows`)."""
     nb, n = f.s.nb, f.n
     step = nb * group
-    _w(f, 1)
+    if _may_split_rows(f):
+        _w(f, 1)
     lanes.fork()
     with lanes.on_hi():
         _group_panels(f, 0, min(n, step), 1)
@@ -339,6 +341,13 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
             ev_panels = lanes.record(lanes.hi)
         ev_rest = ev_next
     lanes.join()
+
+
+def _may_split_rows(f: _Blocked) -> bool:
+    """Whether any update of ``f`` can take the row-split kernels (:func:`_trailing`'s test
+    with the fewest tiles and the most rows): 640x512's never do, and need no ``W``."""
+    return (f.B < schedules.TRAILING_SPLIT_PROGRAMS
+            and f.m >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS)
 
 
 def _w(f: _Blocked, slot: int) -> torch.Tensor:

@@ -278,3 +278,13 @@ def test_lookahead_knobs():
     assert [applies(2, k.get, k) for k in (cuda, triton_panels, split_later)] == [True, True, False]
     assert not applies(0, cuda.get, cuda)
 
+
+
+def test_lookahead_w_only_where_updates_can_split_rows():
+    # The look-ahead allocates its second W before the fork only where some update can be
+    # row-split: the test is a superset of _trailing's (no allocation may happen later).
+    from types import SimpleNamespace as F
+
+    may = hh._may_split_rows
+    assert [may(F(B=b, m=m)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
+        False, True, True, False]
