@@ -207,11 +207,8 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
 
         knobs = config.snapshot()
     # The constants are part of the key: a measuring script may set them between calls.
-    return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS,
-                                      schedules.CUDA_PANEL, schedules.CUDA_PANEL_MAX_ROWS,
-                                      schedules.CUDA_PANEL_FUSE, schedules.CUDA_PANEL_CLUSTER,
-                                      schedules.CLUSTER_SMALL_BATCH, schedules.LOOKAHEAD,
-                                      schedules.LOOKAHEAD_RESERVE))
+    return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS)
+                     + schedules.knob_constants())
 
 
 @functools.lru_cache(maxsize=256)
@@ -220,17 +217,8 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
     return dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
-        cuda_panel=s.cuda_panel if s.cuda_panel is not None else schedules.cuda_panel(knobs),
-        cuda_panel_rows=s.cuda_panel_rows or schedules.cuda_panel_rows(knobs),
-        cuda_panel_fuse=s.cuda_panel_fuse if s.cuda_panel_fuse is not None
-        else schedules.cuda_panel_fuse(knobs),
-        cuda_panel_cluster=s.cuda_panel_cluster if s.cuda_panel_cluster is not None
-        else schedules.cuda_panel_cluster(knobs),
-        cluster_small_batch=s.cluster_small_batch if s.cluster_small_batch is not None
-        else schedules.cluster_small_batch(knobs),
-        lookahead=s.lookahead if s.lookahead is not None else schedules.lookahead(knobs),
-        lookahead_reserve=s.lookahead_reserve if s.lookahead_reserve is not None
-        else schedules.lookahead_reserve(knobs))
+        **{name: getattr(s, name) if getattr(s, name) is not None else schedules.knob(name, knobs)
+           for name in schedules.SCHEDULE_KNOBS})
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
@@ -520,10 +508,10 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
         return s.nb, [PANEL_ONE_LAUNCH]
     sm = _sm_count(device) if device.type == "cuda" else None
     min_rows = schedules.split_min_rows()
-    cuda = _cuda_panels(schedules.cuda_panel(), s.nb, device)
-    rows = schedules.cuda_panel_rows()
-    cluster = _cluster_rows(schedules.cuda_panel_cluster(), cuda)
-    small = schedules.cluster_small_batch()
+    cuda = _cuda_panels(schedules.knob("cuda_panel"), s.nb, device)
+    rows = schedules.knob("cuda_panel_rows")
+    cluster = _cluster_rows(schedules.knob("cuda_panel_cluster"), cuda)
+    small = schedules.knob("cluster_small_batch")
     return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows, cluster, small)[0]
                   for k in range(0, n, s.nb)]
 

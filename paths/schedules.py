@@ -114,39 +114,35 @@ def _knob_or(knobs, name: str, constant):
     return constant if value is None else value
 
 
-def cuda_panel(knobs=None) -> bool:
-    """``CUDA_PANEL``, or the ``cuda_panel`` knob of ``knobs``."""
-    return bool(_knob_or(knobs, "cuda_panel", CUDA_PANEL))
+#: The experiment knobs the Householder schedule reads, by name (the ``Schedule`` field and
+#: the ``adaptqr.config.Knobs`` field are the same): the constant that stands where the knob
+#: is unset (its name in this module, read at each lookup, so that a measuring script may
+#: set it between calls) and the value's type.
+SCHEDULE_KNOBS = {
+    "cuda_panel": ("CUDA_PANEL", bool),
+    "cuda_panel_rows": ("CUDA_PANEL_MAX_ROWS", int),
+    "cuda_panel_fuse": ("CUDA_PANEL_FUSE", bool),
+    "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
+    "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
+    "lookahead": ("LOOKAHEAD", int),
+    "lookahead_reserve": ("LOOKAHEAD_RESERVE", int),
+}
 
 
-def cuda_panel_rows(knobs=None) -> int:
-    """``CUDA_PANEL_MAX_ROWS``, or the ``cuda_panel_rows`` knob of ``knobs``."""
-    return _knob_or(knobs, "cuda_panel_rows", CUDA_PANEL_MAX_ROWS)
+def knob(name: str, knobs=None):
+    """The ``SCHEDULE_KNOBS`` knob ``name`` of ``knobs`` (the current settings snapshot's
+    where None), else its constant.
+
+    >>> knob("cuda_panel_cluster") == CUDA_PANEL_CLUSTER
+    True
+    """
+    constant, kind = SCHEDULE_KNOBS[name]
+    return kind(_knob_or(knobs, name, globals()[constant]))
 
 
-def cuda_panel_fuse(knobs=None) -> bool:
-    """``CUDA_PANEL_FUSE``, or the ``cuda_panel_fuse`` knob of ``knobs``."""
-    return bool(_knob_or(knobs, "cuda_panel_fuse", CUDA_PANEL_FUSE))
-
-
-def cuda_panel_cluster(knobs=None) -> int:
-    """``CUDA_PANEL_CLUSTER``, or the ``cuda_panel_cluster`` knob of ``knobs``."""
-    return _knob_or(knobs, "cuda_panel_cluster", CUDA_PANEL_CLUSTER)
-
-
-def cluster_small_batch(knobs=None) -> int:
-    """``CLUSTER_SMALL_BATCH``, or the ``cluster_small_batch`` knob of ``knobs``."""
-    return _knob_or(knobs, "cluster_small_batch", CLUSTER_SMALL_BATCH)
-
-
-def lookahead(knobs=None) -> int:
-    """``LOOKAHEAD``, or the ``lookahead`` knob of ``knobs``."""
-    return int(_knob_or(knobs, "lookahead", LOOKAHEAD))
-
-
-def lookahead_reserve(knobs=None) -> int:
-    """``LOOKAHEAD_RESERVE``, or the ``lookahead_reserve`` knob of ``knobs``."""
-    return _knob_or(knobs, "lookahead_reserve", LOOKAHEAD_RESERVE)
+def knob_constants() -> tuple:
+    """The ``SCHEDULE_KNOBS`` constants' values now (a cache key's part)."""
+    return tuple(globals()[constant] for constant, _ in SCHEDULE_KNOBS.values())
 
 
 def split_min_rows() -> int:
@@ -252,10 +248,11 @@ class Schedule:
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
+    # The SCHEDULE_KNOBS fields below: None takes the knob, else the constant.
     # Register panels in CUDA C (CUDA_PANEL); None: the cuda_panel knob, else CUDA_PANEL.
     cuda_panel: bool | None = None
-    # The tallest panel in CUDA C; 0: the cuda_panel_rows knob, else CUDA_PANEL_MAX_ROWS.
-    cuda_panel_rows: int = 0
+    # The tallest panel in CUDA C (CUDA_PANEL_MAX_ROWS).
+    cuda_panel_rows: int | None = None
     # CUDA C column steps with one exchange where they can (CUDA_PANEL_FUSE); None: the
     # knob, else the constant.
     cuda_panel_fuse: bool | None = None

@@ -142,13 +142,13 @@ def test_cuda_panel_choice(monkeypatch):
     from adaptqr import config
     from adaptqr.paths.kernels import panel_cuda
 
-    assert schedules.cuda_panel() is schedules.CUDA_PANEL
+    assert schedules.knob("cuda_panel") is schedules.CUDA_PANEL
     with config.experiment(cuda_panel=0):
-        assert schedules.cuda_panel() is False
+        assert schedules.knob("cuda_panel") is False
         s = hh._with_knobs(schedules.schedule_for(512, 512), None)
         assert s.cuda_panel is False
     with config.experiment(cuda_panel=1):
-        assert schedules.cuda_panel() is True
+        assert schedules.knob("cuda_panel") is True
     with pytest.raises(ValueError, match="cuda_panel"):
         with config.experiment(cuda_panel=2):
             pass
@@ -170,7 +170,7 @@ def test_cuda_panel_choice(monkeypatch):
     assert hh._panel_kind(60, 1024, 0, 32, None, 64, True, 512)[0] == "streamed"
     assert hh._panel_kind(8, 2048, 0, 32, None, 64, True, 1024)[0] == "streamed"
     assert hh._panel_kind(8, 2048, 1024, 32, None, 64, True, 1024)[0] == "register-cuda"
-    assert schedules.cuda_panel_rows() == schedules.CUDA_PANEL_MAX_ROWS
+    assert schedules.knob("cuda_panel_rows") == schedules.CUDA_PANEL_MAX_ROWS
     with config.experiment(cuda_panel_rows=512):
         assert hh._with_knobs(schedules.schedule_for(1024, 1024), None).cuda_panel_rows == 512
     for bad in (128, 2048):
@@ -194,7 +194,7 @@ def test_cuda_panel_fuse():
     # H17: CUDA C column steps with one exchange where they can (the default).
     from adaptqr import config
 
-    assert schedules.CUDA_PANEL_FUSE is True and schedules.cuda_panel_fuse() is True
+    assert schedules.CUDA_PANEL_FUSE is True and schedules.knob("cuda_panel_fuse") is True
     s = schedules.schedule_for(512, 512)
     assert hh._with_knobs(s, None).cuda_panel_fuse is True
     with config.experiment(cuda_panel_fuse=0):
@@ -210,7 +210,7 @@ def test_cuda_panel_cluster(monkeypatch):
     from adaptqr import config
     from adaptqr.paths.kernels import panel_cuda
 
-    assert schedules.CUDA_PANEL_CLUSTER == 512 and schedules.cuda_panel_cluster() == 512
+    assert schedules.CUDA_PANEL_CLUSTER == 512 and schedules.knob("cuda_panel_cluster") == 512
     s = schedules.schedule_for(2048, 2048)
     assert hh._with_knobs(s, None).cuda_panel_cluster == 512
     with config.experiment(cuda_panel_cluster=0):
@@ -242,7 +242,7 @@ def test_cuda_panel_cluster(monkeypatch):
     def small(B, m, k, batch=schedules.CLUSTER_SMALL_BATCH):
         return hh._panel_kind(B, m, k, 32, 132, 64, True, 1024, rows, batch)[0]
 
-    assert schedules.CLUSTER_SMALL_BATCH == 32 and schedules.cluster_small_batch() == 32
+    assert schedules.CLUSTER_SMALL_BATCH == 32 and schedules.knob("cluster_small_batch") == 32
     assert [small(1, 1024, k) for k in (0, 512, 768, 992)] == [
         "cluster-cuda", "cluster-cuda", "register-cuda", "register-cuda"]
     assert small(32, 512, 0) == "cluster-cuda" and small(33, 512, 0) == "register-cuda"
@@ -260,8 +260,8 @@ def test_lookahead_knobs():
     # row-split rest update): knobs and the rule on which factorizations take it.
     from adaptqr import config
 
-    assert schedules.LOOKAHEAD == 1 and schedules.lookahead() == 1
-    assert schedules.LOOKAHEAD_RESERVE == 0 and schedules.lookahead_reserve() == 0
+    assert schedules.LOOKAHEAD == 1 and schedules.knob("lookahead") == 1
+    assert schedules.LOOKAHEAD_RESERVE == 0 and schedules.knob("lookahead_reserve") == 0
     s = schedules.schedule_for(512, 512)
     assert hh._with_knobs(s, None).lookahead == 1 and hh._with_knobs(s, None).lookahead_reserve == 0
     with config.experiment(lookahead=2, lookahead_reserve=16):
@@ -288,3 +288,19 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     may = hh._may_split_rows
     assert [may(F(B=b, m=m)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
         False, True, True, False]
+
+
+def test_schedule_knobs_table():
+    # Each knob the schedule reads is a Knobs field and a Schedule field left to the knob
+    # (None), and resolves to the constant's type.
+    import dataclasses
+
+    from adaptqr import config
+
+    knob_fields = {f.name for f in dataclasses.fields(config.Knobs)}
+    sched_fields = {f.name: f.default for f in dataclasses.fields(schedules.Schedule)}
+    s = hh._with_knobs(schedules.schedule_for(512, 512), None)
+    for name, (constant, kind) in schedules.SCHEDULE_KNOBS.items():
+        assert name in knob_fields and sched_fields[name] is None, name
+        assert getattr(s, name) == getattr(schedules, constant)
+        assert type(getattr(s, name)) is kind, name
