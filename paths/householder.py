@@ -332,10 +332,16 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
 
 
 def _may_split_rows(f: _Blocked) -> bool:
-    """Whether any update of ``f`` can take the row-split kernels (:func:`_trailing`'s test
-    with the fewest tiles and the most rows): 640x512's never do, and need no ``W``."""
-    return (f.B < schedules.TRAILING_SPLIT_PROGRAMS
-            and f.m >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS)
+    """Whether any update of ``f`` can take the row-split kernels (:func:`_splits_rows` with
+    the fewest tiles and the most rows): 640x512's never do, and need no ``W``."""
+    return _splits_rows(1, f.B, 1, f.m)
+
+
+def _splits_rows(npan: int, B: int, tiles: int, rows: int) -> bool:
+    """Whether an update of ``npan`` panels over ``B x tiles`` column tiles of ``rows`` rows
+    is split over rows too (too few column tiles to fill the GPU; W through atomics)."""
+    return (npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS
+            and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS)
 
 
 def _w(f: _Blocked, slot: int) -> torch.Tensor:
@@ -628,9 +634,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    if npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS \
-            and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS:
-        # Too few column tiles to fill the GPU: split the rows too (W through atomics).
+    if _splits_rows(npan, B, tiles, rows):
         sm = max(1, _sm_count(Ht.device) - reserve) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
         W = _w(f, w_slot)
