@@ -208,6 +208,15 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def _knob_names() -> str:
+    """The experiment knobs' names (``adaptqr.config.Knobs``' fields), for ``--knobs``' help."""
+    import dataclasses
+
+    from adaptqr import config
+
+    return ", ".join(f.name for f in dataclasses.fields(config.Knobs))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptqr", description="adaptqr: batched QR on NVIDIA GPUs")
     sub = p.add_subparsers(dest="command", required=True)
@@ -227,9 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--knobs", action="append", metavar="NAME:KNOB=VALUE[,KNOB=VALUE]",
                    help="also time the default dispatch with these experiment knobs set "
                         "(adaptqr.config.experiment), as variant adaptqr[NAME] (repeatable), e.g. "
-                        "ieeetail:tail_prec=ieee; knobs: split_min_rows, tail_prec, fp16_max_n, "
-                        "cuda_panel, cuda_panel_rows, cuda_panel_fuse, cuda_panel_cluster, "
-                        "cluster_small_batch, lookahead, lookahead_reserve")
+                        "ieeetail:tail_prec=ieee; knobs: " + _knob_names())
     b.add_argument("--compile", action="append", metavar="MODE",
                    help="also time the default dispatch inside torch.compile(fullgraph=True, mode=MODE), "
                         "as variant adaptqr[compile:MODE] (repeatable; MODE default or reduce-overhead)")
