@@ -512,14 +512,9 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     s = schedules.schedule_for(m, n)
     if s.small:
         return s.nb, [PANEL_ONE_LAUNCH]
+    s = _with_knobs(s, None)
     sm = _sm_count(device) if device.type == "cuda" else None
-    min_rows = schedules.split_min_rows()
-    cuda = _cuda_panels(schedules.knob("cuda_panel"), s.nb, device)
-    rows = schedules.knob("cuda_panel_rows")
-    cluster = _cluster_rows(schedules.knob("cuda_panel_cluster"), cuda)
-    small = schedules.knob("cluster_small_batch")
-    return s.nb, [_panel_kind(B, m, k, s.nb, sm, min_rows, cuda, rows, cluster, small)[0]
-                  for k in range(0, n, s.nb)]
+    return s.nb, [_kind_of(B, m, k, s, device, sm)[0] for k in range(0, n, s.nb)]
 
 
 def _cta_rows(mb: int, cuda_rows: int, cluster_cta_rows: int) -> int:
@@ -533,13 +528,19 @@ def _cta_rows(mb: int, cuda_rows: int, cluster_cta_rows: int) -> int:
     return schedules.CLUSTER_SMALL_CTA_ROWS if mb <= cuda_rows else cluster_cta_rows
 
 
-def _kind(f: _Blocked, k: int) -> tuple:
-    """:func:`_panel_kind` of the panel at column ``k`` under ``f``'s schedule."""
-    s = f.s
-    cuda = _cuda_panels(s.cuda_panel, s.nb, f.Ht.device)
-    return _panel_kind(f.B, f.m, k, s.nb, f.split.sm if f.split is not None else None,
-                       s.split_min_rows, cuda, s.cuda_panel_rows,
+def _kind_of(B: int, m: int, k: int, s: schedules.Schedule, device: torch.device,
+             sm: int | None) -> tuple:
+    """:func:`_panel_kind` of the panel at column ``k`` of a ``B x m`` batch on ``device``
+    under the resolved schedule ``s`` (:func:`_with_knobs`; ``sm``: the SM count, None off
+    the GPU)."""
+    cuda = _cuda_panels(s.cuda_panel, s.nb, device)
+    return _panel_kind(B, m, k, s.nb, sm, s.split_min_rows, cuda, s.cuda_panel_rows,
                        _cluster_rows(s.cuda_panel_cluster, cuda), s.cluster_small_batch)
+
+
+def _kind(f: _Blocked, k: int) -> tuple:
+    """:func:`_kind_of` the panel at column ``k`` under ``f``'s schedule."""
+    return _kind_of(f.B, f.m, k, f.s, f.Ht.device, f.split.sm if f.split is not None else None)
 
 
 def _panel(f: _Blocked, k: int, pw: int) -> None:
