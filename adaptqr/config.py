@@ -100,11 +100,7 @@ class Knobs:
     (``schedules.LOOKAHEAD``: 0 off, 1 where every panel is CUDA C, 2 where no panel is
     row-split: the panels and the next group's update on a high-priority stream beside the
     rest of each update), ``lookahead_reserve`` (``schedules.LOOKAHEAD_RESERVE``: 0, 8, 16,
-    32 or 64 SMs the row-split rest update sizes its waves without), ``trailing_tile_major``
-    (``schedules.TRAILING_TILE_MAJOR``: 1 / 0, the blocked trailing update's programs
-    ordered by column tile within a matrix, or by matrix within a column tile),
-    ``split_pair_update`` (``schedules.SPLIT_PAIR_UPDATE``: 1 / 0, batches with row-split
-    updates factored in groups of two panels, each group applied in one row-split pass)."""
+    32 or 64 SMs the row-split rest update sizes its waves without)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -116,8 +112,6 @@ class Knobs:
     cluster_small_batch: int | None = None
     lookahead: int | None = None
     lookahead_reserve: int | None = None
-    trailing_tile_major: int | None = None
-    split_pair_update: int | None = None
 
 
 @dataclass(frozen=True)
@@ -217,8 +211,6 @@ KNOB_CHOICES = {
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
     "lookahead": (0, 1, 2),
     "lookahead_reserve": (0, 8, 16, 32, 64),
-    "trailing_tile_major": (0, 1),
-    "split_pair_update": (0, 1),
 }
 
 

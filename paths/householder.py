@@ -74,13 +74,7 @@ from adaptqr.paths.kernels.panel import (
     panel_split_kernel,
     panel_t_kernel,
 )
-from adaptqr.paths.kernels.trailing import (
-    trailing_kernel,
-    trailing_u_kernel,
-    trailing_u_pair_kernel,
-    trailing_w_kernel,
-    trailing_w_pair_kernel,
-)
+from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.lanes import Lanes
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
 from adaptqr.paths.schedules import next_pow2
@@ -251,8 +245,6 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
                              f"{s.fp16_group}")
         group = s.fp16_group
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-    elif s.split_pair_update and _splits_rows(2, B, triton.cdiv(n - 2 * nb, s.bn), m, True):
-        group = 2
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
@@ -345,29 +337,19 @@ def _may_split_rows(f: _Blocked) -> bool:
     return _splits_rows(1, f.B, 1, f.m)
 
 
-def _splits_rows(npan: int, B: int, tiles: int, rows: int, pairs: bool = False) -> bool:
+def _splits_rows(npan: int, B: int, tiles: int, rows: int) -> bool:
     """Whether an update of ``npan`` panels over ``B x tiles`` column tiles of ``rows`` rows
-    is split over rows too (too few column tiles to fill the GPU; W through atomics): one
-    panel, or two with ``pairs`` (the FP32 route under ``Schedule.split_pair_update``)."""
-    return ((npan == 1 or (npan == 2 and pairs))
-            and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS
+    is split over rows too (too few column tiles to fill the GPU; W through atomics)."""
+    return (npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS
             and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS)
 
 
-def _w(f: _Blocked, slot: int, npan: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(W, G)``, zeroed, of a row-split update of ``npan`` panels (1, or 2 under
-    ``Schedule.split_pair_update``): ``W`` ``(B, n, npan * nb)`` flat, ``G`` (pairs:
-    ``(B, nb, nb)`` flat, ``V1^T V2``). Buffer number ``slot`` (0: the main loop's; 1: the
-    look-ahead stream's), allocated on first use, sized for pairs where the schedule takes
-    them."""
-    B, n, nb = f.B, f.n, f.s.nb
-    wide = B * n * nb * (2 if f.s.split_pair_update else 1)
+def _w(f: _Blocked, slot: int) -> torch.Tensor:
+    """The row-split trailing update's ``W`` number ``slot`` (0: the main loop's; 1: the
+    look-ahead stream's), allocated on first use."""
     while len(f.wbuf) <= slot:
-        f.wbuf.append(torch.empty(wide + (B * nb * nb if f.s.split_pair_update else 0),
-                                  dtype=torch.float32, device=f.Ht.device))
-    used = f.wbuf[slot][:B * n * nb * npan + (B * nb * nb if npan == 2 else 0)]
-    used.zero_()
-    return used[:B * n * nb * npan], used[B * n * nb * npan:]
+        f.wbuf.append(torch.empty((f.B, f.n, f.s.nb), dtype=torch.float32, device=f.Ht.device))
+    return f.wbuf[slot]
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -653,21 +635,12 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    pairs = f16 is None and bool(s.split_pair_update)
-    if _splits_rows(npan, B, tiles, rows, pairs):
+    if _splits_rows(npan, B, tiles, rows):
         sm = max(1, _sm_count(Ht.device) - reserve) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
-        W, G = _w(f, w_slot, npan)
+        W = _w(f, w_slot)
+        W.zero_()
         grid = (B, tiles, nsplit)
-        if npan == 2:
-            common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                          PREC_TAIL=s.tail_prec, num_warps=schedules.TRAILING_WARPS,
-                          num_stages=schedules.TRAILING_STAGES)
-            trailing_w_pair_kernel[grid](Ht, W, G, na, nz, k0, m, n, c_start, c_end, per,
-                                         **common)
-            trailing_u_pair_kernel[grid](Ht, TW, W, G, na, nz, k0, m, n, c_start, c_end, n_tw,
-                                         per, **common)
-            return
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                     NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
@@ -692,13 +665,11 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
-        tiles = triton.cdiv(c_end - c_start, bn_l)
-        grid = (tiles, B) if s.trailing_tile_major else (B, tiles)
+        grid = (B, triton.cdiv(c_end - c_start, bn_l))
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
-                              TILE_MAJOR=bool(s.trailing_tile_major),
                               num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)

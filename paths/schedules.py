@@ -101,18 +101,6 @@ LOOKAHEAD = 1
 #: slices sized for waves on that many fewer SMs): 0. Knob ``lookahead_reserve``; built,
 #: not measured (EXPERIMENTS.md L3).
 LOOKAHEAD_RESERVE = 0
-#: The blocked trailing update's grid by column tile first (a matrix's tiles start
-#: together and read its panel's ``V`` from L2) instead of by matrix first (ncu, 640x512,
-#: run 0403: the pair update at 64 % of DRAM bandwidth with an L2 hit rate of 17 %, moving
-#: ~3x its tiles' bytes). Knob ``trailing_tile_major``; built, not measured (EXPERIMENTS.md
-#: T2).
-TRAILING_TILE_MAJOR = False
-#: Batches whose updates are row-split (few matrices, tall: 2x4096, 1x4096) factored in
-#: groups of two panels on the FP32 route, each group applied to the columns after it in
-#: one row-split pass (kernels/trailing.py's pair kernels: ``W`` for 64 reflectors, then
-#: one read-update-write) instead of two. Knob ``split_pair_update``; built, not measured
-#: (EXPERIMENTS.md T3).
-SPLIT_PAIR_UPDATE = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -138,8 +126,6 @@ SCHEDULE_KNOBS = {
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
     "lookahead_reserve": ("LOOKAHEAD_RESERVE", int),
-    "trailing_tile_major": ("TRAILING_TILE_MAJOR", bool),
-    "split_pair_update": ("SPLIT_PAIR_UPDATE", bool),
 }
 
 
@@ -282,12 +268,6 @@ class Schedule:
     # SMs the row-split rest update leaves free under look-ahead (LOOKAHEAD_RESERVE); None:
     # the knob, else the constant.
     lookahead_reserve: int | None = None
-    # The blocked trailing update's programs by column tile first (TRAILING_TILE_MAJOR);
-    # None: the knob, else the constant.
-    trailing_tile_major: bool | None = None
-    # Groups of two panels, each applied by the row-split pair kernels, where the batch's
-    # updates are row-split (SPLIT_PAIR_UPDATE); None: the knob, else the constant.
-    split_pair_update: bool | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -6,8 +6,7 @@ of ``Ht[b]`` is column j of matrix b), ``TW`` is ``(B, n_tw, NB, NB)`` holding t
 
 Grid ``(B, cdiv(c_end - c_start, BN))``: program ``(b, t)`` owns the trailing columns
 ``[c_start + t*BN, ...+BN)`` of matrix b and applies the ``npan`` consecutive panels starting
-at column ``k0`` in order (``TILE_MAJOR``: grid ``(tiles, B)``, program ``(t, b)``, so that
-a matrix's column tiles start together and share its panel's ``V`` in L2). In transposed form, for one panel::
+at column ``k0`` in order. In transposed form, for one panel::
 
     W  = A^T V        (BN x NB, accumulated over the rows)
     Y  = W T          (BN x NB)
@@ -24,8 +23,6 @@ panel at or past ``n_active[b]`` are masked to zero, so their garbage never ente
 For small batches (too few column tiles to fill the GPU) one panel's update is split over
 rows too: :func:`trailing_w_kernel` accumulates ``W`` with atomics over row slices, then
 :func:`trailing_u_kernel` applies ``A^T -= (W T) V^T`` over (column tile, row slice).
-:func:`trailing_w_pair_kernel` and :func:`trailing_u_pair_kernel` do the same for two panels
-in one pass over the tile (FP32 route; ``Schedule.split_pair_update``).
 
 Issue 8's FP16 route (``F16``, :mod:`adaptqr.paths.kernels.fp16_storage`): a matrix with
 ``SC[b] > 0`` keeps the trailing columns no panel needs yet in ``C16`` (float16, in units of
@@ -284,7 +281,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = False):
+                    PAIR16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -293,12 +290,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
     streamed, so both panels go in one pass).
     """
-    if TILE_MAJOR:
-        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
-        t = tl.program_id(0)
-    else:
-        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
-        t = tl.program_id(1)
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
+    t = tl.program_id(1)
     c0 = c_start + t * BN
     cc = c0 + tl.arange(0, BN)
     ccmask = cc < c_end
@@ -452,94 +445,3 @@ def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw,
         elif do32:
             _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
                          BM, PREC, PREC_TAIL)
-
-
-@triton.jit
-def _w_rows_pair(base, W, G, b, k, m, n, na, cc, ccmask, r_lo, r_hi, first,
-                 NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """``W[b, cc] += A[r_lo:r_hi, cc]^T [V1 V2][r_lo:r_hi]`` (atomics; ``W`` is
-    ``(B, n, 2 NB)``) for the panels at ``k`` and ``k + NB``; with ``first`` (the first
-    column tile's programs) also ``G[b] += V1^T V2`` over the same rows."""
-    rr = tl.arange(0, BM)
-    jj = tl.arange(0, NB)
-    k2 = k + NB
-    acc1 = tl.zeros((BN, NB), dtype=tl.float32)
-    acc2 = tl.zeros((BN, NB), dtype=tl.float32)
-    for r0 in range(r_lo, r_hi, BM):
-        r = r0 + rr
-        _, _, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
-        acc1 += _dot(At, tl.trans(V1), PREC)
-        acc2 += _dot(At, tl.trans(_load_v(base, k2, r, m, r_hi, na, NB, n - k2)), PREC)
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
-    tl.atomic_add(wp, acc1, mask=ccmask[:, None])
-    tl.atomic_add(wp + NB, acc2, mask=ccmask[:, None])
-    if first:
-        # V re-read from L2 by one column tile's programs: the other tiles' programs keep
-        # the registers of a one-panel-pair sweep.
-        g = tl.zeros((NB, NB), dtype=tl.float32)
-        for r0 in range(r_lo, r_hi, BM):
-            r = r0 + rr
-            g += _dot(_load_v(base, k, r, m, r_hi, na, NB, n - k),
-                      tl.trans(_load_v(base, k2, r, m, r_hi, na, NB, n - k2)), PREC)
-        tl.atomic_add(G + b.to(tl.int64) * NB * NB + jj[:, None] * NB + jj[None, :], g)
-
-
-@triton.jit
-def trailing_w_pair_kernel(Ht, W, G, NA, NZ, k, m, n, c_start, c_end, rows_per_split,
-                           NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                           HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
-    """:func:`trailing_w_kernel` for two panels at once (columns ``k`` and ``k + NB``; FP32
-    route only): ``W`` ``(B, n, 2 NB)`` and ``G`` ``(B, NB, NB)``, both zeroed by the
-    caller, get ``A^T [V1 V2]`` and ``V1^T V2`` for :func:`trailing_u_pair_kernel`."""
-    b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
-        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
-    if go:
-        first = tl.program_id(1) == 0
-        if (PREC_TAIL != PREC) & tail:
-            _w_rows_pair(base, W, G, b, k, m, n, na, cc, ccmask, r_lo, r_hi, first,
-                         NB, BN, BM, PREC_TAIL)
-        else:
-            _w_rows_pair(base, W, G, b, k, m, n, na, cc, ccmask, r_lo, r_hi, first,
-                         NB, BN, BM, PREC)
-
-
-@triton.jit
-def _u_rows_pair(base, TW, W, G, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                 NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """``A[r_lo:r_hi, cc]^T -= Y1 V1^T + Y2 V2^T`` with ``Y1 = W1 T1`` and
-    ``Y2 = (W2 - Y1 G) T2`` (``W2 - Y1 G``: ``A^T V2`` after the first panel's update;
-    the same algebra as :func:`_apply_pair_f16`)."""
-    rr = tl.arange(0, BM)
-    jj = tl.arange(0, NB)
-    k2 = k + NB
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
-    Y1 = _dot(tl.load(wp, mask=ccmask[:, None], other=0.0), _load_t(TW, b, k // NB, n_tw, NB),
-              PREC)
-    Gm = tl.load(G + b.to(tl.int64) * NB * NB + jj[:, None] * NB + jj[None, :])
-    Y2 = _dot(tl.load(wp + NB, mask=ccmask[:, None], other=0.0) - _dot(Y1, Gm, PREC),
-              _load_t(TW, b, k2 // NB, n_tw, NB), PREC)
-    # A second panel at or past n_active exited without writing its T (its V is zero here).
-    Y2 = tl.where(k2 < na, Y2, 0.0)
-    for r0 in range(r_lo, r_hi, BM):
-        r = r0 + rr
-        aptr, amask, At, V1 = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
-        At -= _dot(Y1, V1, PREC) + _dot(Y2, _load_v(base, k2, r, m, r_hi, na, NB, n - k2), PREC)
-        tl.store(aptr, At, mask=amask)
-
-
-@triton.jit
-def trailing_u_pair_kernel(Ht, TW, W, G, NA, NZ, k, m, n, c_start, c_end, n_tw, rows_per_prog,
-                           NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                           HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
-    """Second half of :func:`trailing_w_pair_kernel`'s update: program (b, t, s) applies
-    both panels to its column tile's rows ``[k + s*rows_per_prog, ...)`` in one
-    read-update-write pass (:func:`_u_rows_pair`)."""
-    b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
-        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
-    if go:
-        if (PREC_TAIL != PREC) & tail:
-            _u_rows_pair(base, TW, W, G, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                         NB, BM, PREC_TAIL)
-        else:
-            _u_rows_pair(base, TW, W, G, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                         NB, BM, PREC)

@@ -186,19 +186,6 @@ def test_lookahead_variants_match(B, n, variant):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("B,n,variant", [(2, 4096, {"split_pair_update": True}),
-                                         (1, 3072, {"split_pair_update": True}),
-                                         (3, 1100, {"split_pair_update": True}),
-                                         (2, 4096, {"split_pair_update": True, "lookahead": 0}),
-                                         (64, 512, {"trailing_tile_major": True}),
-                                         (20, 1024, {"trailing_tile_major": True})])
-def test_trailing_variants_match(B, n, variant):
-    # EXPERIMENTS.md T2 (the blocked update's grid by column tile) and T3 (groups of two
-    # panels applied by the row-split pair kernels, with and without look-ahead).
-    _variant_against_default(B, n, 1e-4, **variant)
-
-
-@pytest.mark.variant
 def test_lookahead_captures_in_a_graph():
     # The fork, the events and the join record into a CUDA graph; a replay on new data
     # passes the bar and gives the eager result.
