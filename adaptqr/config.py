@@ -97,10 +97,10 @@ class Knobs:
     ``cuda_panel_rows``, up to 4096 rows), ``cluster_small_batch``
     (``schedules.CLUSTER_SMALL_BATCH``: 0, or 1 to 128 matrices, the batches whose panels of
     257-1024 rows take clusters of 128-row CTAs too), ``lookahead``
-    (``schedules.LOOKAHEAD``: 0 off, 1 where every panel is CUDA C, 2 where no panel is
-    row-split: the panels and the next group's update on a high-priority stream beside the
-    rest of each update), ``lookahead_reserve`` (``schedules.LOOKAHEAD_RESERVE``: 0, 8, 16,
-    32 or 64 SMs the row-split rest update sizes its waves without)."""
+    (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
+    group's update on a high-priority stream beside the rest of each update),
+    ``lookahead_reserve`` (``schedules.LOOKAHEAD_RESERVE``: 0, 8, 16, 32 or 64 SMs the
+    row-split rest update sizes its waves without)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -209,7 +209,7 @@ KNOB_CHOICES = {
     "cuda_panel_fuse": (0, 1),
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
-    "lookahead": (0, 1, 2),
+    "lookahead": (0, 1),
     "lookahead_reserve": (0, 8, 16, 32, 64),
 }
 

@@ -15,8 +15,8 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 * otherwise, per group of ``group`` panels of ``nb`` columns: for each panel, the panel
   kernel (registers or row-chunked) then the trailing kernel on the rest of the group;
   then one trailing launch applies the whole group to the columns after it.
-* where every panel runs in CUDA C (a CTA, or a cluster of CTAs a matrix), with one group
-  of look-ahead (``Schedule.lookahead``): the next group's columns and panels on a
+* where no panel is row-split (every panel one CTA, cluster or program a matrix), with one
+  group of look-ahead (``Schedule.lookahead``): the next group's columns and panels on a
   high-priority stream while the caller's stream applies the group to the columns after
   them (:func:`_factor_lookahead`; the graph capture records both streams).
 
@@ -277,24 +277,19 @@ def _lookahead_lanes(f: _Blocked, group: int):
 
 
 def lookahead_applies(mode: int, kind_of, ks) -> bool:
-    """Whether look-ahead ``mode`` (``Schedule.lookahead``) takes a factorization whose panel
-    at column ``k`` runs the kernel ``kind_of(k)`` (``ks``: the panels' columns). Never with
-    a row-split panel: its grid barrier needs all its programs resident (the rest update
-    could hold their SMs), and its workspace would be allocated inside the fork.
-
-    * 1: every panel in CUDA C; the first panel is the tallest, so it decides.
-    * 2: no panel row-split (Triton's register and streamed panels too); every panel is
-      asked, since a shorter panel can split where a taller one could not.
+    """Whether look-ahead ``mode`` (``Schedule.lookahead``, 0 or 1) takes a factorization
+    whose panel at column ``k`` runs the kernel ``kind_of(k)`` (``ks``: the panels'
+    columns): where no panel is row-split. Each panel is asked, since a shorter panel can
+    split where a taller one could not. Never with a row-split panel: its grid barrier needs
+    all its programs resident (the rest update could hold their SMs), and its workspace
+    would be allocated inside the fork. CUDA C panels and clusters, Triton's register and
+    streamed panels are one program (or one cluster) a matrix.
 
     >>> kinds = {0: "streamed", 32: "row-split", 64: "register"}
-    >>> lookahead_applies(2, kinds.get, kinds), lookahead_applies(1, kinds.get, kinds)
-    (False, False)
-    >>> lookahead_applies(1, {0: "cluster-cuda"}.get, [0]), lookahead_applies(2, {0: "register"}.get, [0])
-    (True, True)
+    >>> lookahead_applies(1, kinds.get, kinds), lookahead_applies(1, {0: "register"}.get, [0])
+    (False, True)
     """
-    if mode == 1:
-        return kind_of(0) in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA)
-    return mode == 2 and all(kind_of(k) != PANEL_ROW_SPLIT for k in ks)
+    return mode == 1 and all(kind_of(k) != PANEL_ROW_SPLIT for k in ks)
 
 
 def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
@@ -620,6 +615,11 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     return best[1], best[2]
 
 
+#: The largest grid extent on a CUDA grid's second axis: the blocked update puts the batch
+#: there (column tiles first, EXPERIMENTS.md T2) up to it.
+MAX_GRID_Y = 65535
+
+
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
               w_slot: int = 0, reserve: int = 0) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
@@ -665,11 +665,14 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
-        grid = (B, triton.cdiv(c_end - c_start, bn_l))
+        tiles = triton.cdiv(c_end - c_start, bn_l)
+        tile_major = B <= MAX_GRID_Y
+        grid = (tiles, B) if tile_major else (B, tiles)
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                               BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
+                              TILE_MAJOR=tile_major,
                               num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                               num_stages=s.fp16_stages if only16 and s.fp16_stages
                               else schedules.TRAILING_STAGES)

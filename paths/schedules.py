@@ -88,14 +88,14 @@ CUDA_PANEL_CLUSTER = 512
 CLUSTER_SMALL_BATCH = 32
 CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
-#: One group of look-ahead (EXPERIMENTS.md L2): where every panel runs in CUDA C, the
+#: One group of look-ahead (EXPERIMENTS.md L2, L3): where no panel is row-split, the
 #: panels and each update's next group of columns on a high-priority stream, the rest of
-#: each update on the caller's stream beside them. Against off, same run (run 0213): 2x4096
-#: 17.37 -> 14.88 ms, 60x1024 3.95 -> 3.81, mixed 5.37 -> 4.84, nearrank 6.36 -> 5.91,
-#: 640x512 mixed / rankdef / clustered -2.5 %, 640x512 dense 5.69 -> 5.79, 8x2048 6.90 ->
-#: 6.87; geomean 2.765 -> 2.672; 1x4096 13.12 -> 11.27 (run 0212). Knob ``lookahead``: 0
-#: off; 2 also where the panels are Triton's (one program a matrix, no row-split panel:
-#: 40x176, 40x352, machines without cupy), built, not measured (EXPERIMENTS.md L3).
+#: each update on the caller's stream beside them. Against off, same run (run 0213, where
+#: every panel was CUDA C): 2x4096 17.37 -> 14.88 ms, 60x1024 3.95 -> 3.81, mixed 5.37 ->
+#: 4.84, nearrank 6.36 -> 5.91, 640x512 mixed / rankdef / clustered -2.5 %, 640x512 dense
+#: 5.69 -> 5.79, 8x2048 6.90 -> 6.87; geomean 2.765 -> 2.672; 1x4096 13.12 -> 11.27 (run
+#: 0212). Over Triton's panels too (L3, run 0416, against CUDA C panels only): 40x352
+#: 0.793 -> 0.712, 40x176 0.253 -> 0.254. Knob ``lookahead``: 0 off.
 LOOKAHEAD = 1
 #: SMs that the rest update leaves to the look-ahead's panels when it is row-split (its
 #: slices sized for waves on that many fewer SMs): 0. Knob ``lookahead_reserve``; built,

@@ -21,9 +21,13 @@
 #   SINGLE="--knobs fuse:cuda_panel_fuse=1 --knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 --knobs b128f:cuda_panel_rows=256,cuda_panel_cluster=128,cuda_panel_fuse=1" \
 #   SWEEP_CASES=bench/devscripts/cases_batch_sweep.json SWEEP="--knobs b128:cuda_panel_rows=256,cuda_panel_cluster=128 --knobs b256:cuda_panel_rows=256,cuda_panel_cluster=256" \
 #   TRACE=2x4096,640x512 TRACE_KNOBS="--knobs fuse:cuda_panel_fuse=1" bash bench/devscripts/variants_call.sh
-# Built in session 18, not run (EXPERIMENTS.md L3):
-#   TESTS_K="lookahead" B12="--knobs la2:lookahead=2" \
-#   BIG="--knobs r16:lookahead_reserve=16 --knobs r32:lookahead_reserve=32" bash bench/devscripts/variants_call.sh
+# Session 19's (T2, T3, L3; run 0416):
+#   TESTS_K="trailing_variants or lookahead_variants" \
+#   B12="--knobs tm:trailing_tile_major=1 --knobs la2:lookahead=2" \
+#   BIG="--knobs pair:split_pair_update=1 --knobs pairtm:split_pair_update=1,trailing_tile_major=1" \
+#   SINGLE="--knobs pair:split_pair_update=1" bash bench/devscripts/variants_call.sh
+# Built, not run (EXPERIMENTS.md L3): TESTS_K="lookahead_reserve" \
+#   BIG="--knobs r16:lookahead_reserve=16 --knobs r32:lookahead_reserve=32"
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

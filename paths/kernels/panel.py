@@ -54,10 +54,10 @@ import triton.language as tl
 
 
 @triton.jit
-def program_matrix(Ht, NA, m, n, HAS_NA: tl.constexpr):
-    """``(b, base, na)`` of the matrix of program_id(0): its index, the start of its ``Ht``
-    rows and its ``n_active`` (n without ``NA``)."""
-    b = tl.program_id(0)
+def program_matrix(Ht, NA, m, n, HAS_NA: tl.constexpr, AXIS: tl.constexpr = 0):
+    """``(b, base, na)`` of the matrix of program_id(AXIS): its index, the start of its
+    ``Ht`` rows and its ``n_active`` (n without ``NA``)."""
+    b = tl.program_id(AXIS)
     base = Ht + b.to(tl.int64) * m * n
     if HAS_NA:
         na = tl.load(NA + b)

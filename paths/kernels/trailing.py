@@ -4,9 +4,11 @@ Storage as in :mod:`adaptqr.paths.kernels.panel`: ``Ht`` is ``(B, n, m)`` contig
 of ``Ht[b]`` is column j of matrix b), ``TW`` is ``(B, n_tw, NB, NB)`` holding the panels'
 ``T`` (panel p starts at column ``p * NB``; its ``T`` is ``TW[b, p]``).
 
-Grid ``(B, cdiv(c_end - c_start, BN))``: program ``(b, t)`` owns the trailing columns
+Grid ``(cdiv(c_end - c_start, BN), B)``: program ``(t, b)`` owns the trailing columns
 ``[c_start + t*BN, ...+BN)`` of matrix b and applies the ``npan`` consecutive panels starting
-at column ``k0`` in order. In transposed form, for one panel::
+at column ``k0`` in order. Column tile first, so that a matrix's tiles run side by side and
+read its panels' ``V`` from L2 (EXPERIMENTS.md T2); batches past the grid's second axis
+(65535) take ``(B, tiles)`` (``TILE_MAJOR`` False). In transposed form, for one panel::
 
     W  = A^T V        (BN x NB, accumulated over the rows)
     Y  = W T          (BN x NB)
@@ -281,7 +283,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    PAIR16: tl.constexpr = False):
+                    PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = True):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -290,8 +292,12 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
     streamed, so both panels go in one pass).
     """
-    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
-    t = tl.program_id(1)
+    if TILE_MAJOR:
+        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
+        t = tl.program_id(0)
+    else:
+        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
+        t = tl.program_id(1)
     c0 = c_start + t * BN
     cc = c0 + tl.arange(0, BN)
     ccmask = cc < c_end

@@ -282,6 +282,22 @@ def _cases():
                   "bar": bool(check_geqrf(A[:1], H2[:1], t2[:1]).passes_bar)})
     finally:
         hh._lookahead_lanes = real
+    # The blocked update's grid, column tile first, and the batch-first grid that batches
+    # past the grid's second axis take (EXPERIMENTS.md T2): the same programs in another
+    # order, so the same bits; resident and streamed tiles.
+    old = (schedules.RESIDENT_MAX_TILE, hh.MAX_GRID_Y)
+    for resident, (B, m, n) in ((True, (3, 64, 64)), (False, (2, 72, 50))):
+        schedules.RESIDENT_MAX_TILE = old[0] if resident else 16 * 16
+        try:
+            A = torch.randn(B, m, n)
+            H1, t1 = run(A, S)
+            hh.MAX_GRID_Y = 1
+            H2, t2 = run(A, S)
+        finally:
+            schedules.RESIDENT_MAX_TILE, hh.MAX_GRID_Y = old
+        _out({"name": f"batch-first grid {B}x{m}x{n}",
+              "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
+              "bar": bool(check_geqrf(A, H1, t1).passes_bar)})
     return records
 
 @pytest.fixture(scope="module")
@@ -401,6 +417,12 @@ def test_column_major_load_leaves_views_to_torch(results):
 def test_row_split_update_matches_whole_column_update(results, name):
     d = results[name]
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["finite"] and d["bar"], d
+
+
+@pytest.mark.parametrize("name", ["batch-first grid 3x64x64", "batch-first grid 2x72x50"])
+def test_batch_first_grid_gives_the_same_bits(results, name):
+    d = results[name]
+    assert d["same"] and d["bar"], d
 
 
 @pytest.mark.parametrize("name", ["lookahead 2x64x64", "lookahead 2x100x90"])
