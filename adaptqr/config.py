@@ -100,7 +100,9 @@ class Knobs:
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
     group's update on a high-priority stream beside the rest of each update),
     ``lookahead_reserve`` (``schedules.LOOKAHEAD_RESERVE``: 0, 8, 16, 32 or 64 SMs the
-    row-split rest update sizes its waves without)."""
+    row-split rest update sizes its waves without), ``slice_min_rows``
+    (``schedules.TRAILING_SLICE_MIN_ROWS``: 0, 64, 128 or 256, the fewest rows of a row-split
+    update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -112,6 +114,7 @@ class Knobs:
     cluster_small_batch: int | None = None
     lookahead: int | None = None
     lookahead_reserve: int | None = None
+    slice_min_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,7 @@ KNOB_CHOICES = {
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
     "lookahead": (0, 1),
     "lookahead_reserve": (0, 8, 16, 32, 64),
+    "slice_min_rows": (0, 64, 128, 256),
 }
 
 

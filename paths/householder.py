@@ -585,14 +585,17 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tuple[int, int]:
+def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0, min_rows: int = 0
+               ) -> tuple[int, int]:
     """``(nsplit, per)``: a row-split update's slices of ``per`` rows (a multiple of ``bm``).
 
-    With ``waves_sm`` (the SM count, on a GPU), the
-    slice count that minimises whole waves of programs (``TRAILING_SPLIT_CTAS_PER_SM`` an
-    SM) times the rows a program sweeps; else about ``TRAILING_SPLIT_PROGRAMS`` programs.
-    Slices of at least ``TRAILING_SPLIT_MIN_ROWS`` rows either way. 2x4096's first update
-    is 630 programs (2.4 waves) the old way, 252 (one wave) by waves (EXPERIMENTS.md F2).
+    With ``waves_sm`` (the SM count, on a GPU), the slice count that minimises whole waves
+    of programs (``TRAILING_SPLIT_CTAS_PER_SM`` an SM) times the rows a program sweeps;
+    else about ``TRAILING_SPLIT_PROGRAMS`` programs. Slices of at least
+    ``TRAILING_SPLIT_MIN_ROWS`` rows either way; of at least ``min_rows`` (if given, on a
+    GPU) where slices of that floor would not fill one wave (the look-ahead's update of one
+    column tile; a rest update keeps its wave choice, EXPERIMENTS.md T4). 2x4096's first
+    update is 630 programs (2.4 waves) the old way, 252 (one wave) by waves (F2).
 
     >>> row_slices(2, 63, 4032, 64)
     (5, 832)
@@ -600,11 +603,13 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0) -> tup
     (2, 2048)
     """
     cap = triton.cdiv(rows, schedules.TRAILING_SPLIT_MIN_ROWS)
+    slots = schedules.TRAILING_SPLIT_CTAS_PER_SM * waves_sm
+    if min_rows and B * tiles * cap < slots:
+        cap = triton.cdiv(rows, min_rows)
     if not waves_sm:
         nsplit = min(cap, triton.cdiv(schedules.TRAILING_SPLIT_PROGRAMS, B * tiles))
         per = triton.cdiv(triton.cdiv(rows, nsplit), bm) * bm
         return triton.cdiv(rows, per), per
-    slots = schedules.TRAILING_SPLIT_CTAS_PER_SM * waves_sm
     best = None
     for nsplit in range(1, cap + 1):
         per = triton.cdiv(triton.cdiv(rows, nsplit), bm) * bm
@@ -637,7 +642,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     rows = m - k0
     if _splits_rows(npan, B, tiles, rows):
         sm = max(1, _sm_count(Ht.device) - reserve) if Ht.is_cuda else 0
-        nsplit, per = row_slices(B, tiles, rows, s.bm, sm)
+        nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W = _w(f, w_slot)
         W.zero_()
         grid = (B, tiles, nsplit)

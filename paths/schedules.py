@@ -126,6 +126,7 @@ SCHEDULE_KNOBS = {
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
     "lookahead_reserve": ("LOOKAHEAD_RESERVE", int),
+    "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
 }
 
 
@@ -162,6 +163,12 @@ TRAILING_MIN_PROGRAMS = 264
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
+#: Fewest rows a slice of the row-split update takes (0: ``TRAILING_SPLIT_MIN_ROWS``). The
+#: look-ahead stream's update of the next panel's 32 columns at 2x4096 is 2 x 16 programs
+#: of 256 rows, 10.7 us (W) and 11.9 us (U) in ncu at 6 % occupancy (run 0403), on that
+#: stream's chain before every panel. Knob ``slice_min_rows``; built, not measured
+#: (EXPERIMENTS.md T4).
+TRAILING_SLICE_MIN_ROWS = 0
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -268,6 +275,9 @@ class Schedule:
     # SMs the row-split rest update leaves free under look-ahead (LOOKAHEAD_RESERVE); None:
     # the knob, else the constant.
     lookahead_reserve: int | None = None
+    # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
+    # threshold's); None: the knob, else the constant.
+    slice_min_rows: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

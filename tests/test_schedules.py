@@ -99,6 +99,24 @@ def test_row_slices_whole_waves():
     assert row_slices(2, 63, 4032, 64, H200_SMS) == (2, 2048)
 
 
+def test_row_slices_floor_knob():
+    # T4: a lower floor gives the look-ahead's one-tile update (2x4096: 2 matrices, one
+    # column tile) more, shorter slices; the rest update's whole-wave choice is unchanged.
+    from adaptqr import config
+    from adaptqr.paths.householder import _with_knobs, row_slices
+
+    assert row_slices(2, 1, 4032, 64, H200_SMS) == (16, 256)
+    assert row_slices(2, 1, 4032, 64, H200_SMS, 64) == (63, 64)
+    assert row_slices(2, 63, 4032, 64, H200_SMS, 64) == (2, 2048)
+    s = schedules.schedule_for(4096, 4096)
+    assert _with_knobs(s, None).slice_min_rows == 0
+    with config.experiment(slice_min_rows=64):
+        assert _with_knobs(s, None).slice_min_rows == 64
+    with pytest.raises(ValueError, match="slice_min_rows"):
+        with config.experiment(slice_min_rows=32):
+            pass
+
+
 def _npow2(x):
     return 1 << (x - 1).bit_length()
 

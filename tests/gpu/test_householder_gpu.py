@@ -179,6 +179,13 @@ def test_lookahead_matches(B, n):
 
 
 @pytest.mark.variant
+@pytest.mark.parametrize("B,n,rows", [(2, 4096, 64), (1, 3072, 128), (4, 2048, 64)])
+def test_slice_floor_matches(B, n, rows):
+    # EXPERIMENTS.md T4: the look-ahead's one-tile row-split updates in thinner slices.
+    _variant_against_default(B, n, 1e-4, slice_min_rows=rows)
+
+
+@pytest.mark.variant
 def test_lookahead_reserve_matches():
     # EXPERIMENTS.md L3: the row-split rest update leaving SMs to the panels.
     _variant_against_default(2, 4096, 1e-4, lookahead_reserve=16)
