@@ -102,7 +102,8 @@ class Knobs:
     ``lookahead_reserve`` (``schedules.LOOKAHEAD_RESERVE``: 0, 8, 16, 32 or 64 SMs the
     row-split rest update sizes its waves without), ``slice_min_rows``
     (``schedules.TRAILING_SLICE_MIN_ROWS``: 0, 64, 128 or 256, the fewest rows of a row-split
-    update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``)."""
+    update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``), ``fp16_group``
+    (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -115,6 +116,7 @@ class Knobs:
     lookahead: int | None = None
     lookahead_reserve: int | None = None
     slice_min_rows: int | None = None
+    fp16_group: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ KNOB_CHOICES = {
     "lookahead": (0, 1),
     "lookahead_reserve": (0, 8, 16, 32, 64),
     "slice_min_rows": (0, 64, 128, 256),
+    "fp16_group": (1, 2),
 }
 
 

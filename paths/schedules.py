@@ -127,6 +127,7 @@ SCHEDULE_KNOBS = {
     "lookahead": ("LOOKAHEAD", int),
     "lookahead_reserve": ("LOOKAHEAD_RESERVE", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
+    "fp16_group": ("FP16_GROUP", int),
 }
 
 
@@ -163,12 +164,22 @@ TRAILING_MIN_PROGRAMS = 264
 TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
-#: Fewest rows a slice of the row-split update takes (0: ``TRAILING_SPLIT_MIN_ROWS``). The
-#: look-ahead stream's update of the next panel's 32 columns at 2x4096 is 2 x 16 programs
-#: of 256 rows, 10.7 us (W) and 11.9 us (U) in ncu at 6 % occupancy (run 0403), on that
-#: stream's chain before every panel. Knob ``slice_min_rows``; built, not measured
-#: (EXPERIMENTS.md T4).
-TRAILING_SLICE_MIN_ROWS = 0
+#: Fewest rows a slice of a row-split update takes where slices of
+#: ``TRAILING_SPLIT_MIN_ROWS`` would not fill one wave (householder.row_slices; 0: no
+#: such floor). The look-ahead stream's update of the next panel's 32 columns at 2x4096
+#: was 2 x 16 programs of 256 rows, 10.7 us (W) and 11.9 us (U) in ncu at 6 % occupancy
+#: (run 0403), on that stream's chain before every panel. Against 0, same run
+#: (EXPERIMENTS.md T4, run 0429), ms: 2x4096 14.90 -> 14.41, 8x2048 6.94 -> 6.73, 1x3072
+#: 7.77 -> 7.01, 1x4096 11.30 -> 10.47, 1x1024 2.354 -> 2.273; 128 rows in between.
+#: Knob ``slice_min_rows``.
+TRAILING_SLICE_MIN_ROWS = 64
+#: Panels a group on the FP16 route: 2, so that the FP16-only update applies both in one
+#: pass over its tile (EXPERIMENTS.md N9; 640x512 and 60x1024). A pair update is never
+#: row-split: at 8x2048 the rest update is 8 x 15 programs of 2048-row sweeps and the
+#: look-ahead's next-group update 8 (trace run 0429: ~490 and ~240 us a group). Knob
+#: ``fp16_group`` (1: each panel alone, row-split where the batch is small); 1 built, not
+#: measured (EXPERIMENTS.md N15).
+FP16_GROUP = 2
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -300,9 +311,9 @@ class Schedule:
     fp16_stages: int = 2
     fp16_bn: int = 128
     # Panels a trailing group when the FP16 route is offered (features["fp16_scale"]; in
-    # place of ``group`` for the whole batch): 1, or 2 (the FP16-only update applies both
-    # panels in one pass over its tile, EXPERIMENTS.md N9).
-    fp16_group: int = 2
+    # place of ``group`` for the whole batch): 1, or 2 (FP16_GROUP); None: the knob, else
+    # the constant.
+    fp16_group: int | None = None
 
 
 def next_pow2(x: int) -> int:

@@ -109,9 +109,9 @@ def test_row_slices_floor_knob():
     assert row_slices(2, 1, 4032, 64, H200_SMS, 64) == (63, 64)
     assert row_slices(2, 63, 4032, 64, H200_SMS, 64) == (2, 2048)
     s = schedules.schedule_for(4096, 4096)
-    assert _with_knobs(s, None).slice_min_rows == 0
-    with config.experiment(slice_min_rows=64):
-        assert _with_knobs(s, None).slice_min_rows == 64
+    assert _with_knobs(s, None).slice_min_rows == schedules.TRAILING_SLICE_MIN_ROWS == 64
+    with config.experiment(slice_min_rows=0):
+        assert _with_knobs(s, None).slice_min_rows == 0
     with pytest.raises(ValueError, match="slice_min_rows"):
         with config.experiment(slice_min_rows=32):
             pass
