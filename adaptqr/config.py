@@ -103,7 +103,7 @@ class Knobs:
     row-split rest update sizes its waves without), ``slice_min_rows``
     (``schedules.TRAILING_SLICE_MIN_ROWS``: 0, 64, 128 or 256, the fewest rows of a row-split
     update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``), ``fp16_group``
-    (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route)."""
+    (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route, 0 by the batch)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -217,7 +217,7 @@ KNOB_CHOICES = {
     "lookahead": (0, 1),
     "lookahead_reserve": (0, 8, 16, 32, 64),
     "slice_min_rows": (0, 64, 128, 256),
-    "fp16_group": (1, 2),
+    "fp16_group": (0, 1, 2),
 }
 
 

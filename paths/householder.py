@@ -236,14 +236,11 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
     wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
-    # feature given, the whole batch takes the groups of Schedule.fp16_group.
+    # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
     f16 = None
     if sc is not None:
-        if s.fp16_group not in (1, 2):
-            raise ValueError(f"householder: Schedule.fp16_group must be 1 or 2, got "
-                             f"{s.fp16_group}")
-        group = s.fp16_group
+        group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
     lanes = _lookahead_lanes(f, group)
@@ -255,6 +252,25 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
         _group_panels(f, g0, gend, 0)
         if gend < n:
             _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
+
+
+def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
+    """Panels a group for a ``B x m x n`` batch on the FP16 route under the resolved
+    schedule ``s``: ``s.fp16_group`` where set (1 or 2), else (0) one where the first
+    update would be row-split (few matrices: the pair update, never row-split, would be a
+    few programs sweeping every row, EXPERIMENTS.md N15), two elsewhere (the pair update,
+    N9).
+
+    >>> s = _with_knobs(schedules.schedule_for(2048, 2048), None)
+    >>> [fp16_group(s, B, n, n) for B, n in ((8, 2048), (60, 1024), (640, 512))]
+    [1, 2, 2]
+    """
+    if s.fp16_group not in (0, 1, 2):
+        raise ValueError(f"householder: Schedule.fp16_group must be 0, 1 or 2, got "
+                         f"{s.fp16_group}")
+    if s.fp16_group:
+        return s.fp16_group
+    return 1 if _splits_rows(1, B, triton.cdiv(n - s.nb, s.bn), m) else 2
 
 
 def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:

@@ -173,13 +173,15 @@ TRAILING_SPLIT_MIN_ROWS = 256
 #: 7.77 -> 7.01, 1x4096 11.30 -> 10.47, 1x1024 2.354 -> 2.273; 128 rows in between.
 #: Knob ``slice_min_rows``.
 TRAILING_SLICE_MIN_ROWS = 64
-#: Panels a group on the FP16 route: 2, so that the FP16-only update applies both in one
-#: pass over its tile (EXPERIMENTS.md N9; 640x512 and 60x1024). A pair update is never
-#: row-split: at 8x2048 the rest update is 8 x 15 programs of 2048-row sweeps and the
-#: look-ahead's next-group update 8 (trace run 0429: ~490 and ~240 us a group). Knob
-#: ``fp16_group`` (1: each panel alone, row-split where the batch is small); 1 built, not
-#: measured (EXPERIMENTS.md N15).
-FP16_GROUP = 2
+#: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
+#: the first update would be row-split (few matrices), else two, so that the FP16-only
+#: update applies both in one pass over its tile (EXPERIMENTS.md N9). A pair update is
+#: never row-split: at 8x2048 the rest update was 8 x 15 programs of 2048-row sweeps and
+#: the look-ahead's next-group update 8 (trace run 0429: ~490 and ~240 us a group). One
+#: panel a group against two, same run (N15, run 0435), ms: 8x2048 6.64 -> 5.94, but
+#: 640x512 5.55 -> 6.65, 60x1024 3.90 -> 4.57, 640x512 mixed 6.22 -> 7.10; the FP32 route
+#: at 8x2048 7.63. Knob ``fp16_group`` (1 or 2 for every batch).
+FP16_GROUP = 0
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -311,8 +313,8 @@ class Schedule:
     fp16_stages: int = 2
     fp16_bn: int = 128
     # Panels a trailing group when the FP16 route is offered (features["fp16_scale"]; in
-    # place of ``group`` for the whole batch): 1, or 2 (FP16_GROUP); None: the knob, else
-    # the constant.
+    # place of ``group`` for the whole batch): 1, 2, or 0 by the batch (FP16_GROUP); None:
+    # the knob, else the constant.
     fp16_group: int | None = None
 
 

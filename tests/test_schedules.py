@@ -321,3 +321,22 @@ def test_schedule_knobs_table():
         assert name in knob_fields and sched_fields[name] is None, name
         assert getattr(s, name) == getattr(schedules, constant)
         assert type(getattr(s, name)) is kind, name
+
+
+def test_fp16_group_by_batch():
+    # N15: one panel a group on the FP16 route where the first update is row-split (few
+    # matrices), two elsewhere; the knob sets it for every batch.
+    from adaptqr import config
+    from adaptqr.paths.householder import _with_knobs, fp16_group
+
+    assert schedules.FP16_GROUP == 0
+    shapes = ((8, 2048), (4, 1024), (60, 1024), (640, 512))
+    s = _with_knobs(schedules.schedule_for(1024, 1024), None)
+    assert [fp16_group(s, B, n, n) for B, n in shapes] == [1, 1, 2, 2]
+    for g in (1, 2):
+        with config.experiment(fp16_group=g):
+            s = _with_knobs(schedules.schedule_for(1024, 1024), None)
+            assert [fp16_group(s, B, n, n) for B, n in shapes] == [g] * 4
+    with pytest.raises(ValueError, match="fp16_group"):
+        with config.experiment(fp16_group=3):
+            pass
