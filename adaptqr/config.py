@@ -99,8 +99,7 @@ class Knobs:
     257-1024 rows take clusters of 128-row CTAs too), ``lookahead``
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
     group's update on a high-priority stream beside the rest of each update),
-    ``lookahead_reserve`` (``schedules.LOOKAHEAD_RESERVE``: 0, 8, 16, 32 or 64 SMs the
-    row-split rest update sizes its waves without), ``slice_min_rows``
+    ``slice_min_rows``
     (``schedules.TRAILING_SLICE_MIN_ROWS``: 0, 64, 128 or 256, the fewest rows of a row-split
     update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``), ``fp16_group``
     (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route, 0 by the batch)."""
@@ -114,7 +113,6 @@ class Knobs:
     cuda_panel_cluster: int | None = None
     cluster_small_batch: int | None = None
     lookahead: int | None = None
-    lookahead_reserve: int | None = None
     slice_min_rows: int | None = None
     fp16_group: int | None = None
 
@@ -215,7 +213,6 @@ KNOB_CHOICES = {
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
     "lookahead": (0, 1),
-    "lookahead_reserve": (0, 8, 16, 32, 64),
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),
 }

@@ -331,7 +331,7 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
         ev_next = None
         if nend < n:
             lanes.wait(lanes.main, ev_panels)
-            _trailing(f, g0, npan, nend, n, f16, 0, f.s.lookahead_reserve or 0)
+            _trailing(f, g0, npan, nend, n, f16, 0)
             ev_next = lanes.record(lanes.main)
         with lanes.on_hi():
             lanes.wait(lanes.hi, ev_rest)
@@ -642,11 +642,10 @@ MAX_GRID_Y = 65535
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
-              w_slot: int = 0, reserve: int = 0) -> None:
+              w_slot: int = 0) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
     ``(C16, scales)`` of the FP16 route (one or two panels an update), else None;
-    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`); ``reserve``: SMs a
-    row-split update sizes its waves without (left to the look-ahead's panels)."""
+    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`)."""
     Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
         f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
@@ -657,7 +656,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if _splits_rows(npan, B, tiles, rows):
-        sm = max(1, _sm_count(Ht.device) - reserve) if Ht.is_cuda else 0
+        sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W = _w(f, w_slot)
         W.zero_()

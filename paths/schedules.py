@@ -97,10 +97,6 @@ CLUSTER_SMALL_CTA_ROWS = 128
 #: 0212). Over Triton's panels too (L3, run 0416, against CUDA C panels only): 40x352
 #: 0.793 -> 0.712, 40x176 0.253 -> 0.254. Knob ``lookahead``: 0 off.
 LOOKAHEAD = 1
-#: SMs that the rest update leaves to the look-ahead's panels when it is row-split (its
-#: slices sized for waves on that many fewer SMs): 0. Knob ``lookahead_reserve``; built,
-#: not measured (EXPERIMENTS.md L3).
-LOOKAHEAD_RESERVE = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -125,7 +121,6 @@ SCHEDULE_KNOBS = {
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
-    "lookahead_reserve": ("LOOKAHEAD_RESERVE", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
 }
@@ -285,9 +280,6 @@ class Schedule:
     # One group of look-ahead on a second stream (LOOKAHEAD: 0, 1 or 2); None: the knob,
     # else the constant.
     lookahead: int | None = None
-    # SMs the row-split rest update leaves free under look-ahead (LOOKAHEAD_RESERVE); None:
-    # the knob, else the constant.
-    lookahead_reserve: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.
     slice_min_rows: int | None = None

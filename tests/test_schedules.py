@@ -274,21 +274,18 @@ def test_cuda_panel_cluster(monkeypatch):
 
 
 def test_lookahead_knobs():
-    # L2 / L3 (on where no panel is row-split; SMs left free by the row-split rest update):
-    # knobs and the rule on which factorizations take it.
+    # L2 / L3 (on where no panel is row-split): the knob and the rule on which
+    # factorizations take it.
     from adaptqr import config
 
     assert schedules.LOOKAHEAD == 1 and schedules.knob("lookahead") == 1
-    assert schedules.LOOKAHEAD_RESERVE == 0 and schedules.knob("lookahead_reserve") == 0
     s = schedules.schedule_for(512, 512)
-    assert hh._with_knobs(s, None).lookahead == 1 and hh._with_knobs(s, None).lookahead_reserve == 0
-    with config.experiment(lookahead=0, lookahead_reserve=16):
-        r = hh._with_knobs(s, None)
-        assert (r.lookahead, r.lookahead_reserve) == (0, 16)
-    for bad in ({"lookahead_reserve": 5}, {"lookahead": 2}):
-        with pytest.raises(ValueError, match=next(iter(bad))):
-            with config.experiment(**bad):
-                pass
+    assert hh._with_knobs(s, None).lookahead == 1
+    with config.experiment(lookahead=0):
+        assert hh._with_knobs(s, None).lookahead == 0
+    with pytest.raises(ValueError, match="lookahead"):
+        with config.experiment(lookahead=2):
+            pass
     cuda = {0: "cluster-cuda", 32: "register-cuda"}
     triton_panels = {0: "register", 16: "register"}
     split_later = {0: "streamed", 32: "row-split", 64: "register"}

@@ -26,8 +26,9 @@
 #   B12="--knobs tm:trailing_tile_major=1 --knobs la2:lookahead=2" \
 #   BIG="--knobs pair:split_pair_update=1 --knobs pairtm:split_pair_update=1,trailing_tile_major=1" \
 #   SINGLE="--knobs pair:split_pair_update=1" bash bench/devscripts/variants_call.sh
-# Built, not run (EXPERIMENTS.md L3): TESTS_K="lookahead_reserve" \
-#   BIG="--knobs r16:lookahead_reserve=16 --knobs r32:lookahead_reserve=32"
+# Session 19's later ones (T4, N15, L3's reserve; runs 0429, 0435):
+#   TESTS_K="slice_floor" BIG="--knobs s64:slice_min_rows=64 --knobs g1:fp16_group=1 \
+#   --knobs r16:lookahead_reserve=16" SINGLE="--knobs s64:slice_min_rows=64"
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

@@ -186,12 +186,6 @@ def test_slice_floor_matches(B, n, rows):
 
 
 @pytest.mark.variant
-def test_lookahead_reserve_matches():
-    # EXPERIMENTS.md L3: the row-split rest update leaving SMs to the panels.
-    _variant_against_default(2, 4096, 1e-4, lookahead_reserve=16)
-
-
-@pytest.mark.variant
 def test_lookahead_captures_in_a_graph():
     # The fork, the events and the join record into a CUDA graph; a replay on new data
     # passes the bar and gives the eager result.
