@@ -102,7 +102,11 @@ class Knobs:
     ``slice_min_rows``
     (``schedules.TRAILING_SLICE_MIN_ROWS``: 0, 64, 128 or 256, the fewest rows of a row-split
     update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``), ``fp16_group``
-    (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route, 0 by the batch)."""
+    (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route, 0 by the batch),
+    ``wide_chunk`` (``paths.wide.WIDE_CHUNK_PANELS``: 0, or 2 / 4 / 8 / 16 panels a ``Q^T``
+    launch of the wide path beside its leading block's factorization),
+    ``split_both_routes`` (``schedules.SPLIT_BOTH_ROUTES``: 1 / 0, the row-split update's
+    kernels in one launch for both routes on the FP16 route)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -115,6 +119,8 @@ class Knobs:
     lookahead: int | None = None
     slice_min_rows: int | None = None
     fp16_group: int | None = None
+    wide_chunk: int | None = None
+    split_both_routes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +221,8 @@ KNOB_CHOICES = {
     "lookahead": (0, 1),
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),
+    "wide_chunk": (0, 2, 4, 8, 16),
+    "split_both_routes": (0, 1),
 }
 
 

@@ -274,7 +274,8 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
     (``tau`` ``(B, k)`` contiguous): one launch, one warp a panel."""
     B, k = tau.shape
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
-    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, NB=nb, CH=QFORM_T_ROWS, num_warps=1)
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, CH=QFORM_T_ROWS,
+                              num_warps=1)
     return TW
 
 
@@ -293,22 +294,52 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
     >>> torch.allclose(C, Q.mT @ A[..., 4:])
     True
     """
-    B, m, k = H.shape
-    nc = C.shape[-1]
-    if B == 0 or k == 0 or nc == 0:
+    B, _, k = H.shape
+    if B == 0 or k == 0 or C.shape[-1] == 0:
         return
-    if not ((H.is_cuda or interpreting()) and H.dtype == C.dtype == tau.dtype == torch.float32
-            and H.mT.is_contiguous() and C.stride(-2) == 1 and tau.is_contiguous()):
+    if not apply_qt_in_triton(H, tau, C):
         blocked_apply_qt(H, tau, C)
         return
+    TW = apply_qt_workspace(H)
+    apply_qt_panels(H, tau, C, TW, 0, TW.shape[1])
+
+
+def apply_qt_in_triton(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> bool:
+    """Whether :func:`apply_qt` takes the Triton kernels for these operands (float32,
+    column-major ``H``, contiguous columns of ``C``, on the GPU or under the interpreter)."""
+    return bool((H.is_cuda or interpreting()) and H.dtype == C.dtype == tau.dtype == torch.float32
+                and H.mT.is_contiguous() and C.stride(-2) == 1 and tau.is_contiguous())
+
+
+def apply_qt_workspace(H: torch.Tensor) -> torch.Tensor:
+    """The panels' ``T`` buffer ``(B, cdiv(k, QFORM_NB), QFORM_NB, QFORM_NB)`` of
+    :func:`apply_qt_panels` for ``H`` ``(B, m, k)``."""
+    B, _, k = H.shape
+    return torch.empty(B, triton.cdiv(k, QFORM_NB), QFORM_NB, QFORM_NB, dtype=H.dtype,
+                       device=H.device)
+
+
+def apply_qt_panels(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, TW: torch.Tensor,
+                    p0: int, p1: int) -> None:
+    """``C <- (H_{p0} ... H_{p1 - 1})^T C`` for the panels ``p0 .. p1 - 1`` of
+    ``QFORM_NB`` columns of ``H`` ``(B, m, k)`` (their ``T`` into ``TW[:, p0:p1]``, from
+    :func:`apply_qt_workspace`): :func:`apply_qt` a range of panels at a time, so that the
+    wide path applies a panel range as soon as the factorization has made it
+    (:mod:`adaptqr.paths.wide`). Operands as :func:`apply_qt_in_triton` takes them."""
+    B, m, k = H.shape
+    nc = C.shape[-1]
+    if p1 <= p0 or nc == 0:
+        return
     Ht = H.mT
-    n_tw = triton.cdiv(k, QFORM_NB)
-    TW = _panel_ts(Ht, tau, m, k, n_tw, QFORM_NB)
+    n_tw = TW.shape[1]
+    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, m, k, k, n_tw, p0, NB=QFORM_NB,
+                                 CH=QFORM_T_ROWS, num_warps=1)
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
     bn = QFORM_NARROW_BN if narrow else QFORM_BN
     apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),
-                                              C.stride(-1), NB=QFORM_NB, BN=bn, BM=QFORM_BM,
-                                              PREC=DEFAULT_PREC, num_warps=QFORM_WARPS)
+                                              C.stride(-1), p0, p1, NB=QFORM_NB, BN=bn,
+                                              BM=QFORM_BM, PREC=DEFAULT_PREC,
+                                              num_warps=QFORM_WARPS)
 
 
 def blocked_apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, nb: int = QFORM_NB

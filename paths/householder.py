@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
@@ -65,7 +66,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
-from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
+from adaptqr.paths.kernels.fp16_storage import F16_BOTH, F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
     SPLIT_WSTR_NB,
@@ -164,10 +165,14 @@ def uses_routes(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str
 
 
 def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
-                       schedule: schedules.Schedule | None = None) -> None:
+                       schedule: schedules.Schedule | None = None,
+                       after_panels: Callable[[int], None] | None = None) -> None:
     """Factor ``H`` in place (geqrf), writing ``tau``. See the module docstring.
 
     ``schedule`` overrides :func:`adaptqr.paths.schedules.schedule_for` (for experiments).
+    ``after_panels(k)`` is called each time the reflectors of columns ``[0, k)`` are final
+    (their panels issued on the current stream, which is then the stream they ran on): the
+    wide path applies them to its other columns from there (:mod:`adaptqr.paths.wide`).
     """
     _check(H, tau)
     B, m, n = H.shape
@@ -190,7 +195,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     if pexp is not None:
         prescale(H, pexp)
     _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n,
-            NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0)
+            NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0, after_panels)
     if pexp is not None:
         unscale(H, pexp)
 
@@ -221,13 +226,15 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Sched
            for name in schedules.SCHEDULE_KNOBS})
 
 
-def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
+def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels):
     if s.small:
         NB = next_pow2(max(n, 16))
         MB = next_pow2(m)
         panel_reg_kernel[(B,)](Ht, tau, tau, na_arg, 0, m, n, n, 0, 1,
                                NB=NB, MB=MB, HAS_NA=has_na, WRITE_T=False, FLOOR=floor,
                                num_warps=_warps(NB * MB))
+        if after_panels is not None:
+            after_panels(n)
         return
 
     nb, group = s.nb, s.group
@@ -242,7 +249,8 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor):
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-    f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf)
+    f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
+                 after_panels)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -274,12 +282,15 @@ def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
 
 
 def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
-    """The panels of columns ``[g0, gend)``, each applied to the group's later columns."""
+    """The panels of columns ``[g0, gend)``, each applied to the group's later columns; then
+    ``f.after_panels(gend)``."""
     for k in range(g0, gend, f.s.nb):
         pw = min(f.s.nb, f.n - k)
         _panel(f, k, pw)
         if k + pw < gend:
             _trailing(f, k, 1, k + pw, gend, None, w_slot)
+    if f.after_panels is not None:
+        f.after_panels(gend)
 
 
 def _lookahead_lanes(f: _Blocked, group: int):
@@ -461,6 +472,7 @@ class _Blocked(NamedTuple):
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
     wbuf: list            # the row-split trailing update's W, allocated on first use
+    after_panels: Any     # factor_householder's after_panels, or None
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
@@ -661,6 +673,12 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         W = _w(f, w_slot)
         W.zero_()
         grid = (B, tiles, nsplit)
+        if f16 is not None and s.split_both_routes and (
+                not sm or B * tiles * nsplit <= schedules.TRAILING_SPLIT_CTAS_PER_SM * sm):
+            # One wave (on a GPU): the launch count, not the occupancy of the branching
+            # kernel (183 / 229 registers for W / U against the FP16 launch's 100 / 146,
+            # sm_90 offline).
+            modes = (F16_BOTH.value,)
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                     NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,

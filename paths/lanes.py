@@ -1,4 +1,5 @@
-"""Two streams for one factorization's look-ahead (EXPERIMENTS.md L2).
+"""Two streams for one factorization's look-ahead (EXPERIMENTS.md L2), and the side stream
+of the wide path's overlapped ``Q^T`` (:func:`side_stream`).
 
 :class:`Lanes` holds the caller's stream (``main``) and this thread's high-priority stream
 (``hi``) on the device. :meth:`Lanes.fork` makes ``hi`` wait for what ``main`` has queued,
@@ -22,7 +23,7 @@ import threading
 
 import torch
 
-__all__ = ["Lanes", "OneLane"]
+__all__ = ["Lanes", "OneLane", "side_stream"]
 
 
 class Lanes:
@@ -30,8 +31,7 @@ class Lanes:
 
     def __init__(self, device: torch.device):
         self.main = torch.cuda.current_stream(device)
-        self.hi = _hi_stream(device.index if device.index is not None
-                             else torch.cuda.current_device())
+        self.hi = _thread_stream(device, HI_PRIORITY)
 
     def fork(self) -> None:
         self.hi.wait_stream(self.main)
@@ -74,16 +74,26 @@ class OneLane(Lanes):
         pass
 
 
-_HI_STREAMS = threading.local()
+#: The most negative priority torch maps to the device's highest.
+HI_PRIORITY = -100
+#: The default streams' priority (the device's lowest).
+NORMAL_PRIORITY = 0
+
+_STREAMS = threading.local()
 
 
-def _hi_stream(device_index: int):
-    """This thread's high-priority stream on the device. One a thread: a stream that one
+def side_stream(device: torch.device):
+    """This thread's normal-priority side stream on ``device`` (not the look-ahead's)."""
+    return _thread_stream(device, NORMAL_PRIORITY)
+
+
+def _thread_stream(device: torch.device, priority: int):
+    """This thread's stream of ``priority`` on ``device``. One a thread: a stream that one
     thread's CUDA graph capture has joined must not take another thread's launches."""
-    streams = getattr(_HI_STREAMS, "by_device", None)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    streams = getattr(_STREAMS, "by_key", None)
     if streams is None:
-        streams = _HI_STREAMS.by_device = {}
-    if device_index not in streams:
-        # The most negative priority torch maps to the device's highest.
-        streams[device_index] = torch.cuda.Stream(device=device_index, priority=-100)
-    return streams[device_index]
+        streams = _STREAMS.by_key = {}
+    if (index, priority) not in streams:
+        streams[index, priority] = torch.cuda.Stream(device=index, priority=priority)
+    return streams[index, priority]

@@ -6,6 +6,10 @@ applied to the other ``n - m`` columns (:func:`adaptqr.qform.apply_qt`, blocked 
 in a Triton kernel). Same ``(a, tau)`` layout as torch.geqrf: R is ``m x n``, ``tau`` has
 ``m`` entries. torch.geqrf on CUDA loops on the host over the batch (64x256x1024: 366 ms).
 
+With ``WIDE_CHUNK_PANELS`` (knob ``wide_chunk``), ``Q^T`` goes to the other columns a range
+of panels at a time on a side stream, as soon as the factorization has made them
+(:func:`adaptqr.qform.apply_qt_panels`), beside the rest of the factorization.
+
 Without the detectors' features for the leading block (they describe the whole matrix),
 the block takes the default route: no low-rank skipping, no FP16 trailing matrix. A matrix
 of extreme scale is prescaled as a whole (:func:`~adaptqr.paths.prescale.own_exponents`),
@@ -22,13 +26,25 @@ from __future__ import annotations
 
 import torch
 
+from adaptqr.paths.lanes import side_stream
 from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
-from adaptqr.qform import apply_qt
+from adaptqr.qform import (
+    QFORM_NB,
+    apply_qt,
+    apply_qt_in_triton,
+    apply_qt_panels,
+    apply_qt_workspace,
+)
 from adaptqr.registry import Path
 
 NAME = "wide"
 #: Above torch's (0), below householder's (100), which declines m < n.
 PRIORITY = 90
+#: Panels (of ``QFORM_NB`` columns) a ``Q^T`` launch applies to the other columns while the
+#: leading block is factored; 0: one launch after the factorization. At 8x1024x4096 that
+#: launch is 2.4 of 6.0 ms (EXPERIMENTS.md D5) and the block's factorization leaves SMs
+#: idle (8 matrices). Knob ``wide_chunk``; built, not measured (EXPERIMENTS.md W3).
+WIDE_CHUNK_PANELS = 0
 
 
 def capable(spec) -> str | None:
@@ -51,11 +67,57 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     # The kernels take whole column-major batches: the leading block gets its own buffer.
     lead = torch.empty((B, m, m), dtype=H.dtype, device=H.device).mT  # strides (m*m, 1, m)
     lead.copy_(H[..., :m])
+    C = H[..., m:]
     # Prescaled already: exponents 0 for the block.
-    factor_householder(lead, tau, Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings))
-    apply_qt(lead, tau, H[..., m:])
+    given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
+    chunk = settings.knobs.wide_chunk
+    chunk = WIDE_CHUNK_PANELS if chunk is None else chunk
+    if chunk and apply_qt_in_triton(lead, tau, C):
+        _factor_overlapped(lead, tau, C, given, chunk)
+    else:
+        factor_householder(lead, tau, given)
+        apply_qt(lead, tau, C)
     H[..., :m] = lead
     unscale(H, e)
+
+
+def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, given,
+                       chunk: int) -> None:
+    """Factor ``lead`` ``(B, m, m)`` and apply its ``Q^T`` to ``C`` ``(B, m, c)``, ``chunk``
+    panels at a time as the factorization makes them: on a side stream that waits for
+    each range's panels (on the GPU; in issue order off it, under the interpreter). The
+    panels' ``T`` buffer is allocated before the side stream starts: nothing is allocated
+    on it."""
+    from adaptqr.paths.householder import factor_householder
+
+    m = lead.shape[-1]
+    TW = apply_qt_workspace(lead)
+    n_p = TW.shape[1]
+    main = side = None
+    if lead.is_cuda:
+        main = torch.cuda.current_stream(lead.device)
+        side = side_stream(lead.device)
+        side.wait_stream(main)
+    done = 0
+
+    def after_panels(k: int) -> None:
+        nonlocal done
+        p1 = n_p if k >= m else k // QFORM_NB
+        if p1 - done < chunk and not (p1 == n_p and p1 > done):
+            return
+        if side is None:
+            apply_qt_panels(lead, tau, C, TW, done, p1)
+        else:
+            ev = torch.cuda.Event()
+            ev.record()  # the stream the panels were issued on
+            side.wait_event(ev)
+            with torch.cuda.stream(side):
+                apply_qt_panels(lead, tau, C, TW, done, p1)
+        done = p1
+
+    factor_householder(lead, tau, given, after_panels=after_panels)
+    if side is not None:
+        main.wait_stream(side)
 
 
 

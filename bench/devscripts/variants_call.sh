@@ -29,6 +29,11 @@
 # Session 19's later ones (T4, N15, L3's reserve; runs 0429, 0435):
 #   TESTS_K="slice_floor" BIG="--knobs s64:slice_min_rows=64 --knobs g1:fp16_group=1 \
 #   --knobs r16:lookahead_reserve=16" SINGLE="--knobs s64:slice_min_rows=64"
+# Built in session 19, not run (EXPERIMENTS.md W3, N16; W3's wide bench is not one of
+# this script's steps: `adaptqr bench --cases wide --knobs c4:wide_chunk=4 --knobs
+# c8:wide_chunk=8 --knobs c16:wide_chunk=16` after it):
+#   TESTS_K="overlapped or both_routes" BIG="--knobs both:split_both_routes=1" \
+#   SINGLE="--knobs both:split_both_routes=1" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

@@ -42,11 +42,12 @@ from adaptqr.paths.kernels.trailing import _dot, _load_t, _load_v
 
 
 @triton.jit
-def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, NB: tl.constexpr, CH: tl.constexpr):
+def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.constexpr):
     """``TW[b, p]``: the ``T`` of the reflectors in columns ``[p*NB, p*NB + NB)`` of matrix b
-    (columns at or past ``k`` count as ``tau = 0``: a zero column of ``T``)."""
+    (columns at or past ``k`` count as ``tau = 0``: a zero column of ``T``), for the panels
+    ``p = p0 + program_id(1)``."""
     b = tl.program_id(0)
-    p = tl.program_id(1)
+    p = p0 + tl.program_id(1)
     k0 = p * NB
     jj = tl.arange(0, NB)
     cols = k0 + jj
@@ -128,18 +129,19 @@ def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRA
 
 
 @triton.jit
-def apply_qt_kernel(Ht, TW, C, m, n, k, nc, n_tw, c_batch, c_col,
+def apply_qt_kernel(Ht, TW, C, m, n, k, nc, n_tw, c_batch, c_col, p0, p1,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
     """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``Ht``'s reflectors and ``TW``'s
-    ``T`` (:func:`qform_t_kernel`); ``C``: ``nc`` columns of ``m`` contiguous rows (column j
-    of matrix b at ``C + b * c_batch + j * c_col``). Grid ``(B, cdiv(nc, BN))``: program
-    ``(b, t)`` applies every panel, first to last, to its ``BN`` columns."""
+    ``T`` (:func:`qform_t_kernel`), or the part of it from panels ``p0`` to ``p1 - 1``;
+    ``C``: ``nc`` columns of ``m`` contiguous rows (column j of matrix b at
+    ``C + b * c_batch + j * c_col``). Grid ``(B, cdiv(nc, BN))``: program ``(b, t)`` applies
+    the panels, first to last, to its ``BN`` columns."""
     b = tl.program_id(0)
     t = tl.program_id(1)
     base = Ht + b.to(tl.int64) * n * m
     cbase = C + b.to(tl.int64) * c_batch
     cc = t * BN + tl.arange(0, BN)
     ccmask = cc < nc
-    for p in range(0, tl.cdiv(k, NB)):
+    for p in range(p0, p1):
         _chunked_update(base, cbase, cc, ccmask, p * NB, m, c_col, k, TW, b, n_tw, False,
                         NB, BN, BM, PREC)

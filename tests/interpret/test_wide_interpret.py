@@ -54,3 +54,25 @@ def test_blocked_call_without_the_probe_prescales_itself(monkeypatch):
     assert len(seen) == 1 and seen[0][0] > 100 and seen[0][1] == 0
     res = check_geqrf(A, H, tau)
     assert res.passes_bar, res.summary
+
+
+def test_overlapped_q_t_gives_the_one_launch_result(monkeypatch):
+    # W3: Q^T applied two panels at a time as the leading block's factorization makes them
+    # (here in issue order: no streams off the GPU) against one launch after it.
+    from adaptqr import config
+    from adaptqr.paths import wide
+
+    g = torch.Generator().manual_seed(264)
+    A = torch.randn(2, 96, 130, generator=g)
+    calls = []
+    real = wide.apply_qt_panels
+    monkeypatch.setattr(wide, "apply_qt_panels",
+                        lambda H, tau, C, TW, p0, p1: calls.append((p0, p1)) or real(H, tau, C, TW, p0, p1))
+    a1, t1 = adaptqr.geqrf(A, path="wide")
+    assert calls == []
+    with config.experiment(wide_chunk=2):
+        a2, t2 = adaptqr.geqrf(A, path="wide")
+    assert calls == [(0, 2), (2, 3)]  # 96 columns: panels of 32, the last range at the end
+    torch.testing.assert_close(a2, a1, rtol=0, atol=1e-6)
+    torch.testing.assert_close(t2, t1, rtol=0, atol=1e-6)
+    assert check_geqrf(A, a2, t2).passes_bar
