@@ -106,7 +106,9 @@ class Knobs:
     ``wide_chunk`` (``paths.wide.WIDE_CHUNK_PANELS``: 0, or 2 / 4 / 8 / 16 panels a ``Q^T``
     launch of the wide path beside its leading block's factorization),
     ``split_both_routes`` (``schedules.SPLIT_BOTH_ROUTES``: 1 / 0, the row-split update's
-    kernels in one launch for both routes on the FP16 route)."""
+    kernels in one launch for both routes on the FP16 route), ``small_n_nb``
+    (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
+    16)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -121,6 +123,7 @@ class Knobs:
     fp16_group: int | None = None
     wide_chunk: int | None = None
     split_both_routes: int | None = None
+    small_n_nb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,7 @@ KNOB_CHOICES = {
     "fp16_group": (0, 1, 2),
     "wide_chunk": (0, 2, 4, 8, 16),
     "split_both_routes": (0, 1),
+    "small_n_nb": (0, 32),
 }
 
 

@@ -124,6 +124,7 @@ SCHEDULE_KNOBS = {
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
     "split_both_routes": ("SPLIT_BOTH_ROUTES", bool),
+    "small_n_nb": ("SMALL_N_NB", int),
 }
 
 
@@ -183,6 +184,11 @@ FP16_GROUP = 0
 #: exits at once but holds a place on the look-ahead's chain. Knob ``split_both_routes``;
 #: built, not measured (EXPERIMENTS.md N16).
 SPLIT_BOTH_ROUTES = False
+#: Panel width where ``BLOCKED_BY_N`` gives 16 (n <= 384); 0: the table's. H7 chose 16 with
+#: Triton panels (40x176 0.292 / 0.399 ms at 16 / 32); CUDA C panels take width 32 only
+#: (H12), with one exchange a column step since H17, and were never measured there at 32.
+#: Knob ``small_n_nb`` (0 or 32); built, not measured (EXPERIMENTS.md H18).
+SMALL_N_NB = 0
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -317,6 +323,9 @@ class Schedule:
     # The row-split W / U kernels in one launch for both routes (SPLIT_BOTH_ROUTES); None:
     # the knob, else the constant.
     split_both_routes: bool | None = None
+    # Panel width in place of the table's 16 (SMALL_N_NB, 0: the table's); None: the knob,
+    # else the constant.
+    small_n_nb: int | None = None
 
 
 def next_pow2(x: int) -> int:

@@ -337,3 +337,21 @@ def test_fp16_group_by_batch():
     with pytest.raises(ValueError, match="fp16_group"):
         with config.experiment(fp16_group=3):
             pass
+
+
+def test_small_n_nb_knob():
+    # H18: panels of 32 columns where the table gives 16 (n <= 384), only there.
+    from adaptqr import config
+    from adaptqr.paths.householder import _with_knobs
+
+    small, big = schedules.schedule_for(352, 352), schedules.schedule_for(1024, 1024)
+    assert schedules.SMALL_N_NB == 0
+    assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
+    with config.experiment(small_n_nb=32):
+        assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (32, 32)
+    import dataclasses
+
+    assert _with_knobs(dataclasses.replace(small, small_n_nb=32), None).nb == 32
+    with pytest.raises(ValueError, match="small_n_nb"):
+        with config.experiment(small_n_nb=64):
+            pass

@@ -32,8 +32,9 @@
 # Built in session 19, not run (EXPERIMENTS.md W3, N16; W3's wide bench is not one of
 # this script's steps: `adaptqr bench --cases wide --knobs c4:wide_chunk=4 --knobs
 # c8:wide_chunk=8 --knobs c16:wide_chunk=16` after it):
-#   TESTS_K="overlapped or both_routes" BIG="--knobs both:split_both_routes=1" \
-#   SINGLE="--knobs both:split_both_routes=1" bash bench/devscripts/variants_call.sh
+#   TESTS_K="overlapped or both_routes or small_n_nb" B12="--knobs nb32:small_n_nb=32" \
+#   BIG="--knobs both:split_both_routes=1" SINGLE="--knobs both:split_both_routes=1" \
+#   bash bench/devscripts/variants_call.sh   (H18 too)
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

@@ -186,6 +186,14 @@ def test_slice_floor_matches(B, n, rows):
 
 
 @pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(40, 352), (40, 176), (24, 300), (3, 100)])
+def test_small_n_nb_matches(B, n):
+    # EXPERIMENTS.md H18: panels of 32 columns (CUDA C where cupy imports) where the
+    # schedule's table gives 16.
+    _variant_against_default(B, n, 1e-4, small_n_nb=32)
+
+
+@pytest.mark.variant
 def test_lookahead_captures_in_a_graph():
     # The fork, the events and the join record into a CUDA graph; a replay on new data
     # passes the bar and gives the eager result.
