@@ -5,11 +5,12 @@
 #   2. the 12 cases with the bench variant options in $B12 (e.g. "--knobs fill:cuda_panel_fill=1
 #      --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456"); every output checked before timing
 #   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE, then the cases of
-#      $SWEEP_CASES (no torch baseline) with $SWEEP (each skipped if empty)
+#      $SWEEP_CASES (no torch baseline) with $SWEEP, then the wide cases with $WIDE (each
+#      skipped if empty)
 #   4. trace.py on the shapes of $TRACE (e.g. "2x4096,640x512") with $TRACE_KNOBS
 # Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
 # Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json,
-# sweep/*.json, trace.txt, trace.json.
+# sweep/*.json, wide/*.json, trace.txt, trace.json.
 # Session 17's candidates (EXPERIMENTS.md OC9: H15, H16, G4; run 0138):
 #   TESTS_K="fill or clusters" \
 #   B12="--knobs fill:cuda_panel_fill=1 --knobs c512:cuda_panel_cluster=512 --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456" \
@@ -29,14 +30,13 @@
 # Session 19's later ones (T4, N15, L3's reserve; runs 0429, 0435):
 #   TESTS_K="slice_floor" BIG="--knobs s64:slice_min_rows=64 --knobs g1:fp16_group=1 \
 #   --knobs r16:lookahead_reserve=16" SINGLE="--knobs s64:slice_min_rows=64"
-# Built in session 19, not run (EXPERIMENTS.md W3, N16; W3's wide bench is not one of
-# this script's steps: `adaptqr bench --cases wide --knobs c4:wide_chunk=4 --knobs
-# c8:wide_chunk=8 --knobs c16:wide_chunk=16` after it):
+# Built in session 19, not run (EXPERIMENTS.md W3, N16, H18):
 #   TESTS_K="overlapped or both_routes or small_n_nb" B12="--knobs nb32:small_n_nb=32" \
 #   BIG="--knobs both:split_both_routes=1" SINGLE="--knobs both:split_both_routes=1" \
-#   bash bench/devscripts/variants_call.sh   (H18 too)
+#   WIDE="--knobs c4:wide_chunk=4 --knobs c8:wide_chunk=8 --knobs c16:wide_chunk=16" \
+#   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
-mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep"
+mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 if [ -n "${TESTS_K:-}" ]; then
   echo "== 1. variant tests  (t=$(( $(date +%s) - T0 ))s)"
@@ -64,6 +64,12 @@ if [ -n "${SWEEP_CASES:-}" ]; then
   # shellcheck disable=SC2086
   timeout 120 python3 -m adaptqr bench --budget 0.4 --no-baseline --out "$OUT/sweep" \
     --cases "$SWEEP_CASES" ${SWEEP:-} 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
+if [ -n "${WIDE:-}" ]; then
+  echo "== 3d. wide  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 100 python3 -m adaptqr bench --budget 0.5 --out "$OUT/wide" --cases wide $WIDE 2>&1 \
+    | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${TRACE:-}" ]; then
   echo "== 4. trace $TRACE  (t=$(( $(date +%s) - T0 ))s)"
