@@ -11,6 +11,20 @@ from adaptqr.paths.householder import split_capacity, split_rows
 H200_SMS = 132
 
 
+def _knob_resolves(name, default, other, bad, n=512):
+    """The schedule knob ``name`` resolves to ``default`` unset and to ``other`` under the
+    knob, and ``bad`` raises a ValueError that names it."""
+    from adaptqr import config
+
+    s = schedules.schedule_for(n, n)
+    assert schedules.knob(name) == default and getattr(hh._with_knobs(s, None), name) == default
+    with config.experiment(**{name: other}):
+        assert getattr(hh._with_knobs(s, None), name) == other
+    with pytest.raises(ValueError, match=name):
+        with config.experiment(**{name: bad}):
+            pass
+
+
 def test_split_rows_default_sizes():
     assert schedules.split_min_rows() == schedules.SPLIT_MIN_ROWS
     assert split_rows(2, 4096, 32, H200_SMS) == (64, 64)    # 2 x 64 programs, all resident
@@ -102,19 +116,13 @@ def test_row_slices_whole_waves():
 def test_row_slices_floor_knob():
     # T4: a lower floor gives the look-ahead's one-tile update (2x4096: 2 matrices, one
     # column tile) more, shorter slices; the rest update's whole-wave choice is unchanged.
-    from adaptqr import config
-    from adaptqr.paths.householder import _with_knobs, row_slices
+    from adaptqr.paths.householder import row_slices
 
     assert row_slices(2, 1, 4032, 64, H200_SMS) == (16, 256)
     assert row_slices(2, 1, 4032, 64, H200_SMS, 64) == (63, 64)
     assert row_slices(2, 63, 4032, 64, H200_SMS, 64) == (2, 2048)
-    s = schedules.schedule_for(4096, 4096)
-    assert _with_knobs(s, None).slice_min_rows == schedules.TRAILING_SLICE_MIN_ROWS == 64
-    with config.experiment(slice_min_rows=0):
-        assert _with_knobs(s, None).slice_min_rows == 0
-    with pytest.raises(ValueError, match="slice_min_rows"):
-        with config.experiment(slice_min_rows=32):
-            pass
+    assert schedules.TRAILING_SLICE_MIN_ROWS == 64
+    _knob_resolves("slice_min_rows", 64, 0, 32, 4096)
 
 
 def _npow2(x):
@@ -210,16 +218,8 @@ def test_cuda_panel_threads():
 
 def test_cuda_panel_fuse():
     # H17: CUDA C column steps with one exchange where they can (the default).
-    from adaptqr import config
-
     assert schedules.CUDA_PANEL_FUSE is True and schedules.knob("cuda_panel_fuse") is True
-    s = schedules.schedule_for(512, 512)
-    assert hh._with_knobs(s, None).cuda_panel_fuse is True
-    with config.experiment(cuda_panel_fuse=0):
-        assert hh._with_knobs(s, None).cuda_panel_fuse is False
-    with pytest.raises(ValueError, match="cuda_panel_fuse"):
-        with config.experiment(cuda_panel_fuse=3):
-            pass
+    _knob_resolves("cuda_panel_fuse", True, False, 3)
 
 
 def test_cuda_panel_cluster(monkeypatch):
@@ -228,14 +228,9 @@ def test_cuda_panel_cluster(monkeypatch):
     from adaptqr import config
     from adaptqr.paths.kernels import panel_cuda
 
-    assert schedules.CUDA_PANEL_CLUSTER == 512 and schedules.knob("cuda_panel_cluster") == 512
+    assert schedules.CUDA_PANEL_CLUSTER == 512
+    _knob_resolves("cuda_panel_cluster", 512, 0, 1, 2048)
     s = schedules.schedule_for(2048, 2048)
-    assert hh._with_knobs(s, None).cuda_panel_cluster == 512
-    with config.experiment(cuda_panel_cluster=0):
-        assert hh._with_knobs(s, None).cuda_panel_cluster == 0
-    with pytest.raises(ValueError, match="cuda_panel_cluster"):
-        with config.experiment(cuda_panel_cluster=1):
-            pass
     # (CTAs a cluster, threads, rows a thread): CTAs of the rows asked for, at most 8.
     shape = panel_cuda.cluster_shape
     assert [shape(2048, c) for c in (256, 512, 1024)] == [(8, 256, 1), (4, 256, 2), (2, 512, 2)]
@@ -276,16 +271,8 @@ def test_cuda_panel_cluster(monkeypatch):
 def test_lookahead_knobs():
     # L2 / L3 (on where no panel is row-split): the knob and the rule on which
     # factorizations take it.
-    from adaptqr import config
-
-    assert schedules.LOOKAHEAD == 1 and schedules.knob("lookahead") == 1
-    s = schedules.schedule_for(512, 512)
-    assert hh._with_knobs(s, None).lookahead == 1
-    with config.experiment(lookahead=0):
-        assert hh._with_knobs(s, None).lookahead == 0
-    with pytest.raises(ValueError, match="lookahead"):
-        with config.experiment(lookahead=2):
-            pass
+    assert schedules.LOOKAHEAD == 1
+    _knob_resolves("lookahead", 1, 0, 2)
     cuda = {0: "cluster-cuda", 32: "register-cuda"}
     triton_panels = {0: "register", 16: "register"}
     split_later = {0: "streamed", 32: "row-split", 64: "register"}
@@ -327,6 +314,7 @@ def test_fp16_group_by_batch():
     from adaptqr.paths.householder import _with_knobs, fp16_group
 
     assert schedules.FP16_GROUP == 0
+    _knob_resolves("fp16_group", 0, 2, 3)
     shapes = ((8, 2048), (4, 1024), (60, 1024), (640, 512))
     s = _with_knobs(schedules.schedule_for(1024, 1024), None)
     assert [fp16_group(s, B, n, n) for B, n in shapes] == [1, 1, 2, 2]
@@ -334,9 +322,6 @@ def test_fp16_group_by_batch():
         with config.experiment(fp16_group=g):
             s = _with_knobs(schedules.schedule_for(1024, 1024), None)
             assert [fp16_group(s, B, n, n) for B, n in shapes] == [g] * 4
-    with pytest.raises(ValueError, match="fp16_group"):
-        with config.experiment(fp16_group=3):
-            pass
 
 
 def test_small_n_nb_knob():
@@ -346,12 +331,10 @@ def test_small_n_nb_knob():
 
     small, big = schedules.schedule_for(352, 352), schedules.schedule_for(1024, 1024)
     assert schedules.SMALL_N_NB == 0
+    _knob_resolves("small_n_nb", 0, 32, 64, 352)
     assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
     with config.experiment(small_n_nb=32):
         assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (32, 32)
     import dataclasses
 
     assert _with_knobs(dataclasses.replace(small, small_n_nb=32), None).nb == 32
-    with pytest.raises(ValueError, match="small_n_nb"):
-        with config.experiment(small_n_nb=64):
-            pass
