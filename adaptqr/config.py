@@ -130,6 +130,15 @@ class Knobs:
     fp16_resident_tile: int | None = None
     replay_probe_load: int | None = None
 
+    def get(self, name: str, constant):
+        """The knob ``name``, or ``constant`` (the library's value) where it is unset.
+
+        >>> Knobs(None, None, None, wide_chunk=8).get("wide_chunk", 0)
+        8
+        """
+        value = getattr(self, name)
+        return constant if value is None else value
+
 
 @dataclass(frozen=True)
 class Settings:

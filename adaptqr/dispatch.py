@@ -99,9 +99,7 @@ def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None,
     if not plan.probe or not settings.detect:
         return (None, {}) if src is None else (None, None)
     # Only what routing needs, in two launches (the full probe is ~40 small kernels).
-    if stats is not None:
-        return detectors().route(H, settings=settings, stats=stats)
-    return detectors().route(H, src=src, settings=settings)
+    return detectors().route(H, src=src, settings=settings, stats=stats)
 
 
 def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) -> None:
@@ -234,9 +232,9 @@ class _Runner:
     def _probe_loads(self, A: torch.Tensor) -> bool:
         """Whether a replay's load runs the route probe's column pass (X3): the knob, a
         probed plan, the Triton probe's operands (CUDA float32)."""
-        knob = self.settings.knobs.replay_probe_load
-        return bool((REPLAY_PROBE_LOAD if knob is None else knob) and self.plan.probe
-                    and self.settings.detect and A.is_cuda and A.dtype == torch.float32)
+        return bool(self.settings.knobs.get("replay_probe_load", REPLAY_PROBE_LOAD)
+                    and self.plan.probe and self.settings.detect and A.is_cuda
+                    and A.dtype == torch.float32)
 
     def alloc(self, A: torch.Tensor) -> tuple:
         outs = self._outs(A)
@@ -247,7 +245,8 @@ class _Runner:
         return outs
 
     def load(self, A: torch.Tensor, outs: tuple) -> None:
-        stats = self.stats.get(outs[0].data_ptr())
+        # Every replay runs this: the plain load looks nothing up.
+        stats = self.stats.get(outs[0].data_ptr()) if self.stats else None
         if stats is None:
             load_column_major(A, outs[0])
             return

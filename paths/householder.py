@@ -219,19 +219,13 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
 @functools.lru_cache(maxsize=256)
 def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Schedule:
     # Schedules and knobs are frozen: a call of a seen shape and settings costs one lookup.
-    s = _small_n_nb(s, knobs)
-    return dataclasses.replace(
+    r = dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         **{name: getattr(s, name) if getattr(s, name) is not None else schedules.knob(name, knobs)
            for name in schedules.SCHEDULE_KNOBS})
-
-
-def _small_n_nb(s: schedules.Schedule, knobs) -> schedules.Schedule:
-    """``s`` with panels of ``small_n_nb`` columns where its table gives 16 (EXPERIMENTS.md
-    H18), when the schedule or the knob sets it."""
-    nb = s.small_n_nb if s.small_n_nb is not None else schedules.knob("small_n_nb", knobs)
-    return dataclasses.replace(s, nb=nb) if nb and s.nb == 16 else s
+    # Panels of small_n_nb columns where the table gives 16 (EXPERIMENTS.md H18).
+    return dataclasses.replace(r, nb=r.small_n_nb) if r.small_n_nb and r.nb == 16 else r
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels):

@@ -106,8 +106,7 @@ def _knob_or(knobs, name: str, constant):
         from adaptqr import config
 
         knobs = config.snapshot().knobs
-    value = getattr(knobs, name)
-    return constant if value is None else value
+    return knobs.get(name, constant)
 
 
 #: The experiment knobs the Householder schedule reads, by name (the ``Schedule`` field and
@@ -300,8 +299,8 @@ class Schedule:
     # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
     # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
     cluster_small_batch: int | None = None
-    # One group of look-ahead on a second stream (LOOKAHEAD: 0, 1 or 2); None: the knob,
-    # else the constant.
+    # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
+    # the constant.
     lookahead: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.

@@ -70,8 +70,7 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     C = H[..., m:]
     # Prescaled already: exponents 0 for the block.
     given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
-    chunk = settings.knobs.wide_chunk
-    chunk = WIDE_CHUNK_PANELS if chunk is None else chunk
+    chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS)
     if chunk and apply_qt_in_triton(lead, tau, C):
         _factor_overlapped(lead, tau, C, given, chunk)
     else:
