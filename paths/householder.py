@@ -681,24 +681,22 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
             # kernel (183 / 229 registers for W / U against the FP16 launch's 100 / 146,
             # sm_90 offline).
             modes = (F16_BOTH.value,)
+        common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
+                      PREC_TAIL=s.tail_prec, BM16=s.bm, num_warps=schedules.TRAILING_WARPS,
+                      num_stages=schedules.TRAILING_STAGES)
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                    NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
-                                    num_warps=schedules.TRAILING_WARPS,
-                                    num_stages=schedules.TRAILING_STAGES)
+                                    F16=mode, **common)
         for mode in modes:
             trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
-                                    per, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                                    PREC_TAIL=s.tail_prec, F16=mode, BM16=s.bm,
-                                    num_warps=schedules.TRAILING_WARPS,
-                                    num_stages=schedules.TRAILING_STAGES)
+                                    per, F16=mode, **common)
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
     MB = max(16, next_pow2(m - k0))
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
+    tile_major = B <= MAX_GRID_Y
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
@@ -715,7 +713,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
             res_l, bm16, pair = True, MB, False
             warps, stages = schedules.FP16_RESIDENT_WARPS, 1
         tiles = triton.cdiv(c_end - c_start, bn_l)
-        tile_major = B <= MAX_GRID_Y
         grid = (tiles, B) if tile_major else (B, tiles)
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                               NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=res_l,
