@@ -109,9 +109,7 @@ class Knobs:
     kernels in one launch for both routes on the FP16 route), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16), ``fp16_resident_tile`` (``schedules.FP16_RESIDENT_TILE``: 0, 8192 or 16384
-    elements of the FP16-only update's tile held in registers), ``replay_probe_load``
-    (``dispatch.REPLAY_PROBE_LOAD``: 1 / 0, a graph replay's load runs the route probe's
-    column pass)."""
+    elements of the FP16-only update's tile held in registers)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -128,7 +126,6 @@ class Knobs:
     split_both_routes: int | None = None
     small_n_nb: int | None = None
     fp16_resident_tile: int | None = None
-    replay_probe_load: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -242,7 +239,6 @@ KNOB_CHOICES = {
     "split_both_routes": (0, 1),
     "small_n_nb": (0, 32),
     "fp16_resident_tile": (0, 8192, 16384),
-    "replay_probe_load": (0, 1),
 }
 
 

@@ -52,13 +52,6 @@ from adaptqr.planning import (  # noqa: F401  (PLAN_CACHE_SIZE, plan_for, spec_o
 )
 from adaptqr.registry import REGISTRY, InputSpec, MatrixInfo, Path
 
-#: A graph replay's load of a probed plan is the route probe's column pass, copying the
-#: input into geqrf's layout as it reads (X2's fusion, which eager calls have), instead of
-#: a plain copy and the column pass again inside the graph: one read of the batch less a
-#: replay (~0.29 ms at 640x512, run 1427). Knob ``replay_probe_load``; built, not measured
-#: (EXPERIMENTS.md X3).
-REPLAY_PROBE_LOAD = False
-
 # ---------------------------------------------------------------------------------------------
 # The layers below (imported on first use; an import error of the package's own modules is
 # raised, never turned into a silent torch.geqrf)
@@ -85,21 +78,20 @@ def graphs():
 
 
 def probe(plan: Plan, H: torch.Tensor, src: torch.Tensor | None = None,
-          settings: config.Settings | None = None, stats: tuple | None = None):
+          settings: config.Settings | None = None):
     """``(routes, features)`` for the column-major batch ``H`` under ``plan`` and the call's
     ``settings`` (default: the current snapshot).
 
     ``routes`` is None (every matrix "dense") when the plan needs no routes or
     ``ADAPTQR_DETECT=0``. With ``src`` (a ``(B, m, n)`` view of the input), the
     probe also loads ``src`` into ``H`` (fused where it can), and the result is
-    ``(None, None)`` when it does not run: the caller then loads ``H`` itself. ``stats``:
-    the column pass's buffers, already filled by a graph replay's load (``_Runner.load``).
+    ``(None, None)`` when it does not run: the caller then loads ``H`` itself.
     """
     settings = settings or config.snapshot()
     if not plan.probe or not settings.detect:
         return (None, {}) if src is None else (None, None)
     # Only what routing needs, in two launches (the full probe is ~40 small kernels).
-    return detectors().route(H, src=src, settings=settings, stats=stats)
+    return detectors().route(H, src=src, settings=settings)
 
 
 def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) -> None:
@@ -207,13 +199,10 @@ class _Runner:
     ``runner(A) -> (a, tau)`` runs it eagerly. For a CUDA graph it splits into ``alloc``
     (torch.geqrf's output layout), ``load`` (``a.copy_(A)``, outside the graph) and ``body``
     (probe and factor in place): a replay then copies the input once, straight into the
-    output, instead of into a static input and again inside the graph. With the
-    ``replay_probe_load`` knob (:data:`REPLAY_PROBE_LOAD`, EXPERIMENTS.md X3) the load is
-    the route probe's column pass, copying as it reads, into buffers of its own (one set an
-    output slot), and the captured body starts from them.
+    output, instead of into a static input and again inside the graph.
     """
 
-    __slots__ = ("plan", "settings", "routes", "fp16", "n_active", "notes", "stats")
+    __slots__ = ("plan", "settings", "routes", "fp16", "n_active", "notes")
 
     def __init__(self, plan: Plan, settings: config.Settings):
         self.plan = plan
@@ -222,48 +211,20 @@ class _Runner:
         self.fp16 = None
         self.n_active = None
         self.notes: dict = {}
-        self.stats: dict = {}  # the column pass's buffers by output slot (X3)
 
-    def _outs(self, A: torch.Tensor) -> tuple:
+    def alloc(self, A: torch.Tensor) -> tuple:
         shape = A.shape
         a, tau_full, _, _ = _alloc(A, self.plan.spec.batch, shape[-2], shape[-1])
         return a, tau_full
 
-    def _probe_loads(self, A: torch.Tensor) -> bool:
-        """Whether a replay's load runs the route probe's column pass (X3): the knob, a
-        probed plan, the Triton probe's operands (CUDA float32)."""
-        return bool(self.settings.knobs.get("replay_probe_load", REPLAY_PROBE_LOAD)
-                    and self.plan.probe and self.settings.detect and A.is_cuda
-                    and A.dtype == torch.float32)
-
-    def alloc(self, A: torch.Tensor) -> tuple:
-        outs = self._outs(A)
-        if self._probe_loads(A):
-            spec = self.plan.spec
-            self.stats[outs[0].data_ptr()] = detectors().column_stats(spec.batch, spec.n,
-                                                                      A.device)
-        return outs
-
-    def load(self, A: torch.Tensor, outs: tuple) -> None:
-        # Every replay runs this: the plain load looks nothing up.
-        stats = self.stats.get(outs[0].data_ptr()) if self.stats else None
-        if stats is None:
-            load_column_major(A, outs[0])
-            return
-        spec = self.plan.spec
-        H = _path_views(outs[0], outs[1], spec.batch, spec.m, spec.n)[0]
-        try:
-            src = A.view(spec.batch, spec.m, spec.n)
-        except RuntimeError:  # no (B, m, n) view of these strides: load, then read
-            load_column_major(A, outs[0])
-            src = None
-        detectors().route_columns(H, src, stats)
+    @staticmethod
+    def load(A: torch.Tensor, outs: tuple) -> None:
+        load_column_major(A, outs[0])
 
     def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
         spec = self.plan.spec
         H, tau = _path_views(outs[0], outs[1], spec.batch, spec.m, spec.n)
-        stats = self.stats.get(outs[0].data_ptr()) if src is None else None
-        routes, features = probe(self.plan, H, src, self.settings, stats)
+        routes, features = probe(self.plan, H, src, self.settings)
         if features is None:  # no probe ran to load the input
             load_column_major(src, H)
             features = {}
@@ -273,7 +234,7 @@ class _Runner:
         factor(self.plan, H, tau, routes, features, self.notes, self.settings)
 
     def __call__(self, A: torch.Tensor):
-        outs = self._outs(A)
+        outs = self.alloc(A)
         spec = self.plan.spec
         try:
             # Eagerly the probe loads the input as it reads it (one pass over the batch).

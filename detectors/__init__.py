@@ -19,8 +19,8 @@ Example::
 
 from .classify import TAIL_BUDGET, active_columns, classify, route_codes, tail_bound
 from .probe import probe
-from .route import column_stats, route, route_columns
+from .route import route
 from .tail import finish_tail
 
 __all__ = ["probe", "classify", "route", "finish_tail", "active_columns", "tail_bound", "route_codes",
-           "TAIL_BUDGET", "column_stats", "route_columns"]
+           "TAIL_BUDGET"]

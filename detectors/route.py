@@ -50,7 +50,7 @@ ROUTE_BLOCK_N = 256
 
 
 def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None,
-          settings=None, stats: tuple | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+          settings=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """``(routes, {"n_active": ..., "n_nonzero": ..., "prescale": ...[, "fp16_scale": ...]})``
     for ``H`` ``(B, m, n)``: ``(B,)`` int32 each (``prescale``: the exponent ``e`` of
     :func:`classify.prescale_exponents`, the path factors ``H * 2^e``; ``fp16_scale``:
@@ -67,9 +67,6 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
     With the Triton backend the column kernel does the copy as it reads (one pass over the
     batch instead of two); otherwise :func:`adaptqr.layout.load_column_major`.
-
-    ``stats``: :func:`column_stats` buffers that :func:`route_columns` has already filled
-    for ``H`` (a graph replay's load, EXPERIMENTS.md X3): the column pass is not run again.
     """
     _check(H)
     B, m, n = H.shape
@@ -91,46 +88,27 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
                                               f["n_active"], f["n_nonzero"], m, pexp)
         return routes, feats
-    if stats is None or H.stride(1) != 1:
-        stats = column_stats(B, n, H.device)
-        route_columns(H, src, stats)
-    return _route_triton(H, stats, coef)
+    return _route_triton(H, src, coef)
 
 
-def column_stats(B: int, n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Buffers of the column pass: ``(cols, flags)``, ``(2, B, n)`` float32 (1-norms,
-    2-norms) and ``(2, B, n)`` int8 (a nonzero below the diagonal, a non-finite entry)."""
-    return (torch.empty((2, B, n), dtype=torch.float32, device=device),
-            torch.empty((2, B, n), dtype=torch.int8, device=device))
-
-
-def route_columns(H: torch.Tensor, src: torch.Tensor | None, stats: tuple) -> None:
-    """The route probe's column pass into ``stats`` (:func:`column_stats`), loading ``src``
-    into ``H`` on the way when given (``H`` column-major: ``H.stride(1) == 1``); one launch.
-    A graph replay's load runs it outside the graph (EXPERIMENTS.md X3)."""
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
     import triton
 
-    from .kernels.route_kernel import route_columns_kernel
+    from .kernels.route_kernel import route_columns_kernel, route_kernel
 
     B, m, n = H.shape
+    dev = H.device
     if H.stride(1) != 1:
         H = H.mT.contiguous().mT  # the column kernel reads columns as contiguous rows
-    cols, flags = stats
     block_n = BLOCK_N if B * triton.cdiv(n, BLOCK_N) >= MIN_PROGRAMS else BLOCK_N_SMALL
+    cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
+    flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
     s = src if src is not None else H
     route_columns_kernel[(B, triton.cdiv(n, block_n))](
         H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
         s, s.stride(0), s.stride(1), s.stride(2),
         BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None, num_warps=ROUTE_WARPS,
     )
-
-
-def _route_triton(H: torch.Tensor, stats: tuple, coef: float):
-    from .kernels.route_kernel import route_kernel
-
-    B, m, n = H.shape
-    dev = H.device
-    cols, flags = stats
     out = torch.empty((4, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, e
     n_active, routes, n_nonzero, pexp = out[0], out[1], out[2], out[3]
     fp16 = torch.empty(B, dtype=torch.float32, device=dev)

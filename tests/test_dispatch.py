@@ -35,7 +35,7 @@ class FakeDetectors:
             routes[i] = route_code(cls)
         return routes
 
-    def route(self, H, src=None, settings=None, stats=None):
+    def route(self, H, src=None, settings=None):
         """The dispatcher's one entry: load ``src`` into ``H``, then probe and classify."""
         if src is not None:
             H.copy_(src)
@@ -168,7 +168,7 @@ def test_lean_route_probe_is_the_dispatchers_probe(monkeypatch):
     det.probe = lambda H: pytest.fail("the dispatcher runs route(), never the full probe")
     loaded = []
 
-    def route(H, src=None, settings=None, stats=None):
+    def route(H, src=None, settings=None):
         # Eager calls hand the input over for the probe to load (route's contract).
         if src is not None:
             H.copy_(src)

@@ -30,7 +30,7 @@ def test_off_builds_no_record(monkeypatch):
 
 def test_record_contents(monkeypatch):
     class Det:
-        def route(self, H, src=None, settings=None, stats=None):
+        def route(self, H, src=None, settings=None):
             if src is not None:
                 H.copy_(src)
             return (torch.tensor([0, route_code("lowrank"), 0], dtype=torch.int32),
@@ -116,7 +116,7 @@ def test_panel_kinds_per_matrix(monkeypatch):
     # by kernel in the record and in explain, those at or past its n_active as skipped;
     # a matrix of another path gets None.
     class Det:
-        def route(self, H, src=None, settings=None, stats=None):
+        def route(self, H, src=None, settings=None):
             if src is not None:
                 H.copy_(src)
             return (torch.tensor([0, 0, route_code("lowrank")], dtype=torch.int32),

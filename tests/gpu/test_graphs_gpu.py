@@ -338,22 +338,3 @@ def test_a_settings_change_between_calls_gives_a_new_capture(monkeypatch):
             adaptqr.geqrf(A)
     assert graphs.stats()["captures"] == before + 1, graphs.stats()
     graphs.clear()
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("B,n", [(64, 512), (8, 1024), (2, 2048)])
-def test_replay_probe_load_matches(B, n):
-    # EXPERIMENTS.md X3: a replay's load is the route probe's column pass (copying as it
-    # reads) and the captured body starts from its buffers: the same bits as the plain load,
-    # on new inputs replay after replay, a low-rank member routed through the buffers.
-    import adaptqr
-    from adaptqr.testing import generate
-
-    inputs = [generate(B, n, 2, 1900 + s, "mixed") for s in range(4)]
-    inputs[3][0, :, n // 2:] = 0
-    want = [adaptqr.geqrf(A) for A in inputs]
-    with config.experiment(replay_probe_load=1):
-        for _ in range(2):  # capture on the first round (the third call), replays after
-            for A, (a0, t0) in zip(inputs, want):
-                a, t = adaptqr.geqrf(A)
-                assert torch.equal(a, a0) and torch.equal(t, t0)
