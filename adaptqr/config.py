@@ -108,8 +108,7 @@ class Knobs:
     ``split_both_routes`` (``schedules.SPLIT_BOTH_ROUTES``: 1 / 0, the row-split update's
     kernels in one launch for both routes on the FP16 route), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
-    16), ``fp16_resident_tile`` (``schedules.FP16_RESIDENT_TILE``: 0, 8192 or 16384
-    elements of the FP16-only update's tile held in registers)."""
+    16)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -125,7 +124,6 @@ class Knobs:
     wide_chunk: int | None = None
     split_both_routes: int | None = None
     small_n_nb: int | None = None
-    fp16_resident_tile: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -238,7 +236,6 @@ KNOB_CHOICES = {
     "wide_chunk": (0, 2, 4, 8, 16),
     "split_both_routes": (0, 1),
     "small_n_nb": (0, 32),
-    "fp16_resident_tile": (0, 8192, 16384),
 }
 
 

@@ -703,22 +703,16 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
-        res_l, bm16 = resident, max(16, bm) if resident else s.bm
-        warps = _warps(bn * bm) if resident else schedules.TRAILING_WARPS
-        stages = s.fp16_stages if only16 and s.fp16_stages else schedules.TRAILING_STAGES
-        if only16 and s.fp16_resident_tile and 16 * MB <= s.fp16_resident_tile:
-            # The FP16-only launch's tile whole in registers (N17): read and written once a
-            # group, each panel's V read once.
-            bn_l = min(s.fp16_resident_tile // MB, max(16, next_pow2(c_end - c_start)))
-            res_l, bm16, pair = True, MB, False
-            warps, stages = schedules.FP16_RESIDENT_WARPS, 1
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
         trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
-                              NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=res_l,
+                              NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                               HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
-                              BM16=bm16, PAIR16=pair, TILE_MAJOR=tile_major,
-                              num_warps=warps, num_stages=stages)
+                              BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
+                              TILE_MAJOR=tile_major,
+                              num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
+                              num_stages=s.fp16_stages if only16 and s.fp16_stages
+                              else schedules.TRAILING_STAGES)
 
 
 #: Above torch's and reference's: the default for what :func:`capable` accepts.

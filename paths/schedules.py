@@ -124,7 +124,6 @@ SCHEDULE_KNOBS = {
     "fp16_group": ("FP16_GROUP", int),
     "split_both_routes": ("SPLIT_BOTH_ROUTES", bool),
     "small_n_nb": ("SMALL_N_NB", int),
-    "fp16_resident_tile": ("FP16_RESIDENT_TILE", int),
 }
 
 
@@ -189,16 +188,6 @@ SPLIT_BOTH_ROUTES = False
 #: (H12), with one exchange a column step since H17, and were never measured there at 32.
 #: Knob ``small_n_nb`` (0 or 32); built, not measured (EXPERIMENTS.md H18).
 SMALL_N_NB = 0
-#: The FP16-only update's column tile whole in registers up to this many elements
-#: (``BN x next_pow2(m - k)``, BN at least 16; 0: streamed, N9's pair kernel). Read and
-#: written once a group instead of read twice, V once instead of twice: the streamed pair
-#: update of 640x512 ran at 64 % of DRAM bandwidth moving ~3x its tiles' bytes (ncu run
-#: 0403). Knob ``fp16_resident_tile`` (0, 8192 or 16384); built, not measured
-#: (EXPERIMENTS.md N17).
-FP16_RESIDENT_TILE = 0
-#: Warps of that launch: at 4 its [32, 512] tile spills 936 B for sm_90, at 8 it takes 255
-#: registers and none ([16, 512]: 239; triton 3.6 offline).
-FP16_RESIDENT_WARPS = 8
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -336,9 +325,6 @@ class Schedule:
     # Panel width in place of the table's 16 (SMALL_N_NB, 0: the table's); None: the knob,
     # else the constant.
     small_n_nb: int | None = None
-    # The FP16-only update's tile in registers up to this many elements (FP16_RESIDENT_TILE,
-    # 0: streamed); None: the knob, else the constant.
-    fp16_resident_tile: int | None = None
 
 
 def next_pow2(x: int) -> int:
