@@ -104,9 +104,7 @@ class Knobs:
     update's slice; 0: ``schedules.TRAILING_SPLIT_MIN_ROWS``), ``fp16_group``
     (``schedules.FP16_GROUP``: 1 / 2 panels a group on the FP16 route, 0 by the batch),
     ``wide_chunk`` (``paths.wide.WIDE_CHUNK_PANELS``: 0, or 2 / 4 / 8 / 16 panels a ``Q^T``
-    launch of the wide path beside its leading block's factorization),
-    ``split_both_routes`` (``schedules.SPLIT_BOTH_ROUTES``: 1 / 0, the row-split update's
-    kernels in one launch for both routes on the FP16 route), ``small_n_nb``
+    launch of the wide path beside its leading block's factorization), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16)."""
 
@@ -122,7 +120,6 @@ class Knobs:
     slice_min_rows: int | None = None
     fp16_group: int | None = None
     wide_chunk: int | None = None
-    split_both_routes: int | None = None
     small_n_nb: int | None = None
 
     def get(self, name: str, constant):
@@ -234,7 +231,6 @@ KNOB_CHOICES = {
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),
     "wide_chunk": (0, 2, 4, 8, 16),
-    "split_both_routes": (0, 1),
     "small_n_nb": (0, 32),
 }
 

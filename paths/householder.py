@@ -66,7 +66,7 @@ import triton
 
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
-from adaptqr.paths.kernels.fp16_storage import F16_BOTH, F16_NONE, F16_ONLY, F16_SKIP
+from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
     SPLIT_WSTR_NB,
@@ -531,7 +531,7 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
 
     >>> panel_kinds(2, 64, 64, torch.device("cpu"))
     (64, ['one-launch'])
-    >>> panel_kinds(2, 2048, 96, torch.device("cpu"))[1] == ["streamed"] * 6  # row-split on a GPU
+    >>> panel_kinds(2, 2048, 96, torch.device("cpu"))[1] == ["streamed"] * 3  # row-split on a GPU
     True
     """
     s = schedules.schedule_for(m, n)
@@ -675,12 +675,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         W = _w(f, w_slot)
         W.zero_()
         grid = (B, tiles, nsplit)
-        if f16 is not None and s.split_both_routes and (
-                not sm or B * tiles * nsplit <= schedules.TRAILING_SPLIT_CTAS_PER_SM * sm):
-            # One wave (on a GPU): the launch count, not the occupancy of the branching
-            # kernel (183 / 229 registers for W / U against the FP16 launch's 100 / 146,
-            # sm_90 offline).
-            modes = (F16_BOTH.value,)
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                       PREC_TAIL=s.tail_prec, BM16=s.bm, num_warps=schedules.TRAILING_WARPS,
                       num_stages=schedules.TRAILING_STAGES)

@@ -122,7 +122,6 @@ SCHEDULE_KNOBS = {
     "lookahead": ("LOOKAHEAD", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
-    "split_both_routes": ("SPLIT_BOTH_ROUTES", bool),
     "small_n_nb": ("SMALL_N_NB", int),
 }
 
@@ -178,16 +177,12 @@ TRAILING_SLICE_MIN_ROWS = 64
 #: 640x512 5.55 -> 6.65, 60x1024 3.90 -> 4.57, 640x512 mixed 6.22 -> 7.10; the FP32 route
 #: at 8x2048 7.63. Knob ``fp16_group`` (1 or 2 for every batch).
 FP16_GROUP = 0
-#: The row-split W / U kernels on the FP16 route in one launch for both routes (each matrix
-#: branching on its scale) instead of one a route: the FP32 launch of an all-FP16 batch
-#: exits at once but holds a place on the look-ahead's chain. Knob ``split_both_routes``;
-#: built, not measured (EXPERIMENTS.md N16).
-SPLIT_BOTH_ROUTES = False
 #: Panel width where ``BLOCKED_BY_N`` gives 16 (n <= 384); 0: the table's. H7 chose 16 with
 #: Triton panels (40x176 0.292 / 0.399 ms at 16 / 32); CUDA C panels take width 32 only
-#: (H12), with one exchange a column step since H17, and were never measured there at 32.
-#: Knob ``small_n_nb`` (0 or 32); built, not measured (EXPERIMENTS.md H18).
-SMALL_N_NB = 0
+#: (H12), with one exchange a column step since H17. At 32 (run 0643, ms, 16 / 32): 40x352
+#: 0.698 / 0.629, 40x176 0.250 / 0.253, the other ten cases within 1 %. Knob
+#: ``small_n_nb`` (0: the table's 16; EXPERIMENTS.md H18).
+SMALL_N_NB = 32
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -319,9 +314,6 @@ class Schedule:
     # place of ``group`` for the whole batch): 1, 2, or 0 by the batch (FP16_GROUP); None:
     # the knob, else the constant.
     fp16_group: int | None = None
-    # The row-split W / U kernels in one launch for both routes (SPLIT_BOTH_ROUTES); None:
-    # the knob, else the constant.
-    split_both_routes: bool | None = None
     # Panel width in place of the table's 16 (SMALL_N_NB, 0: the table's); None: the knob,
     # else the constant.
     small_n_nb: int | None = None

@@ -6,9 +6,9 @@ applied to the other ``n - m`` columns (:func:`adaptqr.qform.apply_qt`, blocked 
 in a Triton kernel). Same ``(a, tau)`` layout as torch.geqrf: R is ``m x n``, ``tau`` has
 ``m`` entries. torch.geqrf on CUDA loops on the host over the batch (64x256x1024: 366 ms).
 
-With ``WIDE_CHUNK_PANELS`` (knob ``wide_chunk``), ``Q^T`` goes to the other columns a range
-of panels at a time on a side stream, as soon as the factorization has made them
-(:func:`adaptqr.qform.apply_qt_panels`), beside the rest of the factorization.
+``Q^T`` goes to the other columns ``WIDE_CHUNK_PANELS`` panels at a time on a side stream,
+as soon as the factorization has made them (:func:`adaptqr.qform.apply_qt_panels`), beside
+the rest of the factorization.
 
 Without the detectors' features for the leading block (they describe the whole matrix),
 the block takes the default route: no low-rank skipping, no FP16 trailing matrix. A matrix
@@ -43,8 +43,10 @@ PRIORITY = 90
 #: Panels (of ``QFORM_NB`` columns) a ``Q^T`` launch applies to the other columns while the
 #: leading block is factored; 0: one launch after the factorization. At 8x1024x4096 that
 #: launch is 2.4 of 6.0 ms (EXPERIMENTS.md D5) and the block's factorization leaves SMs
-#: idle (8 matrices). Knob ``wide_chunk``; built, not measured (EXPERIMENTS.md W3).
-WIDE_CHUNK_PANELS = 0
+#: idle (8 matrices). Run 0644, ms (0 / 4 / 8 / 16 panels): 8x1024x4096 5.051 / 4.470 /
+#: 4.430 / 4.419, 64x256x1024 0.997 / 0.981 / 0.993 / 0.995. 8 is the middle of the flat
+#: part. Knob ``wide_chunk`` (EXPERIMENTS.md W3).
+WIDE_CHUNK_PANELS = 8
 
 
 def capable(spec) -> str | None:

@@ -325,16 +325,17 @@ def test_fp16_group_by_batch():
 
 
 def test_small_n_nb_knob():
-    # H18: panels of 32 columns where the table gives 16 (n <= 384), only there.
+    # H18: panels of 32 columns where the table gives 16 (n <= 384), only there; the knob's
+    # 0 gives the table's 16 back.
+    import dataclasses
+
     from adaptqr import config
     from adaptqr.paths.householder import _with_knobs
 
     small, big = schedules.schedule_for(352, 352), schedules.schedule_for(1024, 1024)
-    assert schedules.SMALL_N_NB == 0
-    _knob_resolves("small_n_nb", 0, 32, 64, 352)
-    assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
-    with config.experiment(small_n_nb=32):
-        assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (32, 32)
-    import dataclasses
-
-    assert _with_knobs(dataclasses.replace(small, small_n_nb=32), None).nb == 32
+    assert small.nb == 16 and schedules.SMALL_N_NB == 32
+    _knob_resolves("small_n_nb", 32, 0, 64, 352)
+    assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (32, 32)
+    with config.experiment(small_n_nb=0):
+        assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
+    assert _with_knobs(dataclasses.replace(small, small_n_nb=0), None).nb == 16

@@ -256,7 +256,7 @@ def main():
     if "small" in secs:
         # One-launch kernel against the blocked nb 16 schedule for n = 65..128 (candidate 4:
         # the [128, 128] register tile spills 11.9 KB a thread).
-        blocked = schedules.Schedule(small=False, nb=16, group=1, bn=64, bm=64)
+        blocked = schedules.Schedule(small=False, nb=16, group=1, bn=64, bm=64, small_n_nb=0)
         for B, n in ((24, 128), (32, 96), (40, 128), (64, 80)):
             if left(args.budget) < 0:
                 break

@@ -28,14 +28,12 @@ import triton.language as tl
 
 #: The trailing kernels' ``F16`` modes: no FP16 route (0); a launch for the FP32-routed
 #: matrices only (those with ``SC[b] > 0`` exit at once); a launch for the FP16-routed ones
-#: only; one launch for both, each matrix taking its route's branch. Two launches, SKIP
-#: then ONLY, give each route its own register allocation and tile (EXPERIMENTS.md N5: for
-#: the streamed update one launch branching per matrix was slower); BOTH is for the
-#: row-split W / U kernels, short launches on the look-ahead's chain (N16).
+#: only. Two launches, SKIP then ONLY, give each route its own register allocation and tile
+#: (EXPERIMENTS.md N5: one launch branching per matrix was slower, and was removed; N16:
+#: for the row-split W / U kernels too).
 F16_NONE = tl.constexpr(0)
 F16_SKIP = tl.constexpr(1)
 F16_ONLY = tl.constexpr(2)
-F16_BOTH = tl.constexpr(3)
 #: ``Y = W T`` is scaled to at most this before its rounding to float16 (65504 is the
 #: largest float16; a power of two below it leaves room for log2's rounding).
 Y_TARGET = tl.constexpr(16384.0)

@@ -130,22 +130,6 @@ def test_public_call_with_and_without_the_route(n, batch, monkeypatch):
     _routes_taken(r.factor, r0.factor, torch.tensor([p == "fp16" for p in rec["precision"]]))
 
 
-@pytest.mark.variant
-@pytest.mark.parametrize("n,batch", [(2048, 8), (768, 1), (1024, 8)])
-def test_both_routes_in_one_launch_matches(n, batch):
-    # EXPERIMENTS.md N16: the row-split W / U kernels of one wave in one launch for both
-    # routes (mixed: some matrices on each route).
-    from adaptqr import config
-
-    A = generate(batch, n, 2, 66 + n, "mixed")
-    H1, t1 = adaptqr.geqrf(A)
-    with config.experiment(split_both_routes=1):
-        H2, t2 = adaptqr.geqrf(A)
-    r = check_geqrf(A, H2, t2)
-    assert r.passes_bar, r.summary()
-    assert float((H2 - H1).norm() / H1.norm()) < 1e-3  # float16 roundings, summed otherwise
-
-
 @pytest.mark.parametrize("scale,routed", [(1e25, True), (1e-25, True), (1e-35, False)])
 def test_adversarial_scaling(scale, routed):
     A = generate(8, 512, 2, 66, "dense") * scale

@@ -56,7 +56,7 @@ def _cases():
             emit(f"small n={n} {case}", A, H, tau, ref=case in ("dense", "upper"))
     # Blocked path with the real kernels at small sizes: registers and streamed panels,
     # resident and chunked trailing updates, groups, a ragged last panel, tall matrices.
-    S = schedules.Schedule(False, 16, 2, 16, 16)
+    S = schedules.Schedule(False, 16, 2, 16, 16, small_n_nb=0)
     for (B, m, n) in ((2, 64, 64), (2, 72, 50)):
         A = generate(B, m, 1, 3, "dense", "cpu")[:, :, :n].contiguous() if m == n else torch.randn(B, m, n)
         H, tau = run(A, S)
@@ -70,7 +70,7 @@ def _cases():
     H, tau = run(A, S)
     emit("blocked mixed 2x64", A, H, tau, ref=False)
     # Row-split trailing update (W through atomics), group 1.
-    S1 = schedules.Schedule(False, 16, 1, 32, 16)
+    S1 = schedules.Schedule(False, 16, 1, 32, 16, small_n_nb=0)
     schedules.TRAILING_SPLIT_MIN_ROWS = 16
     A = torch.randn(2, 100, 90)
     H, tau = run(A, S1)

@@ -57,8 +57,9 @@ def test_blocked_call_without_the_probe_prescales_itself(monkeypatch):
 
 
 def test_overlapped_q_t_gives_the_one_launch_result(monkeypatch):
-    # W3: Q^T applied two panels at a time as the leading block's factorization makes them
-    # (here in issue order: no streams off the GPU) against one launch after it.
+    # W3: Q^T applied a few panels at a time as the leading block's factorization makes them
+    # (here in issue order: no streams off the GPU) against one launch after it (the
+    # knob's 0).
     from adaptqr import config
     from adaptqr.paths import wide
 
@@ -68,7 +69,8 @@ def test_overlapped_q_t_gives_the_one_launch_result(monkeypatch):
     real = wide.apply_qt_panels
     monkeypatch.setattr(wide, "apply_qt_panels",
                         lambda H, tau, C, TW, p0, p1: calls.append((p0, p1)) or real(H, tau, C, TW, p0, p1))
-    a1, t1 = adaptqr.geqrf(A, path="wide")
+    with config.experiment(wide_chunk=0):
+        a1, t1 = adaptqr.geqrf(A, path="wide")
     assert calls == []
     with config.experiment(wide_chunk=2):
         a2, t2 = adaptqr.geqrf(A, path="wide")
