@@ -106,7 +106,8 @@ class Knobs:
     ``wide_chunk`` (``paths.wide.WIDE_CHUNK_PANELS``: 0, or 2 / 4 / 8 / 16 panels a ``Q^T``
     launch of the wide path beside its leading block's factorization), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
-    16)."""
+    16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256: Q formed by
+    cuBLAS products in panels of that many columns instead of the Triton strip kernel)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -121,6 +122,7 @@ class Knobs:
     fp16_group: int | None = None
     wide_chunk: int | None = None
     small_n_nb: int | None = None
+    qform_blas_nb: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -232,6 +234,7 @@ KNOB_CHOICES = {
     "fp16_group": (0, 1, 2),
     "wide_chunk": (0, 2, 4, 8, 16),
     "small_n_nb": (0, 32),
+    "qform_blas_nb": (0, 64, 128, 256),
 }
 
 

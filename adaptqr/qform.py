@@ -44,7 +44,7 @@ from typing import NamedTuple
 import torch
 import triton
 
-from adaptqr import originals
+from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
@@ -66,6 +66,15 @@ QFORM_BM, QFORM_BN, QFORM_WARPS = 64, 64, 4
 #: 16.4 (128 programs), 40x176 0.095 against 0.128; 4x4096 (256 programs) kept 64: 20.8 ms
 #: against 23.3.
 QFORM_NARROW_BN = 32
+#: Panel width of Q formed by cuBLAS products at full float32 precision
+#: (:func:`blocked_householder_product`) instead of the Triton strip kernel; 0: the kernel.
+#: The kernel's time is one strip's chain of panels (QF2: 2x4096 14.6 ms, torch's orgqr
+#: 11.1; batch 1 at 3072 ~6 ms against orgqr's ~3), while 128-column panels make the two
+#: products a panel GEMM-shaped (~64 flop a byte): 2x4096's 1.8e11 flops are ~4 ms at
+#: float32's rate. QF1 measured this route at width 32 (2x4096 20.4 ms: rank-32 updates,
+#: bound by traffic). Knob ``qform_blas_nb`` (0, 64, 128 or 256); built, not measured
+#: (EXPERIMENTS.md QF7).
+QFORM_BLAS_NB = 0
 
 
 class QFormTiles(NamedTuple):
@@ -116,9 +125,7 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    # The Triton kernels where they run; the same blocked product in torch ops elsewhere
-    # (CPU tensors reach here only when a test forces the route).
-    fn = triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
+    fn = _formation(A)
     with on_device(A.device):
         Q = fn(A, tau)
     if out is None:
@@ -127,6 +134,16 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     out.resize_(Q.shape)
     out.copy_(Q)
     return out
+
+
+def _formation(A: torch.Tensor):
+    """The function that forms Q: the Triton kernels where they run, or cuBLAS products in
+    panels of ``QFORM_BLAS_NB`` columns (knob ``qform_blas_nb``); the same blocked product
+    in torch ops elsewhere (CPU tensors reach here only when a test forces the route)."""
+    nb = config.snapshot().knobs.get("qform_blas_nb", QFORM_BLAS_NB)
+    if nb:
+        return functools.partial(blocked_householder_product, nb=nb)
+    return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
 
 
 def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:

@@ -30,6 +30,8 @@ def _factors(shape, k=None, dtype=torch.float64, seed=0):
     ((2, 3, 33, 17), None, 4),   # two batch dims, many panels
     ((4, 9, 9), 0, 4),           # k = 0: the identity's columns
     ((1, 64, 64), None, 64),     # kp = m = n
+    ((2, 300, 260), None, 128),  # QF7's widths: panels of 128, 128 and 4
+    ((1, 280, 200), 150, 256),   # one panel wider than k
 ])
 def test_blocked_equals_torch(shape, k, nb):
     h, tau = _factors(shape, k)
@@ -117,6 +119,26 @@ def test_blocked_route_out(forced_route):
     torch.testing.assert_close(out, want, rtol=0, atol=1e-12)
     with pytest.raises(RuntimeError, match="dtype"):
         adaptqr.householder_product(h, tau, out=torch.empty(0, dtype=torch.float32))
+
+
+def test_blas_knob_picks_the_blocked_product(forced_route, monkeypatch):
+    # QF7: the knob qform_blas_nb routes Q formation to the blocked product in panels of
+    # that width; unset, the kernels (here, off the GPU, the blocked product at QFORM_NB).
+    from adaptqr import config
+
+    seen = []
+    real = qform.blocked_householder_product
+    monkeypatch.setattr(qform, "blocked_householder_product",
+                        lambda A, tau, nb=qform.QFORM_NB: seen.append(nb) or real(A, tau, nb))
+    h, tau = _factors((2, 300, 260))
+    want = originals.householder_product(h, tau)
+    torch.testing.assert_close(adaptqr.householder_product(h, tau), want, rtol=0, atol=1e-12)
+    with config.experiment(qform_blas_nb=128):
+        torch.testing.assert_close(adaptqr.householder_product(h, tau), want, rtol=0, atol=1e-12)
+    assert seen == [qform.QFORM_NB, 128]
+    with pytest.raises(ValueError, match="qform_blas_nb"):
+        with config.experiment(qform_blas_nb=100):
+            pass
 
 
 def test_grad_goes_to_torch(monkeypatch):

@@ -44,6 +44,34 @@ def test_householder_product_matches_float64(shape):
     assert _ortho(Q) <= HALF_GATE
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("nb", [64, 128, 256])
+@pytest.mark.parametrize("shape,k", [((2, 4096, 4096), None), ((1, 1024, 1024), None),
+                                     ((64, 1024, 256), None), ((3, 700, 500), 300),
+                                     ((40, 176, 176), None)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_blas_formation_at_the_half_gate(shape, k, nb):
+    # EXPERIMENTS.md QF7: Q by cuBLAS products in panels of nb columns, under a global TF32
+    # setting (the products set full float32 precision themselves), k < n included.
+    from adaptqr import config
+
+    g = torch.Generator(device="cuda").manual_seed(257)
+    h, tau = originals.geqrf(torch.randn(*shape, device="cuda", generator=g))
+    if k is not None:
+        tau = tau[..., :k].contiguous()
+    was = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        with config.experiment(qform_blas_nb=nb):
+            Q = adaptqr.householder_product(h, tau)
+    finally:
+        torch.set_float32_matmul_precision(was)
+    ref = originals.householder_product(h.double(), tau.double())
+    n = max(shape[-2:])
+    assert ((Q.double() - ref).abs().amax() / (n * EPS32)).item() <= HALF_GATE
+    assert _ortho(Q) <= HALF_GATE
+
+
 def test_householder_product_ignores_a_global_tf32_setting():
     was = torch.get_float32_matmul_precision()
     A = torch.randn(16, 512, 512, device="cuda")
