@@ -14,9 +14,11 @@ order, the panels applied backwards to the identity, each as
   ``torch.set_float32_matmul_precision`` says.
 - :func:`blocked_householder_product` is the same blocked product in batched torch ops
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
-  ``T^{-1}`` without a ``1/tau``), for any device and dtype: the CPU stand-in when a test
-  forces the route. On the H200 it was 1.5-3x slower than the Triton kernels
-  (docs/EXPERIMENTS.md QF2).
+  ``T^{-1}`` without a ``1/tau``), for any device and dtype, at full float32 precision.
+  In panels of :data:`QFORM_BLAS_NB` columns it forms Q for few large matrices, where the
+  kernel's strips are few and long (:func:`blas_formation`; 2x4096 2x faster, batch 1 at
+  3072-4096 3x, docs/EXPERIMENTS.md QF7); it is also the CPU stand-in when a test forces
+  the route.
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from typing import NamedTuple
 
 import torch
@@ -72,9 +75,20 @@ QFORM_NARROW_BN = 32
 #: 11.1; batch 1 at 3072 ~6 ms against orgqr's ~3), while 128-column panels make the two
 #: products a panel GEMM-shaped (~64 flop a byte): 2x4096's 1.8e11 flops are ~4 ms at
 #: float32's rate. QF1 measured this route at width 32 (2x4096 20.4 ms: rank-32 updates,
-#: bound by traffic). Knob ``qform_blas_nb`` (0, 64, 128 or 256); built, not measured
-#: (EXPERIMENTS.md QF7).
-QFORM_BLAS_NB = 0
+#: bound by traffic). Run 0711-0713 (EXPERIMENTS.md QF7), ms, kernel / cuBLAS at 128 / 256:
+#: 2x4096 14.85 / 8.72 / 7.53, 4x4096 20.90 / 14.22 / 13.59, 8x2048 5.47 / 4.60 / 4.74,
+#: 1x3072 6.22 / 2.28 / 1.97, 1x4096 11.92 / 4.00 / 3.60; but 16x1024 1.47 / 1.76 / 2.02,
+#: 1x512 0.26 / 0.60 / 0.52, 640x512 6.40 / 11.97 / 16.54. Knob ``qform_blas_nb``: 0 the
+#: kernel always, 64 / 128 / 256 cuBLAS always at that width; unset, :func:`blas_formation`.
+QFORM_BLAS_NB = 256
+#: cuBLAS forms Q where it has at least this many columns and the kernel would have at most
+#: ``QFORM_BLAS_MAX_STRIPS`` strips of ``QFORM_BN`` columns an SM (the kernel's time is its
+#: longest strip's chain; with few strips the GPU waits on it): every case above where
+#: cuBLAS won has n >= 2048 and at most 2 strips an SM (8x2048: 256 strips on 132 SMs);
+#: 16x1024 (256 strips, n 1024) and 1x512 stay on the kernel. 1x1024 (0.80 / 0.60 ms at 256)
+#: stays too: one measured shape below 2048.
+QFORM_BLAS_MIN_N = 2048
+QFORM_BLAS_MAX_STRIPS = 2
 
 
 class QFormTiles(NamedTuple):
@@ -137,13 +151,28 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
 
 
 def _formation(A: torch.Tensor):
-    """The function that forms Q: the Triton kernels where they run, or cuBLAS products in
-    panels of ``QFORM_BLAS_NB`` columns (knob ``qform_blas_nb``); the same blocked product
-    in torch ops elsewhere (CPU tensors reach here only when a test forces the route)."""
-    nb = config.snapshot().knobs.get("qform_blas_nb", QFORM_BLAS_NB)
+    """The function that forms Q: on the GPU cuBLAS products in panels of ``QFORM_BLAS_NB``
+    columns where :func:`blas_formation` says so, else the Triton kernels (the knob
+    ``qform_blas_nb`` forces either); the blocked product in torch ops off the GPU (CPU
+    tensors reach here only when a test forces the route)."""
+    nb = config.snapshot().knobs.qform_blas_nb
+    if nb is None and A.is_cuda and blas_formation(math.prod(A.shape[:-2]), A.shape[-1],
+                                                   _sm_count(A.device)):
+        nb = QFORM_BLAS_NB
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
     return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
+
+
+def blas_formation(B: int, n: int, sm_count: int) -> bool:
+    """Whether ``B`` Q factors of ``n`` columns are formed by cuBLAS products
+    (``QFORM_BLAS_NB`` columns a panel) rather than the Triton strip kernel: few long
+    strips (see ``QFORM_BLAS_MIN_N``).
+
+    >>> blas_formation(2, 4096, 132), blas_formation(640, 512, 132), blas_formation(1, 1024, 132)
+    (True, False, False)
+    """
+    return n >= QFORM_BLAS_MIN_N and B * triton.cdiv(n, QFORM_BN) <= QFORM_BLAS_MAX_STRIPS * sm_count
 
 
 def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:

@@ -186,3 +186,12 @@ def test_wide_path_hands_on_the_calls_settings(monkeypatch):
     assert seen["settings"] is Info.settings and seen["settings"].knobs.tail_prec == "ieee"
     wide.factor_wide(H, torch.empty(2, 3))  # no info: the current snapshot
     assert seen["settings"] == config.snapshot() and seen["settings"].knobs.tail_prec is None
+
+
+@pytest.mark.parametrize("B,n,blas", [
+    (2, 4096, True), (4, 4096, True), (8, 2048, True), (1, 3072, True),  # QF7: cuBLAS won
+    (16, 1024, False), (1, 512, False), (640, 512, False), (1, 1024, False),
+    (16, 2048, False),  # 512 strips on 132 SMs: unmeasured, the kernel's side of the rule
+])
+def test_blas_formation_rule(B, n, blas):
+    assert qform.blas_formation(B, n, 132) is blas
