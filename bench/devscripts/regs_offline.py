@@ -31,6 +31,7 @@ from triton.compiler import ASTSource
 #: Pointer arguments by name, and their element types (everything else is an i32 scalar).
 POINTERS = {"Ht": "*fp32", "TAU": "*fp32", "TW": "*fp32", "TB": "*fp32", "W": "*fp32", "SC": "*fp32",
             "WS": "*fp32", "SP": "*fp32", "S": "*fp32", "Y": "*fp32", "C": "*fp32", "TG": "*fp32",
+            "Qt": "*fp32",
             "NA": "*i32", "NZ": "*i32", "CNT": "*i32", "C16": "*fp16"}
 #: Scalars the device's launches pass as 1 (specialized to a constant there).
 ONES = {"npan": 1}
