@@ -30,7 +30,7 @@
 # Session 19's later ones (T4, N15, L3's reserve; runs 0429, 0435):
 #   TESTS_K="slice_floor" BIG="--knobs s64:slice_min_rows=64 --knobs g1:fp16_group=1 \
 #   --knobs r16:lookahead_reserve=16" SINGLE="--knobs s64:slice_min_rows=64"
-# Built in session 19, not run (EXPERIMENTS.md W3, N16, H18, N17, X3):
+# Built in session 19, run in session 20 (EXPERIMENTS.md W3, N16, H18, N17, X3; run 0643):
 #   TESTS_K="overlapped or fp16_launch_variants or small_n_nb or replay_probe_load" \
 #   B12="--knobs nb32:small_n_nb=32 --knobs r16k:fp16_resident_tile=16384 --knobs x3:replay_probe_load=1" \
 #   BIG="--knobs both:split_both_routes=1" SINGLE="--knobs both:split_both_routes=1" \
