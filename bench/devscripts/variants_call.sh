@@ -36,6 +36,9 @@
 #   BIG="--knobs both:split_both_routes=1" SINGLE="--knobs both:split_both_routes=1" \
 #   WIDE="--knobs c4:wide_chunk=4 --knobs c8:wide_chunk=8 --knobs c16:wide_chunk=16" \
 #   bash bench/devscripts/variants_call.sh
+# Built in session 20, not run (EXPERIMENTS.md T5):
+#   TESTS_K="blas_group" BIG="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" \
+#   SINGLE="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
