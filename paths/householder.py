@@ -252,10 +252,11 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-    elif s.blas_group:
+    blas = f16 is None and bool(s.blas_group)
+    if blas:
         group = s.blas_group  # the update after each group in cuBLAS (EXPERIMENTS.md T5)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, bool(s.blas_group) and f16 is None)
+                 after_panels, blas)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)

@@ -1,8 +1,9 @@
-"""Two streams for one factorization's look-ahead (EXPERIMENTS.md L2), and the side stream
-of the wide path's overlapped ``Q^T`` (:func:`side_stream`).
+"""Two streams for one factorization's look-ahead (EXPERIMENTS.md L2), and for the wide
+path's ``Q^T`` beside its leading block's factorization (paths/wide.py).
 
-:class:`Lanes` holds the caller's stream (``main``) and this thread's high-priority stream
-(``hi``) on the device. :meth:`Lanes.fork` makes ``hi`` wait for what ``main`` has queued,
+:class:`Lanes` holds the caller's stream (``main``) and a second stream of this thread on
+the device (``hi``: of high priority for the look-ahead, of normal priority for the wide
+path). :meth:`Lanes.fork` makes ``hi`` wait for what ``main`` has queued,
 :meth:`Lanes.join` makes ``main`` wait for ``hi``; in between, work goes to ``hi`` inside
 ``with lanes.on_hi():`` and the two order each other through events
 (:meth:`Lanes.record`, :meth:`Lanes.wait`). During a CUDA graph capture on ``main`` the fork
@@ -23,15 +24,16 @@ import threading
 
 import torch
 
-__all__ = ["Lanes", "OneLane", "side_stream"]
+__all__ = ["HI_PRIORITY", "NORMAL_PRIORITY", "Lanes", "OneLane"]
 
 
 class Lanes:
-    """The caller's stream (``main``) and a high-priority stream (``hi``) on ``device``."""
+    """The caller's stream (``main``) and this thread's stream of ``priority`` (``hi``) on
+    ``device``."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, priority: int | None = None):
         self.main = torch.cuda.current_stream(device)
-        self.hi = _thread_stream(device, HI_PRIORITY)
+        self.hi = _thread_stream(device, HI_PRIORITY if priority is None else priority)
 
     def fork(self) -> None:
         self.hi.wait_stream(self.main)
@@ -80,11 +82,6 @@ HI_PRIORITY = -100
 NORMAL_PRIORITY = 0
 
 _STREAMS = threading.local()
-
-
-def side_stream(device: torch.device):
-    """This thread's normal-priority side stream on ``device`` (not the look-ahead's)."""
-    return _thread_stream(device, NORMAL_PRIORITY)
 
 
 def _thread_stream(device: torch.device, priority: int):

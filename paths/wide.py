@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr.paths.lanes import side_stream
+from adaptqr.paths.lanes import NORMAL_PRIORITY, Lanes, OneLane
 from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
 from adaptqr.qform import (
     QFORM_NB,
@@ -85,20 +85,17 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
 def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, given,
                        chunk: int) -> None:
     """Factor ``lead`` ``(B, m, m)`` and apply its ``Q^T`` to ``C`` ``(B, m, c)``, ``chunk``
-    panels at a time as the factorization makes them: on a side stream that waits for
-    each range's panels (on the GPU; in issue order off it, under the interpreter). The
-    panels' ``T`` buffer is allocated before the side stream starts: nothing is allocated
-    on it."""
+    panels at a time as the factorization makes them: on a second stream of normal
+    priority that waits for each range's panels (on the GPU; in issue order off it, under
+    the interpreter). The panels' ``T`` buffer is allocated before that stream starts:
+    nothing is allocated on it."""
     from adaptqr.paths.householder import factor_householder
 
     m = lead.shape[-1]
     TW = apply_qt_workspace(lead)
     n_p = TW.shape[1]
-    main = side = None
-    if lead.is_cuda:
-        main = torch.cuda.current_stream(lead.device)
-        side = side_stream(lead.device)
-        side.wait_stream(main)
+    lanes = Lanes(lead.device, NORMAL_PRIORITY) if lead.is_cuda else OneLane()
+    lanes.fork()
     done = 0
 
     def after_panels(k: int) -> None:
@@ -106,20 +103,14 @@ def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, g
         p1 = n_p if k >= m else k // QFORM_NB
         if p1 - done < chunk and not (p1 == n_p and p1 > done):
             return
-        if side is None:
+        # None: the current stream, the one the panels were issued on.
+        lanes.wait(lanes.hi, lanes.record(None))
+        with lanes.on_hi():
             apply_qt_panels(lead, tau, C, TW, done, p1)
-        else:
-            ev = torch.cuda.Event()
-            ev.record()  # the stream the panels were issued on
-            side.wait_event(ev)
-            with torch.cuda.stream(side):
-                apply_qt_panels(lead, tau, C, TW, done, p1)
         done = p1
 
     factor_householder(lead, tau, given, after_panels=after_panels)
-    if side is not None:
-        main.wait_stream(side)
-
+    lanes.join()
 
 
 PATH = Path(
