@@ -2,7 +2,7 @@
 # One device call (< 600 s) that measures built-but-not-run variants side by side:
 #   1. their GPU variant tests, `pytest -m "gpu and variant" -k "$TESTS_K"` (correctness
 #      first: a deadlocking kernel stops here, at this step's timeout)
-#   2. the 12 cases with the bench variant options in $B12 (e.g. "--knobs fill:cuda_panel_fill=1
+#   2. (unless SKIP_B12 is set) the 12 cases with the bench variant options in $B12 (e.g. "--knobs fill:cuda_panel_fill=1
 #      --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456"); every output checked before timing
 #   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE, then the cases of
 #      $SWEEP_CASES (no torch baseline) with $SWEEP, then the wide cases with $WIDE (each
@@ -48,9 +48,11 @@ if [ -n "${TESTS_K:-}" ]; then
     -rfE > "$OUT/variant_tests.txt" 2>&1
   echo "variant tests: exit $?"; tail -n 8 "$OUT/variant_tests.txt"
 fi
-echo "== 2. bench, 12 cases  (t=$(( $(date +%s) - T0 ))s)"
-# shellcheck disable=SC2086
-timeout 260 python3 -m adaptqr bench --budget 0.5 --out "$OUT/b12" ${B12:-} 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+if [ -z "${SKIP_B12:-}" ]; then
+  echo "== 2. bench, 12 cases  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 260 python3 -m adaptqr bench --budget 0.5 --out "$OUT/b12" ${B12:-} 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
 if [ -n "${BIG:-}" ]; then
   echo "== 3a. 8x2048, 2x4096  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
