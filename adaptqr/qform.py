@@ -254,8 +254,9 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     # columns (tau = 0) past k.
     V = torch.zeros(B, m, kp, dtype=A.dtype, device=A.device)
     V[:, :, :k] = A3[:, :, :k].tril(-1)
-    rows = torch.arange(min(m, kp), device=A.device)
-    V[:, rows, rows] = 1.0
+    # fill_ rather than an indexed assignment: the latter copies a CPU scalar tensor, which a
+    # CUDA graph capture (torch.compile's reduce-overhead) refuses.
+    V.diagonal(dim1=-2, dim2=-1).fill_(1.0)
     taup = torch.zeros(B, kp, dtype=A.dtype, device=A.device)
     taup[:, :k] = t3
     with full_fp32_matmul():
