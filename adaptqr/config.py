@@ -107,9 +107,7 @@ class Knobs:
     launch of the wide path beside its leading block's factorization), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256: Q formed by
-    cuBLAS products in panels of that many columns instead of the Triton strip kernel),
-    ``blas_group`` (``schedules.BLAS_GROUP``: 0, 4 or 8 panels a group whose update of the
-    later columns goes to cuBLAS products, where no matrix takes the FP16 route)."""
+    cuBLAS products in panels of that many columns instead of the Triton strip kernel)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -125,7 +123,6 @@ class Knobs:
     wide_chunk: int | None = None
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
-    blas_group: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -238,7 +235,6 @@ KNOB_CHOICES = {
     "wide_chunk": (0, 2, 4, 8, 16),
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256),
-    "blas_group": (0, 4, 8),
 }
 
 

@@ -65,7 +65,6 @@ import torch
 import triton
 
 from adaptqr.paths import schedules
-from adaptqr.paths.blas_update import rest_update
 from adaptqr.paths.kernels import panel_cuda
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
@@ -252,11 +251,8 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-    blas = f16 is None and bool(s.blas_group)
-    if blas:
-        group = s.blas_group  # the update after each group in cuBLAS (EXPERIMENTS.md T5)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, blas)
+                 after_panels)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -479,7 +475,6 @@ class _Blocked(NamedTuple):
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
     wbuf: list            # the row-split trailing update's W, allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
-    blas: bool            # updates of a whole group in cuBLAS (blas_update.rest_update)
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
@@ -667,9 +662,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     ``w_slot``: which ``W`` a row-split update uses (:func:`_w`)."""
     Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
         f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
-    if f.blas and npan > 1:
-        rest_update(Ht, TW, na if has_na else None, k0, npan, s.nb, c_start, c_end)
-        return
     C16, SC = f16 if f16 is not None else (Ht, Ht)
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).

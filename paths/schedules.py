@@ -123,7 +123,6 @@ SCHEDULE_KNOBS = {
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
-    "blas_group": ("BLAS_GROUP", int),
 }
 
 
@@ -184,14 +183,6 @@ FP16_GROUP = 0
 #: 0.698 / 0.629, 40x176 0.250 / 0.253, the other ten cases within 1 %. Knob
 #: ``small_n_nb`` (0: the table's 16; EXPERIMENTS.md H18).
 SMALL_N_NB = 32
-#: Panels a group whose update of the columns after the group goes to cuBLAS products at
-#: full float32 precision (paths/blas_update.py; 4 or 8, a power of two) where no matrix is
-#: on the FP16 route; 0: the Triton trailing kernels, the group from the table. For few
-#: large matrices those kernels ran 2x4096's ~1.8e11 flops of updates at ~16-23 TFLOPS
-#: (trace, run 0429); cuBLAS's float32 products run GEMM shapes at ~50 (QF7's Q formation,
-#: the same two products a group: 2x4096 14.85 -> 7.53 ms). Knob ``blas_group`` (0, 4 or 8);
-#: built, not measured (EXPERIMENTS.md T5).
-BLAS_GROUP = 0
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
@@ -326,9 +317,6 @@ class Schedule:
     # Panel width in place of the table's 16 (SMALL_N_NB, 0: the table's); None: the knob,
     # else the constant.
     small_n_nb: int | None = None
-    # Panels a group whose rest update goes to cuBLAS (BLAS_GROUP, 0: off); None: the knob,
-    # else the constant.
-    blas_group: int | None = None
 
 
 def next_pow2(x: int) -> int:

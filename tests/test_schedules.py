@@ -339,9 +339,3 @@ def test_small_n_nb_knob():
     with config.experiment(small_n_nb=0):
         assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
     assert _with_knobs(dataclasses.replace(small, small_n_nb=0), None).nb == 16
-
-
-def test_blas_group_knob():
-    # T5: off by default; 4 or 8 panels a group, nothing else.
-    assert schedules.BLAS_GROUP == 0
-    _knob_resolves("blas_group", 0, 8, 3)

@@ -194,16 +194,6 @@ def test_small_n_nb_matches(B, n):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("group", [4, 8])
-@pytest.mark.parametrize("B,n", [(2, 4096), (1, 3072), (4, 1024), (3, 1000)])
-def test_blas_group_matches(B, n, group):
-    # EXPERIMENTS.md T5: each group's update of the later columns in cuBLAS products (with
-    # look-ahead where it applies; 1024 and 1000 on the FP32 schedule alone: _factor takes
-    # the route's scales only from a call's features).
-    _variant_against_default(B, n, 1e-4, blas_group=group)
-
-
-@pytest.mark.variant
 def test_lookahead_captures_in_a_graph():
     # The fork, the events and the join record into a CUDA graph; a replay on new data
     # passes the bar and gives the eager result.
