@@ -106,7 +106,7 @@ class Knobs:
     ``wide_chunk`` (``paths.wide.WIDE_CHUNK_PANELS``: 0, or 2 / 4 / 8 / 16 panels a ``Q^T``
     launch of the wide path beside its leading block's factorization), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
-    16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256: Q formed by
+    16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by
     cuBLAS products in panels of that many columns instead of the Triton strip kernel)."""
 
     split_min_rows: int | None
@@ -234,7 +234,7 @@ KNOB_CHOICES = {
     "fp16_group": (0, 1, 2),
     "wide_chunk": (0, 2, 4, 8, 16),
     "small_n_nb": (0, 32),
-    "qform_blas_nb": (0, 64, 128, 256),
+    "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
 }
 
 

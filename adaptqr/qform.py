@@ -248,6 +248,8 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
         return Qt.mT.reshape(*batch, m, n)
     A3 = A.reshape(B, m, n)
     t3 = tau.reshape(B, k)
+    # No wider than the reflectors, in whole 32s: a panel past k is zero columns' work.
+    nb = min(nb, -(-k // 32) * 32)
     npan = -(-k // nb)
     kp = npan * nb
     # Every panel's V in one (B, m, kp) tensor: unit diagonal, zeros above it, and zero

@@ -32,6 +32,7 @@ def _factors(shape, k=None, dtype=torch.float64, seed=0):
     ((1, 64, 64), None, 64),     # kp = m = n
     ((2, 300, 260), None, 128),  # QF7's widths: panels of 128, 128 and 4
     ((1, 280, 200), 150, 256),   # one panel wider than k
+    ((2, 300, 230), None, 1024), # QF9: one panel, capped at 256 columns
 ])
 def test_blocked_equals_torch(shape, k, nb):
     h, tau = _factors(shape, k)

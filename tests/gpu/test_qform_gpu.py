@@ -45,8 +45,9 @@ def test_householder_product_matches_float64(shape):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("nb", [64, 128, 256])
+@pytest.mark.parametrize("nb", [64, 128, 256, 512, 1024])
 @pytest.mark.parametrize("shape,k", [((2, 4096, 4096), None), ((1, 1024, 1024), None),
+                                     ((1, 3072, 3072), None), ((1, 768, 768), None),
                                      ((64, 1024, 256), None), ((3, 700, 500), 300),
                                      ((40, 176, 176), None)],
                          ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
