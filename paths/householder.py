@@ -185,7 +185,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     # Without n_nonzero no column is known to be zero: n (no tile skipped).
     nz = _feature(info, "n_nonzero", B, H.device) if has_na else None
     nz_arg = nz if nz is not None else torch.full_like(na, n) if has_na else tau
-    s = _with_knobs(schedule or schedules.schedule_for(m, n), info)
+    s = _with_knobs(schedule or schedules.schedule_for(m, n), info, n)
 
     pexp = _feature(info, "prescale", B, H.device)
     if pexp is None and not s.small and not getattr(info, "features", None):
@@ -200,10 +200,11 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         unscale(H, pexp)
 
 
-def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
+def _with_knobs(s: schedules.Schedule, info: Any, n: int = 0) -> schedules.Schedule:
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
     0, ...) taken from the call's settings snapshot (``info.settings``, else the current
-    one), else from the library's constants."""
+    one), else from the library's constants; ``n``: the matrices' columns (the small-n panel
+    width depends on them, ``schedules.SMALL_N_NB_MULTIPLE``)."""
     if s.small:
         return s  # the one-launch kernel reads no knob: no lookup on the host-bound path
     knobs = getattr(info, "settings", None)
@@ -213,19 +214,21 @@ def _with_knobs(s: schedules.Schedule, info: Any) -> schedules.Schedule:
         knobs = config.snapshot()
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS)
-                     + schedules.knob_constants())
+                     + schedules.knob_constants(), n % schedules.SMALL_N_NB_MULTIPLE == 0)
 
 
 @functools.lru_cache(maxsize=256)
-def _resolved(s: schedules.Schedule, knobs, constants: tuple) -> schedules.Schedule:
+def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool) -> schedules.Schedule:
     # Schedules and knobs are frozen: a call of a seen shape and settings costs one lookup.
     r = dataclasses.replace(
         s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         **{name: getattr(s, name) if getattr(s, name) is not None else schedules.knob(name, knobs)
            for name in schedules.SCHEDULE_KNOBS})
-    # Panels of small_n_nb columns where the table gives 16 (EXPERIMENTS.md H18).
-    return dataclasses.replace(r, nb=r.small_n_nb) if r.small_n_nb and r.nb == 16 else r
+    # Panels of small_n_nb columns where the table gives 16 and n is a whole number of
+    # SMALL_N_NB_MULTIPLE columns (``whole``; EXPERIMENTS.md H18, H19).
+    wide = r.small_n_nb and r.nb == 16 and whole
+    return dataclasses.replace(r, nb=r.small_n_nb) if wide else r
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels):
@@ -537,7 +540,7 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     s = schedules.schedule_for(m, n)
     if s.small:
         return s.nb, [PANEL_ONE_LAUNCH]
-    s = _with_knobs(s, None)
+    s = _with_knobs(s, None, n)
     sm = _sm_count(device) if device.type == "cuda" else None
     return s.nb, [_kind_of(B, m, k, s, device, sm)[0] for k in range(0, n, s.nb)]
 

@@ -183,6 +183,13 @@ FP16_GROUP = 0
 #: 0.698 / 0.629, 40x176 0.250 / 0.253, the other ten cases within 1 %. Knob
 #: ``small_n_nb`` (0: the table's 16; EXPERIMENTS.md H18).
 SMALL_N_NB = 32
+#: ``SMALL_N_NB`` only where n is a multiple of this; else the table's 16. Run 0828 and 0849
+#: (EXPERIMENTS.md H19), ms, 32 / 16, no baseline: n a multiple of 16, 32 won or tied at
+#: every batch (100x352 0.931 / 1.020, 300x320 1.475 / 1.750, 100x240 0.522 / 0.548,
+#: 100x160 0.259 / 0.295, 100x208 0.448 / 0.445, 100x144 0.243 / 0.247); n not, 16 won
+#: (100x200 0.673 / 0.590, 300x200 1.402 / 1.201, 100x512x200 0.679 / 0.586, 100x300
+#: 1.287 / 1.129) or tied (100x100 0.206 / 0.207).
+SMALL_N_NB_MULTIPLE = 16
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
 #: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,

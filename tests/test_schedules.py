@@ -336,6 +336,9 @@ def test_small_n_nb_knob():
     assert small.nb == 16 and schedules.SMALL_N_NB == 32
     _knob_resolves("small_n_nb", 32, 0, 64, 352)
     assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (32, 32)
+    # H19: only where n is a whole number of SMALL_N_NB_MULTIPLE columns.
+    assert schedules.SMALL_N_NB_MULTIPLE == 16
+    assert [_with_knobs(small, None, n).nb for n in (352, 208, 200, 300, 100)] == [32, 32, 16, 16, 16]
     with config.experiment(small_n_nb=0):
         assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
     assert _with_knobs(dataclasses.replace(small, small_n_nb=0), None).nb == 16
