@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 
 from adaptqr import dispatch, originals, validate
-from adaptqr.qform import householder_product
+from adaptqr.qform import form_q
 
 MODES = ("reduced", "complete", "r")
 #: What torch.linalg.qr factors.
@@ -82,9 +82,9 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
         # Q is m x m: the k vectors in the leading columns of an m x m matrix.
         H = torch.zeros(*A.shape[:-1], m, dtype=A.dtype, device=A.device)
         H[..., :, :k] = a[..., :, :k]
-        Q = householder_product(H, tau)
+        Q = form_q(H, tau, queued=True)
     else:
-        Q = householder_product(a[..., :, :k], tau)
+        Q = form_q(a[..., :, :k], tau, queued=True)
     return Q, R
 
 

@@ -16,8 +16,8 @@ order, the panels applied backwards to the identity, each as
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
   ``T^{-1}`` without a ``1/tau``), for any device and dtype, at full float32 precision.
   In panels of :data:`QFORM_BLAS_NB` columns it forms Q for few large matrices, where the
-  kernel's strips are few and long (:func:`blas_formation`; 2x4096 2x faster, batch 1 at
-  3072-4096 3x, docs/EXPERIMENTS.md QF7); it is also the CPU stand-in when a test forces
+  kernel's strips are few and long (:func:`blas_width`; 2x4096 2x faster, batch 1 at
+  3072-4096 3x, docs/EXPERIMENTS.md QF7), and one matrix of 512-2048 columns in one panel (QF9); it is also the CPU stand-in when a test forces
   the route.
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
@@ -79,7 +79,7 @@ QFORM_NARROW_BN = 32
 #: 2x4096 14.85 / 8.72 / 7.53, 4x4096 20.90 / 14.22 / 13.59, 8x2048 5.47 / 4.60 / 4.74,
 #: 1x3072 6.22 / 2.28 / 1.97, 1x4096 11.92 / 4.00 / 3.60; but 16x1024 1.47 / 1.76 / 2.02,
 #: 1x512 0.26 / 0.60 / 0.52, 640x512 6.40 / 11.97 / 16.54. Knob ``qform_blas_nb``: 0 the
-#: kernel always, 64 / 128 / 256 cuBLAS always at that width; unset, :func:`blas_formation`.
+#: kernel always, 64 to 1024 cuBLAS always at that width; unset, :func:`blas_width`.
 QFORM_BLAS_NB = 256
 #: cuBLAS forms Q where it has at least this many columns and the kernel would have at most
 #: ``QFORM_BLAS_MAX_STRIPS`` strips of ``QFORM_BN`` columns an SM (the kernel's time is its
@@ -89,6 +89,18 @@ QFORM_BLAS_NB = 256
 #: stays too: one measured shape below 2048.
 QFORM_BLAS_MIN_N = 2048
 QFORM_BLAS_MAX_STRIPS = 2
+#: One matrix of ``QFORM_ONE_MIN_N`` to ``QFORM_ONE_MAX_N`` columns: cuBLAS in one panel of
+#: up to ``QFORM_ONE_NB`` columns (EXPERIMENTS.md QF9, run 0847-0848, ms, kernel / 256 /
+#: 512): ``householder_product`` 1x1024 0.795 / 0.817 / 0.676, 1x2048 1.248 / 1.207 / 1.018,
+#: but 1x3072 1.985 / 2.022 / 2.388 and 2x2048 1.629 / 1.628 / 2.118 (512 lost: those keep
+#: QF7's rule). At 1x512 the kernel is faster alone (0.257 / 0.416 at 512: cuBLAS's dozen
+#: launches wait on the host) but not in ``linalg.qr``, where they are queued behind the
+#: factorization (1x512 1.142 / 1.057 at 512, 1x768 1.888 / 1.742, 1x1024 2.736 / 2.340):
+#: ``QFORM_ONE_MIN_N_QUEUED`` there.
+QFORM_ONE_NB = 512
+QFORM_ONE_MIN_N = 1024
+QFORM_ONE_MIN_N_QUEUED = 512
+QFORM_ONE_MAX_N = 2048
 
 
 class QFormTiles(NamedTuple):
@@ -134,12 +146,20 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     if torch.compiler.is_compiling() and out is None:
         # Traced: the op is opaque to the compiler (adaptqr.custom_ops).
         return torch.ops.adaptqr.householder_product(A, tau)
+    return form_q(A, tau, out=out)
+
+
+def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = None,
+           queued: bool = False) -> torch.Tensor:
+    """:func:`householder_product` (same arguments, not traced); ``queued``: the call follows
+    work of the caller's still running on the GPU (``linalg.qr``'s factorization), behind
+    which the host's launches hide (:func:`blas_width`)."""
     if not (_blocked_applies(A, tau) and _shapes_ok(A, tau)):
         # torch's function, with its errors and messages for what the route rejects.
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    fn = _formation(A)
+    fn = _formation(A, queued)
     with on_device(A.device):
         Q = fn(A, tau)
     if out is None:
@@ -150,29 +170,37 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     return out
 
 
-def _formation(A: torch.Tensor):
-    """The function that forms Q: on the GPU cuBLAS products in panels of ``QFORM_BLAS_NB``
-    columns where :func:`blas_formation` says so, else the Triton kernels (the knob
-    ``qform_blas_nb`` forces either); the blocked product in torch ops off the GPU (CPU
-    tensors reach here only when a test forces the route)."""
+def _formation(A: torch.Tensor, queued: bool = False):
+    """The function that forms Q: on the GPU cuBLAS products in panels of the width
+    :func:`blas_width` gives, else the Triton kernels (the knob ``qform_blas_nb`` forces
+    either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
+    a test forces the route)."""
     nb = config.snapshot().knobs.qform_blas_nb
-    if nb is None and A.is_cuda and blas_formation(math.prod(A.shape[:-2]), A.shape[-1],
-                                                   _sm_count(A.device)):
-        nb = QFORM_BLAS_NB
+    if nb is None and A.is_cuda:
+        nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
     return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
 
 
-def blas_formation(B: int, n: int, sm_count: int) -> bool:
-    """Whether ``B`` Q factors of ``n`` columns are formed by cuBLAS products
-    (``QFORM_BLAS_NB`` columns a panel) rather than the Triton strip kernel: few long
-    strips (see ``QFORM_BLAS_MIN_N``).
+def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:
+    """The panel width at which ``B`` Q factors of ``n`` columns are formed by cuBLAS
+    products, or 0 for the Triton strip kernel: one panel of up to ``QFORM_ONE_NB`` for one
+    matrix of ``QFORM_ONE_MIN_N`` (``QFORM_ONE_MIN_N_QUEUED`` where ``queued``) to
+    ``QFORM_ONE_MAX_N`` columns; ``QFORM_BLAS_NB`` for few long strips (see
+    ``QFORM_BLAS_MIN_N``).
 
-    >>> blas_formation(2, 4096, 132), blas_formation(640, 512, 132), blas_formation(1, 1024, 132)
-    (True, False, False)
+    >>> blas_width(2, 4096, 132), blas_width(1, 1024, 132), blas_width(640, 512, 132)
+    (256, 512, 0)
+    >>> blas_width(1, 512, 132), blas_width(1, 512, 132, queued=True)
+    (0, 512)
     """
-    return n >= QFORM_BLAS_MIN_N and B * triton.cdiv(n, QFORM_BN) <= QFORM_BLAS_MAX_STRIPS * sm_count
+    one_min = QFORM_ONE_MIN_N_QUEUED if queued else QFORM_ONE_MIN_N
+    if B == 1 and one_min <= n <= QFORM_ONE_MAX_N:
+        return QFORM_ONE_NB
+    if n >= QFORM_BLAS_MIN_N and B * triton.cdiv(n, QFORM_BN) <= QFORM_BLAS_MAX_STRIPS * sm_count:
+        return QFORM_BLAS_NB
+    return 0
 
 
 def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:

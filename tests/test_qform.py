@@ -189,10 +189,14 @@ def test_wide_path_hands_on_the_calls_settings(monkeypatch):
     assert seen["settings"] == config.snapshot() and seen["settings"].knobs.tail_prec is None
 
 
-@pytest.mark.parametrize("B,n,blas", [
-    (2, 4096, True), (4, 4096, True), (8, 2048, True), (1, 3072, True),  # QF7: cuBLAS won
-    (16, 1024, False), (1, 512, False), (640, 512, False), (1, 1024, False),
-    (16, 2048, False),  # 512 strips on 132 SMs: unmeasured, the kernel's side of the rule
+@pytest.mark.parametrize("B,n,queued,nb", [
+    (2, 4096, False, 256), (4, 4096, False, 256), (8, 2048, False, 256),  # QF7: cuBLAS won
+    (1, 3072, False, 256), (2, 2048, False, 256), (1, 4096, True, 256),   # 512 lost (QF9)
+    (1, 1024, False, 512), (1, 2048, False, 512), (1, 1024, True, 512),   # QF9: 512 won
+    (1, 512, True, 512), (1, 768, True, 512),  # QF9: in linalg.qr, behind the factorization
+    (1, 512, False, 0), (1, 768, False, 0),    # alone, the kernel
+    (16, 1024, False, 0), (640, 512, False, 0), (2, 1024, True, 0),
+    (16, 2048, False, 0),  # 512 strips on 132 SMs: unmeasured, the kernel's side of the rule
 ])
-def test_blas_formation_rule(B, n, blas):
-    assert qform.blas_formation(B, n, 132) is blas
+def test_blas_width_rule(B, n, queued, nb):
+    assert qform.blas_width(B, n, 132, queued) == nb

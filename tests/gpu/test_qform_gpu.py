@@ -86,7 +86,9 @@ def test_householder_product_ignores_a_global_tf32_setting():
     assert _ortho(Q) <= HALF_GATE
 
 
-@pytest.mark.parametrize("shape", [(64, 512, 512), (8, 2048, 2048), (64, 1024, 256), (4, 64, 200)],
+# One matrix of 512-2048 columns: QF9's single cuBLAS panel (complete 1x2048x1500: Q 2048 wide).
+@pytest.mark.parametrize("shape", [(64, 512, 512), (8, 2048, 2048), (64, 1024, 256), (4, 64, 200),
+                                   (1, 512, 512), (1, 768, 768), (1, 2048, 1500)],
                          ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("mode", ["reduced", "complete"])
 def test_linalg_qr_at_the_half_gate(shape, mode):
