@@ -107,7 +107,9 @@ class Knobs:
     launch of the wide path beside its leading block's factorization), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by
-    cuBLAS products in panels of that many columns instead of the Triton strip kernel)."""
+    cuBLAS products in panels of that many columns instead of the Triton strip kernel),
+    ``qform_tf32x3`` (``qform.QFORM_BLAS_TF32X3``: 0 or 1, those products' updates in tf32x3
+    from TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -123,6 +125,7 @@ class Knobs:
     wide_chunk: int | None = None
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
+    qform_tf32x3: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -235,6 +238,7 @@ KNOB_CHOICES = {
     "wide_chunk": (0, 2, 4, 8, 16),
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
+    "qform_tf32x3": (0, 1),
 }
 
 

@@ -17,8 +17,8 @@ order, the panels applied backwards to the identity, each as
   ``T^{-1}`` without a ``1/tau``), for any device and dtype, at full float32 precision.
   In panels of :data:`QFORM_BLAS_NB` columns it forms Q for few large matrices, where the
   kernel's strips are few and long (:func:`blas_width`; 2x4096 2x faster, batch 1 at
-  3072-4096 3x, docs/EXPERIMENTS.md QF7), and one matrix of 512-2048 columns in one panel (QF9); it is also the CPU stand-in when a test forces
-  the route.
+  3072-4096 3x, docs/EXPERIMENTS.md QF7), and for one matrix of 512-2048 columns in one
+  panel (QF9); it is also the CPU stand-in when a test forces the route.
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
 
@@ -48,6 +48,7 @@ import torch
 import triton
 
 from adaptqr import config, originals
+from adaptqr import tf32x3 as _tf32x3
 from adaptqr.graphs.capture import on_device
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
@@ -101,6 +102,10 @@ QFORM_ONE_NB = 512
 QFORM_ONE_MIN_N = 1024
 QFORM_ONE_MIN_N_QUEUED = 512
 QFORM_ONE_MAX_N = 2048
+#: The cuBLAS route's two update products a panel in tf32x3 (:mod:`adaptqr.tf32x3`: three
+#: TF32 products at the tensor cores' rate) instead of float32 SGEMM: built, not measured
+#: (EXPERIMENTS.md QF10). Knob ``qform_tf32x3``.
+QFORM_BLAS_TF32X3 = 0
 
 
 class QFormTiles(NamedTuple):
@@ -175,11 +180,13 @@ def _formation(A: torch.Tensor, queued: bool = False):
     :func:`blas_width` gives, else the Triton kernels (the knob ``qform_blas_nb`` forces
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route)."""
-    nb = config.snapshot().knobs.qform_blas_nb
+    knobs = config.snapshot().knobs
+    nb = knobs.qform_blas_nb
     if nb is None and A.is_cuda:
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
-        return functools.partial(blocked_householder_product, nb=nb)
+        return functools.partial(blocked_householder_product, nb=nb,
+                                 tf32x3=bool(knobs.get("qform_tf32x3", QFORM_BLAS_TF32X3)))
     return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
 
 
@@ -259,12 +266,13 @@ def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
                                          unitriangular=True)
 
 
-def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB
-                                ) -> torch.Tensor:
+def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB,
+                                tf32x3: bool = False) -> torch.Tensor:
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
     real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
     checked here). Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's;
-    ``A`` and ``tau`` are only read."""
+    ``A`` and ``tau`` are only read. ``tf32x3`` (float32 only): each panel's two update
+    products by :mod:`adaptqr.tf32x3`."""
     *batch, m, n = A.shape
     k = tau.shape[-1]
     B = 1
@@ -299,6 +307,10 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
                 continue
             # C = Q[k0:, k0:] -= Y (V^T C), as Ct -= (Ct V) Y^T.
             Ct = Qt[:, k0:, k0:]
+            if tf32x3:
+                W = _tf32x3.matmul(Ct, Vp[:, p, k0:, :])
+                _tf32x3.sub_matmul_(Ct, W, Yt[:, p, :, k0:])
+                continue
             W = Ct @ Vp[:, p, k0:, :]
             Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
     return Qt.mT.reshape(*batch, m, n)

@@ -54,6 +54,20 @@ def test_householder_product_matches_float64(shape):
 def test_blas_formation_at_the_half_gate(shape, k, nb):
     # EXPERIMENTS.md QF7: Q by cuBLAS products in panels of nb columns, under a global TF32
     # setting (the products set full float32 precision themselves), k < n included.
+    _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("nb", [256, 512])
+@pytest.mark.parametrize("shape,k", [((2, 4096, 4096), None), ((1, 1024, 1024), None),
+                                     ((8, 2048, 2048), None), ((3, 700, 500), 300)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_blas_tf32x3_at_the_half_gate(shape, k, nb):
+    # EXPERIMENTS.md QF10: the cuBLAS route's updates in tf32x3 (three TF32 products).
+    _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_tf32x3=1)
+
+
+def _blas_q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
     g = torch.Generator(device="cuda").manual_seed(257)
@@ -63,8 +77,9 @@ def test_blas_formation_at_the_half_gate(shape, k, nb):
     was = torch.get_float32_matmul_precision()
     try:
         torch.set_float32_matmul_precision("high")
-        with config.experiment(qform_blas_nb=nb):
+        with config.experiment(**knobs):
             Q = adaptqr.householder_product(h, tau)
+        assert torch.get_float32_matmul_precision() == "high"
     finally:
         torch.set_float32_matmul_precision(was)
     ref = originals.householder_product(h.double(), tau.double())
