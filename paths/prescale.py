@@ -72,7 +72,9 @@ def own_exponents(H: torch.Tensor) -> torch.Tensor:
     """
     from adaptqr.detectors.classify import prescale_exponents
 
-    amax = H.abs().amax(dim=(-2, -1))
+    # One reduction over H, no |H| temporary (the wide path's 8x1024x4096: abs then amax
+    # were 64 + 41 us, EXPERIMENTS.md W4). NaN propagates as amax's does.
+    amax = torch.linalg.vector_norm(H, ord=float("inf"), dim=(-2, -1))
     return prescale_exponents(amax, torch.isfinite(amax))
 
 
