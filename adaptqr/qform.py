@@ -39,7 +39,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -233,19 +232,10 @@ def _check_out(out: torch.Tensor, Q: torch.Tensor) -> None:
                            f"but got {out.device} instead")
 
 
-@contextlib.contextmanager
 def full_fp32_matmul():
     """float32 products at full precision for the block (no TF32), whatever the caller set;
     restored after."""
-    was = torch.get_float32_matmul_precision()
-    if was == "highest":
-        yield
-        return
-    torch.set_float32_matmul_precision("highest")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(was)
+    return _tf32x3.matmul_precision("highest")
 
 
 def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:

@@ -46,9 +46,14 @@ def split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @contextlib.contextmanager
-def _tf32():
+def matmul_precision(mode: str):
+    """``torch.set_float32_matmul_precision(mode)`` for the block, whatever the caller set;
+    the caller's setting restored after."""
     was = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
+    if was == mode:
+        yield
+        return
+    torch.set_float32_matmul_precision(mode)
     try:
         yield
     finally:
@@ -62,7 +67,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ah, al = split(a)
     bh, bl = split(b)
     p = b.shape[-1]
-    with _tf32():
+    with matmul_precision("high"):
         both = torch.bmm(ah, torch.cat([bh, bl], dim=-1))
         out = both[..., :p] + both[..., p:]
         out.baddbmm_(al, bh)
@@ -76,6 +81,6 @@ def sub_matmul_(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tens
     written once). Returns ``c``."""
     ah, al = split(a)
     bh, bl = split(b)
-    with _tf32():
+    with matmul_precision("high"):
         c.baddbmm_(torch.cat([ah, ah, al], dim=-1), torch.cat([bh, bl, bh], dim=-2), alpha=-1.0)
     return c
