@@ -238,9 +238,10 @@ def full_fp32_matmul():
     return _tf32x3.matmul_precision("highest")
 
 
-def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+def panel_t(V: torch.Tensor, tau: torch.Tensor, matmul=torch.matmul) -> torch.Tensor:
     """Compact-WY ``T`` ``(..., nb, nb)`` (upper triangular, ``H_1 ... H_nb = I - V T V^T``)
-    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``.
+    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``; ``V^T V``
+    by ``matmul`` (e.g. :func:`adaptqr.tf32x3.matmul`).
 
     >>> import torch
     >>> V = torch.tensor([[1.0, 0.0], [0.5, 1.0], [0.25, 0.5]], dtype=torch.float64)
@@ -248,7 +249,7 @@ def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     >>> panel_t(V, tau)[..., 1].tolist()  # tau = 0: a zero column
     [0.0, 0.0]
     """
-    S = V.mT @ V
+    S = matmul(V.mT, V)
     nb = S.shape[-1]
     eye = torch.eye(nb, dtype=V.dtype, device=V.device)
     M = eye + tau.unsqueeze(-1) * S.triu(1)
@@ -261,8 +262,8 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
     real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
     checked here). Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's;
-    ``A`` and ``tau`` are only read. ``tf32x3`` (float32 only): each panel's two update
-    products by :mod:`adaptqr.tf32x3`."""
+    ``A`` and ``tau`` are only read. ``tf32x3`` (float32 only): every product (each panel's
+    ``V^T V``, ``V T`` and its two updates) by :mod:`adaptqr.tf32x3`."""
     *batch, m, n = A.shape
     k = tau.shape[-1]
     B = 1
@@ -289,8 +290,9 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     taup[:, :k] = t3
     with full_fp32_matmul():
         Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
-        T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
-        Yt = (Vp @ T).mT                                             # (B, npan, nb, m)
+        mm = _tf32x3.matmul if tf32x3 else torch.matmul
+        T = panel_t(Vp, taup.view(B, npan, nb), mm)                  # (B, npan, nb, nb)
+        Yt = mm(Vp, T).mT                                            # (B, npan, nb, m)
         for p in reversed(range(npan)):
             k0 = p * nb
             if k0 >= n:

@@ -8,7 +8,7 @@ kernels do the same inside their tiles (``input_precision="tf32x3"``); here the 
 products are cuBLAS calls under ``torch.set_float32_matmul_precision("high")``, so a
 GEMM-shaped product runs at TF32's tensor-core rate rather than float32's.
 
-Batched 3-D operands ``(B, n, k) @ (B, k, p)``, float32. Off CUDA, TF32 does not apply and
+Batched operands ``(..., n, k) @ (..., k, p)``, float32 (3-D for :func:`sub_matmul_`). Off CUDA, TF32 does not apply and
 the three products are plain float32 ones (the tests check the split there).
 
 Example::
@@ -61,16 +61,16 @@ def matmul_precision(mode: str):
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for ``a`` ``(B, n, k)`` and ``b`` ``(B, k, p)`` in tf32x3: two cuBLAS
+    """``a @ b`` for ``a`` ``(..., n, k)`` and ``b`` ``(..., k, p)`` in tf32x3: two cuBLAS
     products, ``ah @ [bh | bl]`` and ``al @ bh`` (``a``, the larger operand where it is
-    used, is split once and read twice). Returns a new ``(B, n, p)`` tensor."""
+    used, is split once and read twice). Returns a new ``(..., n, p)`` tensor."""
     ah, al = split(a)
     bh, bl = split(b)
     p = b.shape[-1]
     with matmul_precision("high"):
-        both = torch.bmm(ah, torch.cat([bh, bl], dim=-1))
+        both = ah @ torch.cat([bh, bl], dim=-1)
         out = both[..., :p] + both[..., p:]
-        out.baddbmm_(al, bh)
+        out += al @ bh
     return out
 
 

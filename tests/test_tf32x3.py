@@ -47,3 +47,12 @@ def test_products_leave_the_precision_setting_as_it_was():
     tf32x3.matmul(a, a)
     tf32x3.sub_matmul_(a.clone(), a, a)
     assert torch.get_float32_matmul_precision() == was
+
+
+def test_matmul_takes_any_batch_dims():
+    # blocked_householder_product's V^T V and V T are 4-D: (B, panels, rows, nb).
+    g = torch.Generator().manual_seed(11)
+    a, b = torch.randn(2, 3, 9, 5, generator=g), torch.randn(2, 3, 5, 4, generator=g)
+    got = tf32x3.matmul(a.mT.mT, b)
+    torch.testing.assert_close(got.double(), a.double() @ b.double(), rtol=0, atol=1e-5)
+
