@@ -108,8 +108,8 @@ class Knobs:
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by
     cuBLAS products in panels of that many columns instead of the Triton strip kernel),
-    ``qform_tf32x3`` (``qform.QFORM_BLAS_TF32X3``: 0 or 1, those products' updates in tf32x3
-    from TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones)."""
+    ``qform_tf32x3`` (``qform.QFORM_BLAS_TF32X3``: 0 or 1, those products in tf32x3 from
+    TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones)."""
 
     split_min_rows: int | None
     tail_prec: str | None

@@ -101,9 +101,9 @@ QFORM_ONE_NB = 512
 QFORM_ONE_MIN_N = 1024
 QFORM_ONE_MIN_N_QUEUED = 512
 QFORM_ONE_MAX_N = 2048
-#: The cuBLAS route's two update products a panel in tf32x3 (:mod:`adaptqr.tf32x3`: three
-#: TF32 products at the tensor cores' rate) instead of float32 SGEMM: built, not measured
-#: (EXPERIMENTS.md QF10). Knob ``qform_tf32x3``.
+#: The cuBLAS route's products (``V^T V``, ``V T`` and the two updates a panel) in tf32x3
+#: (:mod:`adaptqr.tf32x3`: three TF32 products at the tensor cores' rate) instead of float32
+#: SGEMM: built, not measured (EXPERIMENTS.md QF10). Knob ``qform_tf32x3``.
 QFORM_BLAS_TF32X3 = 0
 
 

@@ -8,8 +8,9 @@ kernels do the same inside their tiles (``input_precision="tf32x3"``); here the 
 products are cuBLAS calls under ``torch.set_float32_matmul_precision("high")``, so a
 GEMM-shaped product runs at TF32's tensor-core rate rather than float32's.
 
-Batched operands ``(..., n, k) @ (..., k, p)``, float32 (3-D for :func:`sub_matmul_`). Off CUDA, TF32 does not apply and
-the three products are plain float32 ones (the tests check the split there).
+Batched operands ``(..., n, k) @ (..., k, p)``, float32 (3-D for :func:`sub_matmul_`).
+Off CUDA, TF32 does not apply and the three products are plain float32 ones (the tests
+check the split there).
 
 Example::
 
