@@ -106,8 +106,9 @@ class Knobs:
     ``wide_chunk`` (``paths.wide.WIDE_CHUNK_PANELS``: 0, or 2 / 4 / 8 / 16 panels a ``Q^T``
     launch of the wide path beside its leading block's factorization), ``small_n_nb``
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
-    16), ``qform_blas_nb`` (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by
-    cuBLAS products in panels of that many columns instead of the Triton strip kernel),
+    16 and n is a multiple of ``schedules.SMALL_N_NB_MULTIPLE``), ``qform_blas_nb``
+    (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
+    in panels of that many columns instead of the Triton strip kernel),
     ``qform_tf32x3`` (``qform.QFORM_BLAS_TF32X3``: 0 or 1, those products in tf32x3 from
     TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones)."""
 
