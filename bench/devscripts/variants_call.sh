@@ -7,10 +7,12 @@
 #   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE, then the cases of
 #      $SWEEP_CASES (no torch baseline) with $SWEEP, then the wide cases with $WIDE (each
 #      skipped if empty)
+#   3e/3f. with $HP, householder_product on cases_qf7.json (no baseline); with $QR, linalg.qr
+#      on 8x2048, 2x4096 and batch 1 (against torch's)
 #   4. trace.py on the shapes of $TRACE (e.g. "2x4096,640x512") with $TRACE_KNOBS
 # Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
 # Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json,
-# sweep/*.json, wide/*.json, trace.txt, trace.json.
+# sweep/*.json, wide/*.json, hp/*.json, qr/*.json, qr1/*.json, trace.txt, trace.json.
 # Session 17's candidates (EXPERIMENTS.md OC9: H15, H16, G4; run 0138):
 #   TESTS_K="fill or clusters" \
 #   B12="--knobs fill:cuda_panel_fill=1 --knobs c512:cuda_panel_cluster=512 --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456" \
@@ -39,8 +41,11 @@
 # Built in session 20, not run (EXPERIMENTS.md T5):
 #   TESTS_K="blas_group" BIG="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" \
 #   SINGLE="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" bash bench/devscripts/variants_call.sh
+# Built in session 21, not run (EXPERIMENTS.md QF10, W4 on main, H19's profile):
+#   SKIP_B12=1 TESTS_K="tf32x3" HP="--knobs t:qform_tf32x3=1" QR="--knobs t:qform_tf32x3=1" \
+#   WIDE=" " TRACE=100x200 TRACE_KNOBS="--knobs nb16:small_n_nb=0" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
-mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide"
+mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 if [ -n "${TESTS_K:-}" ]; then
   echo "== 1. variant tests  (t=$(( $(date +%s) - T0 ))s)"
@@ -76,6 +81,21 @@ if [ -n "${WIDE:-}" ]; then
   # shellcheck disable=SC2086
   timeout 100 python3 -m adaptqr bench --budget 0.5 --out "$OUT/wide" --cases wide $WIDE 2>&1 \
     | grep -E "geomean|wrote|FAIL|rror"
+fi
+if [ -n "${HP:-}" ]; then
+  echo "== 3e. householder_product, cases_qf7.json  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 120 python3 -m adaptqr bench --op householder_product --no-baseline --budget 0.3 \
+    --out "$OUT/hp" --cases bench/devscripts/cases_qf7.json $HP 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+fi
+if [ -n "${QR:-}" ]; then
+  echo "== 3f. linalg.qr, 8x2048, 2x4096 and batch 1  (t=$(( $(date +%s) - T0 ))s)"
+  # shellcheck disable=SC2086
+  timeout 100 python3 -m adaptqr bench --op qr --budget 0.3 --out "$OUT/qr" \
+    --cases bench/devscripts/cases_big.json $QR 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+  # shellcheck disable=SC2086
+  timeout 100 python3 -m adaptqr bench --op qr --budget 0.3 --out "$OUT/qr1" --cases single \
+    $QR 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${TRACE:-}" ]; then
   echo "== 4. trace $TRACE  (t=$(( $(date +%s) - T0 ))s)"
