@@ -110,7 +110,9 @@ class Knobs:
     (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
     in panels of that many columns instead of the Triton strip kernel),
     ``qform_tf32x3`` (``qform.QFORM_BLAS_TF32X3``: 0 or 1, those products in tf32x3 from
-    TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones)."""
+    TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones), ``route_block_m``
+    (``detectors.route.ROUTE_BLOCK_M_FEW``: 32, 64 or 128 rows a chunk of the route probe's
+    column kernel where the batch gives it few programs)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -127,6 +129,7 @@ class Knobs:
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
     qform_tf32x3: int | None = None
+    route_block_m: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -240,6 +243,7 @@ KNOB_CHOICES = {
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
     "qform_tf32x3": (0, 1),
+    "route_block_m": (32, 64, 128),
 }
 
 
