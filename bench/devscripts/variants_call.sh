@@ -44,7 +44,8 @@
 # Built in session 21, not run (EXPERIMENTS.md QF10, W4 on main, H19's profile):
 #   SKIP_B12=1 TESTS_K="tf32x3 or route_block_m" HP="--knobs t:qform_tf32x3=1" \
 #   QR="--knobs t:qform_tf32x3=1" SINGLE="--knobs r64:route_block_m=64 --knobs r128:route_block_m=128" \
-#   WIDE=" " TRACE=100x200 TRACE_KNOBS="--knobs nb16:small_n_nb=0" bash bench/devscripts/variants_call.sh
+#   TRACE=100x200 TRACE_KNOBS="--knobs nb16:small_n_nb=0" bash bench/devscripts/variants_call.sh
+#   (~520 s; the wide cases, W4's timing, go with `gpu_tests.sh d` in the next call)
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
