@@ -85,8 +85,8 @@ QFORM_BLAS_NB = 256
 #: ``QFORM_BLAS_MAX_STRIPS`` strips of ``QFORM_BN`` columns an SM (the kernel's time is its
 #: longest strip's chain; with few strips the GPU waits on it): every case above where
 #: cuBLAS won has n >= 2048 and at most 2 strips an SM (8x2048: 256 strips on 132 SMs);
-#: 16x1024 (256 strips, n 1024) and 1x512 stay on the kernel. 1x1024 (0.80 / 0.60 ms at 256)
-#: stays too: one measured shape below 2048.
+#: 16x1024 (256 strips, n 1024) and 1x512 stay on the kernel. One matrix below 2048 columns
+#: takes the rule below (QF9).
 QFORM_BLAS_MIN_N = 2048
 QFORM_BLAS_MAX_STRIPS = 2
 #: One matrix of ``QFORM_ONE_MIN_N`` to ``QFORM_ONE_MAX_N`` columns: cuBLAS in one panel of
@@ -299,12 +299,11 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
                 continue
             # C = Q[k0:, k0:] -= Y (V^T C), as Ct -= (Ct V) Y^T.
             Ct = Qt[:, k0:, k0:]
+            W = mm(Ct, Vp[:, p, k0:, :])
             if tf32x3:
-                W = _tf32x3.matmul(Ct, Vp[:, p, k0:, :])
                 _tf32x3.sub_matmul_(Ct, W, Yt[:, p, :, k0:])
-                continue
-            W = Ct @ Vp[:, p, k0:, :]
-            Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
+            else:
+                Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
     return Qt.mT.reshape(*batch, m, n)
 
 

@@ -75,6 +75,10 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     """
     _check(H)
     B, m, n = H.shape
+    if settings is None:
+        from adaptqr import config
+
+        settings = config.snapshot()
     coef = _fp16_coef(m, n, settings)
     if src is not None and src.shape != H.shape:
         raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
@@ -96,7 +100,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     return _route_triton(H, src, coef, settings)
 
 
-def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, settings=None):
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, settings):
     import triton
 
     from .kernels.route_kernel import route_columns_kernel, route_kernel
@@ -108,10 +112,6 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, settin
     block_n = BLOCK_N if B * triton.cdiv(n, BLOCK_N) >= MIN_PROGRAMS else BLOCK_N_SMALL
     block_m = ROUTE_BLOCK_M
     if block_n == BLOCK_N_SMALL:
-        if settings is None:
-            from adaptqr import config
-
-            settings = config.snapshot()
         block_m = settings.knobs.get("route_block_m", ROUTE_BLOCK_M_FEW)
     cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
     flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
@@ -140,13 +140,9 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, settin
     return routes, feats
 
 
-def _fp16_coef(m: int, n: int, settings=None) -> float:
+def _fp16_coef(m: int, n: int, settings) -> float:
     """:func:`fp16_est_scale`, or inf (every estimate then fails the budget: no matrix takes
     the FP16 route) when ``ADAPTQR_FP16`` is 0 or n is outside ``FP16_MIN_N .. FP16_MAX_N``."""
-    if settings is None:
-        from adaptqr import config
-
-        settings = config.snapshot()
     max_n = settings.knobs.fp16_max_n or FP16_MAX_N
     coef = fp16_est_scale(m, n, max_n) if settings.fp16 else 0.0
     return coef if coef > 0.0 else float("inf")

@@ -204,7 +204,7 @@ def _with_knobs(s: schedules.Schedule, info: Any, n: int = 0) -> schedules.Sched
     """``s`` with the experiment knobs it leaves open (``tail_prec`` None, ``split_min_rows``
     0, ...) taken from the call's settings snapshot (``info.settings``, else the current
     one), else from the library's constants; ``n``: the matrices' columns (the small-n panel
-    width depends on them, ``schedules.SMALL_N_NB_MULTIPLE``)."""
+    width depends on them, ``schedules.SMALL_N_NB_MULTIPLE``; 0 counts as a multiple)."""
     if s.small:
         return s  # the one-launch kernel reads no knob: no lookup on the host-bound path
     knobs = getattr(info, "settings", None)
@@ -227,8 +227,8 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool) -> sc
            for name in schedules.SCHEDULE_KNOBS})
     # Panels of small_n_nb columns where the table gives 16 and n is a whole number of
     # SMALL_N_NB_MULTIPLE columns (``whole``; EXPERIMENTS.md H18, H19).
-    wide = r.small_n_nb and r.nb == 16 and whole
-    return dataclasses.replace(r, nb=r.small_n_nb) if wide else r
+    widen = r.small_n_nb and r.nb == 16 and whole
+    return dataclasses.replace(r, nb=r.small_n_nb) if widen else r
 
 
 def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels):
