@@ -108,11 +108,7 @@ class Knobs:
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16 and n is a multiple of ``schedules.SMALL_N_NB_MULTIPLE``), ``qform_blas_nb``
     (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
-    in panels of that many columns instead of the Triton strip kernel),
-    ``qform_tf32x3`` (``qform.QFORM_BLAS_TF32X3``: 0 or 1, those products in tf32x3 from
-    TF32 cuBLAS products, :mod:`adaptqr.tf32x3`, instead of float32 ones), ``route_block_m``
-    (``detectors.route.ROUTE_BLOCK_M_FEW``: 32, 64 or 128 rows a chunk of the route probe's
-    column kernel where the batch gives it few programs)."""
+    in panels of that many columns instead of the Triton strip kernel)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -128,8 +124,6 @@ class Knobs:
     wide_chunk: int | None = None
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
-    qform_tf32x3: int | None = None
-    route_block_m: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -242,8 +236,6 @@ KNOB_CHOICES = {
     "wide_chunk": (0, 2, 4, 8, 16),
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
-    "qform_tf32x3": (0, 1),
-    "route_block_m": (32, 64, 128),
 }
 
 

@@ -39,6 +39,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -47,7 +48,6 @@ import torch
 import triton
 
 from adaptqr import config, originals
-from adaptqr import tf32x3 as _tf32x3
 from adaptqr.graphs.capture import on_device
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
@@ -101,10 +101,6 @@ QFORM_ONE_NB = 512
 QFORM_ONE_MIN_N = 1024
 QFORM_ONE_MIN_N_QUEUED = 512
 QFORM_ONE_MAX_N = 2048
-#: The cuBLAS route's products (``V^T V``, ``V T`` and the two updates a panel) in tf32x3
-#: (:mod:`adaptqr.tf32x3`: three TF32 products at the tensor cores' rate) instead of float32
-#: SGEMM: built, not measured (EXPERIMENTS.md QF10). Knob ``qform_tf32x3``.
-QFORM_BLAS_TF32X3 = 0
 
 
 class QFormTiles(NamedTuple):
@@ -179,13 +175,11 @@ def _formation(A: torch.Tensor, queued: bool = False):
     :func:`blas_width` gives, else the Triton kernels (the knob ``qform_blas_nb`` forces
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route)."""
-    knobs = config.snapshot().knobs
-    nb = knobs.qform_blas_nb
+    nb = config.snapshot().knobs.qform_blas_nb
     if nb is None and A.is_cuda:
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
-        return functools.partial(blocked_householder_product, nb=nb,
-                                 tf32x3=bool(knobs.get("qform_tf32x3", QFORM_BLAS_TF32X3)))
+        return functools.partial(blocked_householder_product, nb=nb)
     return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
 
 
@@ -232,16 +226,24 @@ def _check_out(out: torch.Tensor, Q: torch.Tensor) -> None:
                            f"but got {out.device} instead")
 
 
+@contextlib.contextmanager
 def full_fp32_matmul():
     """float32 products at full precision for the block (no TF32), whatever the caller set;
     restored after."""
-    return _tf32x3.matmul_precision("highest")
+    was = torch.get_float32_matmul_precision()
+    if was == "highest":
+        yield
+        return
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(was)
 
 
-def panel_t(V: torch.Tensor, tau: torch.Tensor, matmul=torch.matmul) -> torch.Tensor:
+def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     """Compact-WY ``T`` ``(..., nb, nb)`` (upper triangular, ``H_1 ... H_nb = I - V T V^T``)
-    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``; ``V^T V``
-    by ``matmul`` (e.g. :func:`adaptqr.tf32x3.matmul`).
+    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``.
 
     >>> import torch
     >>> V = torch.tensor([[1.0, 0.0], [0.5, 1.0], [0.25, 0.5]], dtype=torch.float64)
@@ -249,7 +251,7 @@ def panel_t(V: torch.Tensor, tau: torch.Tensor, matmul=torch.matmul) -> torch.Te
     >>> panel_t(V, tau)[..., 1].tolist()  # tau = 0: a zero column
     [0.0, 0.0]
     """
-    S = matmul(V.mT, V)
+    S = V.mT @ V
     nb = S.shape[-1]
     eye = torch.eye(nb, dtype=V.dtype, device=V.device)
     M = eye + tau.unsqueeze(-1) * S.triu(1)
@@ -257,13 +259,12 @@ def panel_t(V: torch.Tensor, tau: torch.Tensor, matmul=torch.matmul) -> torch.Te
                                          unitriangular=True)
 
 
-def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB,
-                                tf32x3: bool = False) -> torch.Tensor:
+def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB
+                                ) -> torch.Tensor:
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
     real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
     checked here). Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's;
-    ``A`` and ``tau`` are only read. ``tf32x3`` (float32 only): every product (each panel's
-    ``V^T V``, ``V T`` and its two updates) by :mod:`adaptqr.tf32x3`."""
+    ``A`` and ``tau`` are only read."""
     *batch, m, n = A.shape
     k = tau.shape[-1]
     B = 1
@@ -290,20 +291,16 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     taup[:, :k] = t3
     with full_fp32_matmul():
         Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
-        mm = _tf32x3.matmul if tf32x3 else torch.matmul
-        T = panel_t(Vp, taup.view(B, npan, nb), mm)                  # (B, npan, nb, nb)
-        Yt = mm(Vp, T).mT                                            # (B, npan, nb, m)
+        T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
+        Yt = (Vp @ T).mT                                             # (B, npan, nb, m)
         for p in reversed(range(npan)):
             k0 = p * nb
             if k0 >= n:
                 continue
             # C = Q[k0:, k0:] -= Y (V^T C), as Ct -= (Ct V) Y^T.
             Ct = Qt[:, k0:, k0:]
-            W = mm(Ct, Vp[:, p, k0:, :])
-            if tf32x3:
-                _tf32x3.sub_matmul_(Ct, W, Yt[:, p, :, k0:])
-            else:
-                Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
+            W = Ct @ Vp[:, p, k0:, :]
+            Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
     return Qt.mT.reshape(*batch, m, n)
 
 

@@ -44,11 +44,6 @@ from .probe import BLOCK_N, BLOCK_N_SMALL, MIN_PROGRAMS, _check, probe, use_trit
 # programs share an SM and keep 16 KiB of loads in flight there).
 ROUTE_BLOCK_M = 32
 ROUTE_WARPS = 4
-# Rows per chunk where the batch gives few programs (the BLOCK_N_SMALL tiles): there each
-# program's time is its chain of m / rows dependent loads (1x1024: 64 programs of 32 loads,
-# 23 us in run 0827's trace, ~1 % of the call). Knob ``route_block_m`` (32, 64 or 128;
-# EXPERIMENTS.md X4): built, not measured.
-ROUTE_BLOCK_M_FEW = 32
 # Columns per step of the one-program-per-matrix classifier: n = 4096 takes 16 steps, and a
 # [256] int/float vector is a few registers per thread.
 ROUTE_BLOCK_N = 256
@@ -97,10 +92,10 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
                                               f["n_active"], f["n_nonzero"], m, pexp)
         return routes, feats
-    return _route_triton(H, src, coef, settings)
+    return _route_triton(H, src, coef)
 
 
-def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, settings):
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
     import triton
 
     from .kernels.route_kernel import route_columns_kernel, route_kernel
@@ -110,16 +105,13 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, settin
     if H.stride(1) != 1:
         H = H.mT.contiguous().mT  # the column kernel reads columns as contiguous rows
     block_n = BLOCK_N if B * triton.cdiv(n, BLOCK_N) >= MIN_PROGRAMS else BLOCK_N_SMALL
-    block_m = ROUTE_BLOCK_M
-    if block_n == BLOCK_N_SMALL:
-        block_m = settings.knobs.get("route_block_m", ROUTE_BLOCK_M_FEW)
     cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
     flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
     s = src if src is not None else H
     route_columns_kernel[(B, triton.cdiv(n, block_n))](
         H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
         s, s.stride(0), s.stride(1), s.stride(2),
-        BLOCK_N=block_n, BLOCK_M=block_m, COPY=src is not None, num_warps=ROUTE_WARPS,
+        BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None, num_warps=ROUTE_WARPS,
     )
     out = torch.empty((4, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, e
     n_active, routes, n_nonzero, pexp = out[0], out[1], out[2], out[3]

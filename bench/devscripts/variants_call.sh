@@ -41,11 +41,7 @@
 # Built in session 20, not run (EXPERIMENTS.md T5):
 #   TESTS_K="blas_group" BIG="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" \
 #   SINGLE="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" bash bench/devscripts/variants_call.sh
-# Built in session 21, not run (EXPERIMENTS.md QF10, W4 on main, H19's profile):
-#   SKIP_B12=1 TESTS_K="tf32x3 or route_block_m" HP="--knobs t:qform_tf32x3=1" \
-#   QR="--knobs t:qform_tf32x3=1" SINGLE="--knobs r64:route_block_m=64 --knobs r128:route_block_m=128" \
-#   TRACE=100x200 TRACE_KNOBS="--knobs nb16:small_n_nb=0" bash bench/devscripts/variants_call.sh
-#   (~520 s; the wide cases, W4's timing, go with `gpu_tests.sh d` in the next call)
+# Session 21's (QF10, X4; run 1140): rejected and removed.
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

@@ -156,24 +156,3 @@ def test_lowrank_flow_passes_the_bar_at_full_batch(profile, batch, n):
     finish_tail(H, tau, f["n_active"])
     res = check_geqrf(A, H, tau)
     assert res.passes_bar, (res.worst_factor, res.worst_orth, res.error)
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("rows", [64, 128])
-@pytest.mark.parametrize("case", ["dense", "rankdef", "mixed"])
-@pytest.mark.parametrize("B,n", [(1, 1024), (2, 512), (3, 700)])
-def test_route_block_m_matches(B, n, case, rows):
-    # EXPERIMENTS.md X4: longer row chunks of the route probe where few programs run: the
-    # same routes and column counts, and the input loaded exactly.
-    from adaptqr import config
-    from adaptqr.detectors import route
-
-    A = generate(B, n, 1, 4242 + n, case, device="cuda")
-    H0, H1 = (torch.empty_like(A).mT.contiguous().mT for _ in range(2))
-    r0, f0 = route(H0, src=A)
-    with config.experiment(route_block_m=rows):
-        r1, f1 = route(H1, src=A)
-    assert torch.equal(H1, A) and torch.equal(H0, A)
-    assert torch.equal(r0, r1)
-    for key in ("n_active", "n_nonzero", "prescale"):
-        assert torch.equal(f0[key], f1[key]), key

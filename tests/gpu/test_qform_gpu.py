@@ -57,16 +57,6 @@ def test_blas_formation_at_the_half_gate(shape, k, nb):
     _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb)
 
 
-@pytest.mark.variant
-@pytest.mark.parametrize("nb", [256, 512])
-@pytest.mark.parametrize("shape,k", [((2, 4096, 4096), None), ((1, 1024, 1024), None),
-                                     ((8, 2048, 2048), None), ((3, 700, 500), 300)],
-                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
-def test_blas_tf32x3_at_the_half_gate(shape, k, nb):
-    # EXPERIMENTS.md QF10: the cuBLAS route's updates in tf32x3 (three TF32 products).
-    _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_tf32x3=1)
-
-
 def _blas_q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
