@@ -97,6 +97,11 @@ CLUSTER_SMALL_CTA_ROWS = 128
 #: 0212). Over Triton's panels too (L3, run 0416, against CUDA C panels only): 40x352
 #: 0.793 -> 0.712, 40x176 0.253 -> 0.254. Knob ``lookahead``: 0 off.
 LOOKAHEAD = 1
+#: The look-ahead's one-panel update of the next panel's columns, where it is row-split
+#: and the next panel runs in CUDA C: 1, its second half (``C -= V (W T)^T``) inside that
+#: panel's kernel (one launch a step fewer on the look-ahead's chain, EXPERIMENTS.md H21);
+#: 0, the row-split U kernel. Knob ``panel_u``.
+PANEL_U = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -120,6 +125,7 @@ SCHEDULE_KNOBS = {
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
+    "panel_u": ("PANEL_U", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
@@ -293,6 +299,9 @@ class Schedule:
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None
+    # The look-ahead's next-panel update finished inside a CUDA C panel (PANEL_U: 0 or 1);
+    # None: the knob, else the constant.
+    panel_u: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.
     slice_min_rows: int | None = None

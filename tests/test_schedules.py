@@ -125,6 +125,11 @@ def test_row_slices_floor_knob():
     _knob_resolves("slice_min_rows", 64, 0, 32, 4096)
 
 
+def test_panel_u_knob():
+    # EXPERIMENTS.md H21: off by default; the knob turns it on, and takes 0 or 1 only.
+    _knob_resolves("panel_u", 0, 1, 2)
+
+
 def _npow2(x):
     return 1 << (x - 1).bit_length()
 
