@@ -108,9 +108,9 @@ class Knobs:
     (``schedules.SMALL_N_NB``: 0, or 32: the panel width where the schedule's table gives
     16 and n is a multiple of ``schedules.SMALL_N_NB_MULTIPLE``), ``qform_blas_nb``
     (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
-    in panels of that many columns instead of the Triton strip kernel), ``panel_u``
-    (``schedules.PANEL_U``: 0 or 1, the look-ahead's next-panel update finished inside the
-    CUDA C panel)."""
+    in panels of that many columns instead of the Triton strip kernel), ``tile_split_rows``
+    (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
+    update of one column tile is row-split)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -126,7 +126,7 @@ class Knobs:
     wide_chunk: int | None = None
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
-    panel_u: int | None = None
+    tile_split_rows: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -239,7 +239,7 @@ KNOB_CHOICES = {
     "wide_chunk": (0, 2, 4, 8, 16),
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
-    "panel_u": (0, 1),
+    "tile_split_rows": (128, 256, 512),
 }
 
 

@@ -286,13 +286,12 @@ def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
     return 1 if _splits_rows(1, B, triton.cdiv(n - s.nb, s.bn), m) else 2
 
 
-def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int, previous=None) -> None:
+def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
     """The panels of columns ``[g0, gend)``, each applied to the group's later columns; then
-    ``f.after_panels(gend)``. ``previous``: ``(W, tw_prev)`` when the first panel finishes
-    the update by the panel before it (:func:`_u_in_panel`)."""
+    ``f.after_panels(gend)``."""
     for k in range(g0, gend, f.s.nb):
         pw = min(f.s.nb, f.n - k)
-        _panel(f, k, pw, previous if k == g0 else None)
+        _panel(f, k, pw)
         if k + pw < gend:
             _trailing(f, k, 1, k + pw, gend, None, w_slot)
     if f.after_panels is not None:
@@ -352,35 +351,32 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
             ev_next = lanes.record(lanes.main)
         with lanes.on_hi():
             lanes.wait(lanes.hi, ev_rest)
-            W = _trailing(f, g0, npan, gend, nend, f16, 1,
-                          defer_u=_u_in_panel(f, g0, gend, nend, f16))
-            _group_panels(f, gend, nend, 1, None if W is None else (W, g0 // nb))
+            _trailing(f, g0, npan, gend, nend, f16, 1)
+            _group_panels(f, gend, nend, 1)
             ev_panels = lanes.record(lanes.hi)
         ev_rest = ev_next
     lanes.join()
 
 
-def _u_in_panel(f: _Blocked, g0: int, gend: int, nend: int, f16) -> bool:
-    """Whether the look-ahead's update of columns ``[gend, nend)`` by the panel at ``g0``
-    leaves its second half to the next panel's CUDA C kernel (``Schedule.panel_u``): one
-    panel updating one panel's columns, on the FP32 route (the kernel reads float32 W and
-    V), the next panel in CUDA C. :func:`_trailing` then defers it only where it splits
-    rows (the kernel takes the split W's sums)."""
-    return bool(f.s.panel_u and f16 is None and gend - g0 == f.s.nb and nend - gend <= f.s.nb
-                and _kind(f, gend)[0] in (PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA))
-
-
 def _may_split_rows(f: _Blocked) -> bool:
     """Whether any update of ``f`` can take the row-split kernels (:func:`_splits_rows` with
     the fewest tiles and the most rows): 640x512's never do, and need no ``W``."""
-    return _splits_rows(1, f.B, 1, f.m)
+    return _splits_rows(1, f.B, 1, f.m, f.s.tile_split_rows)
 
 
-def _splits_rows(npan: int, B: int, tiles: int, rows: int) -> bool:
+def _splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0) -> bool:
     """Whether an update of ``npan`` panels over ``B x tiles`` column tiles of ``rows`` rows
-    is split over rows too (too few column tiles to fill the GPU; W through atomics)."""
-    return (npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS
-            and rows >= 2 * schedules.TRAILING_SPLIT_MIN_ROWS)
+    is split over rows too (too few column tiles to fill the GPU; W through atomics): from
+    ``2 * TRAILING_SPLIT_MIN_ROWS`` rows, or from ``tile_rows`` (``Schedule.tile_split_rows``,
+    if given and lower) for an update of one tile (EXPERIMENTS.md T6).
+
+    >>> _splits_rows(1, 1, 1, 480), _splits_rows(1, 1, 1, 480, 128), _splits_rows(1, 1, 2, 480, 128)
+    (False, True, False)
+    """
+    floor = 2 * schedules.TRAILING_SPLIT_MIN_ROWS
+    if tile_rows and tiles == 1:
+        floor = min(floor, tile_rows)
+    return npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS and rows >= floor
 
 
 def _w(f: _Blocked, slot: int) -> torch.Tensor:
@@ -583,10 +579,8 @@ def _kind(f: _Blocked, k: int) -> tuple:
     return _kind_of(f.B, f.m, k, f.s, f.Ht.device, f.split.sm if f.split is not None else None)
 
 
-def _panel(f: _Blocked, k: int, pw: int, previous=None) -> None:
-    """Factor columns ``[k, k + pw)`` of every matrix, and their T; ``previous``: ``(W,
-    tw_prev)``, the CUDA C panel first finishes the update by the panel at ``k - nb``
-    (:func:`_u_in_panel`)."""
+def _panel(f: _Blocked, k: int, pw: int) -> None:
+    """Factor columns ``[k, k + pw)`` of every matrix, and their T."""
     Ht, tau, TW, na, has_na, B, m, n, n_tw, s, split, floor = (
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
@@ -598,7 +592,7 @@ def _panel(f: _Blocked, k: int, pw: int, previous=None) -> None:
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
-                          if kind == PANEL_CLUSTER_CUDA else 0, previous)
+                          if kind == PANEL_CLUSTER_CUDA else 0)
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.
@@ -673,12 +667,10 @@ MAX_GRID_Y = 65535
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
-              w_slot: int = 0, defer_u: bool = False) -> torch.Tensor | None:
+              w_slot: int = 0) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
     ``(C16, scales)`` of the FP16 route (one or two panels an update), else None;
-    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`). ``defer_u``: a row-split
-    update stops after ``W`` and returns it (the next CUDA C panel finishes it,
-    :func:`_u_in_panel`); None where the update is whole."""
+    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`)."""
     Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
         f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
@@ -688,7 +680,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    if _splits_rows(npan, B, tiles, rows):
+    if _splits_rows(npan, B, tiles, rows, s.tile_split_rows):
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W = _w(f, w_slot)
@@ -700,12 +692,10 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         for mode in modes:
             trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                     F16=mode, **common)
-        if defer_u:
-            return W
         for mode in modes:
             trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end, n_tw,
                                     per, F16=mode, **common)
-        return None
+        return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
         bn = 32
     MB = max(16, next_pow2(m - k0))

@@ -97,11 +97,6 @@ CLUSTER_SMALL_CTA_ROWS = 128
 #: 0212). Over Triton's panels too (L3, run 0416, against CUDA C panels only): 40x352
 #: 0.793 -> 0.712, 40x176 0.253 -> 0.254. Knob ``lookahead``: 0 off.
 LOOKAHEAD = 1
-#: The look-ahead's one-panel update of the next panel's columns, where it is row-split
-#: and the next panel runs in CUDA C: 1, its second half (``C -= V (W T)^T``) inside that
-#: panel's kernel (one launch a step fewer on the look-ahead's chain, EXPERIMENTS.md H21);
-#: 0, the row-split U kernel. Knob ``panel_u``.
-PANEL_U = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -125,8 +120,8 @@ SCHEDULE_KNOBS = {
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
-    "panel_u": ("PANEL_U", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
+    "tile_split_rows": ("ONE_TILE_SPLIT_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
 }
@@ -174,6 +169,11 @@ TRAILING_SPLIT_MIN_ROWS = 256
 #: 7.77 -> 7.01, 1x4096 11.30 -> 10.47, 1x1024 2.354 -> 2.273; 128 rows in between.
 #: Knob ``slice_min_rows``.
 TRAILING_SLICE_MIN_ROWS = 64
+#: An update of one column tile (the look-ahead's next panel, a group's next panel) is
+#: row-split from this many rows; others from ``2 * TRAILING_SPLIT_MIN_ROWS``. Below 512
+#: rows 1x1024's look-ahead update was one program, 21-27 us a step beside 44 us panels
+#: (run 0827's trace; EXPERIMENTS.md T6). Knob ``tile_split_rows``.
+ONE_TILE_SPLIT_ROWS = 512
 #: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
 #: the first update would be row-split (few matrices), else two, so that the FP16-only
 #: update applies both in one pass over its tile (EXPERIMENTS.md N9). A pair update is
@@ -299,12 +299,12 @@ class Schedule:
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None
-    # The look-ahead's next-panel update finished inside a CUDA C panel (PANEL_U: 0 or 1);
-    # None: the knob, else the constant.
-    panel_u: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.
     slice_min_rows: int | None = None
+    # Fewest rows a one-tile update is row-split from (ONE_TILE_SPLIT_ROWS); None: the
+    # knob, else the constant.
+    tile_split_rows: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -125,9 +125,22 @@ def test_row_slices_floor_knob():
     _knob_resolves("slice_min_rows", 64, 0, 32, 4096)
 
 
-def test_panel_u_knob():
-    # EXPERIMENTS.md H21: off by default; the knob turns it on, and takes 0 or 1 only.
-    _knob_resolves("panel_u", 0, 1, 2)
+def test_one_tile_updates_split_from_the_knobs_rows():
+    # EXPERIMENTS.md T6: one column tile splits from tile_split_rows rows, several tiles
+    # (and the FP16 route's group choice) keep 2 * TRAILING_SPLIT_MIN_ROWS.
+    from adaptqr.paths.householder import _splits_rows, fp16_group
+
+    assert schedules.ONE_TILE_SPLIT_ROWS == 2 * schedules.TRAILING_SPLIT_MIN_ROWS
+    assert [_splits_rows(1, 1, 1, r, 128) for r in (127, 128, 511)] == [False, True, True]
+    assert not _splits_rows(1, 1, 2, 511, 128) and not _splits_rows(2, 1, 1, 511, 128)
+    assert _splits_rows(1, 1, 1, 600, 1024)  # a higher knob never raises the rule's floor
+    s = hh._with_knobs(schedules.schedule_for(300, 300), None)
+    from adaptqr import config
+
+    with config.experiment(tile_split_rows=128):
+        s128 = hh._with_knobs(schedules.schedule_for(300, 300), None)
+    assert s128.tile_split_rows == 128 and fp16_group(s128, 4, 300, 300) == fp16_group(s, 4, 300, 300)
+    _knob_resolves("tile_split_rows", 512, 128, 64)
 
 
 def _npow2(x):
@@ -292,8 +305,13 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     from types import SimpleNamespace as F
 
     may = hh._may_split_rows
-    assert [may(F(B=b, m=m)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
+    s = F(tile_split_rows=512)
+    assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
         False, True, True, False]
+    # T6: from 128 rows a one-tile update splits, so 40x352's look-ahead needs its W.
+    s = F(tile_split_rows=128)
+    assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 100))] == [
+        False, True, False]
 
 
 def test_schedule_knobs_table():

@@ -217,103 +217,10 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #else
 #define NX 0
 #endif
-// PRO 1: the panel first applies the previous panel's reflectors to its columns (the
-// second half of the look-ahead's one-panel update, whose first half W = C^T V the
-// row-split W kernel summed; EXPERIMENTS.md H21): C -= V (W T)^T on rows [kp, m).
-#ifndef PRO
-#define PRO 0
-#endif
-
-#if PRO
-// V's entries of rows ``row`` and columns [j0, j0 + 8) of the panel at kp: stored ones (row
-// >= k > kp + j), zero past n_active (as the Triton update's _load_v masks them).
-__device__ __forceinline__ void load_v8(float (&v)[R][8], const float* vb, const int (&row)[R],
-                                        int j0, int kp, int m, int na) {
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj)
-            v[i][jj] = row[i] < m && kp + j0 + jj < na ? vb[(long long)(j0 + jj) * m + row[i]] : 0.0f;
-}
-
-// a[i][q] (rows >= k, column k + q) and rows [kp, k) of the panel's columns in memory
-// (CTA rank 0, ``top``) -= V Y^T with Y = W T: W[b, k + q, :] from Wp, T the panel at kp's.
-// Yt[j][q] = Y[q][j], so a row's update reads Y by float4s; V by chunks of 8 columns, the
-// next chunk's loads issued before this chunk's products.
-__device__ __forceinline__ void apply_previous(float (&a)[R][NB], const int (&row)[R], float* base,
-                                               const float* __restrict__ Wp,
-                                               const float* __restrict__ TW, float (*Yt)[NB],
-                                               float (*Ws)[NB + 1], float (*Ts)[NB + 1], int b,
-                                               int k, int kp, int m, int n, int pw, int tw_prev,
-                                               int n_tw, int na, bool top) {
-    const int t = threadIdx.x;
-    const float* wrow = Wp + ((long long)b * n + k) * NB;
-    const float* tp = TW + ((long long)b * n_tw + tw_prev) * NB * NB;
-    const float* vb = base + (long long)kp * m;
-    float vc[R][8], vn[R][8];
-    load_v8(vc, vb, row, 0, kp, m, na);
-    for (int e = t; e < NB * NB; e += NT) {
-        const int q = e / NB, i = e % NB;
-        Ws[q][i] = q < pw ? wrow[e] : 0.0f;
-        Ts[q][i] = tp[e];
-    }
-    __syncthreads();
-    for (int e = t; e < NB * NB; e += NT) {
-        const int q = e % NB, j = e / NB;
-        float s = 0.0f;
-#pragma unroll 8
-        for (int i = 0; i < NB; ++i) s += Ws[q][i] * Ts[i][j];
-        Yt[j][q] = s;
-    }
-    __syncthreads();
-#pragma unroll 1
-    for (int j0 = 0; j0 < NB; j0 += 8) {
-        if (j0 + 8 < NB) load_v8(vn, vb, row, j0 + 8, kp, m, na);
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {
-            const float4* y4 = reinterpret_cast<const float4*>(&Yt[j0 + jj][0]);
-#pragma unroll
-            for (int qq = 0; qq < NB / 4; ++qq) {
-                const float4 y = y4[qq];
-#pragma unroll
-                for (int i = 0; i < R; ++i) {
-                    a[i][4 * qq] -= vc[i][jj] * y.x;
-                    a[i][4 * qq + 1] -= vc[i][jj] * y.y;
-                    a[i][4 * qq + 2] -= vc[i][jj] * y.z;
-                    a[i][4 * qq + 3] -= vc[i][jj] * y.w;
-                }
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-#pragma unroll
-            for (int jj = 0; jj < 8; ++jj) vc[i][jj] = vn[i][jj];
-    }
-    // The previous panel's own rows [kp, k) (V unit lower triangular there): its block into
-    // Ws (free since Y), then one row a thread.
-    if (!top) return;
-    for (int e = t; e < NB * NB; e += NT) {
-        const int r = e / NB, j = e % NB;
-        const float v = j < r ? vb[(long long)j * m + kp + r] : (j == r ? 1.0f : 0.0f);
-        Ws[r][j] = kp + j < na ? v : 0.0f;
-    }
-    __syncthreads();
-    if (t < NB) {
-#pragma unroll 1
-        for (int q = 0; q < pw; ++q) {
-            float s = 0.0f;
-#pragma unroll
-            for (int j = 0; j < NB; ++j) s += Ws[t][j] * Yt[j][q];
-            base[(long long)(k + q) * m + kp + t] -= s;
-        }
-    }
-}
-#endif
-
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT)
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
-           int has_na, float floor_, const float* __restrict__ Wp, int kp, int tw_prev) {
+           int has_na, float floor_) {
     __shared__ float red_a[2 * NW];
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
@@ -353,28 +260,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     }
     const int na = has_na ? NA[b] : n;
     float* tau_out = TAU + (long long)b * n + k;
-#if PRO
-    {
-        __shared__ __align__(16) float Yt[NB][NB];
-        __shared__ float Ws[NB][NB + 1], Ts[NB][NB + 1];
-#if CL > 1
-        const bool top = rank == 0;
-#else
-        const bool top = true;
-#endif
-        apply_previous(a, row, base, Wp, TW, Yt, Ws, Ts, b, k, kp, m, n, pw, tw_prev, n_tw, na,
-                       top);
-    }
-#endif
     if (k >= na) {  // the same for every CTA of a cluster: no exchange is left waiting
-#if PRO
-        // The update above is the panel's last change: store it as the update kernel would.
-#pragma unroll
-        for (int q = 0; q < NB; ++q)
-#pragma unroll
-            for (int i = 0; i < R; ++i)
-                if (q < pw && row[i] < m) base[(long long)(k + q) * m + row[i]] = a[i][q];
-#endif
         if (t < pw) tau_out[t] = 0.0f;
         return;
     }
@@ -679,12 +565,12 @@ def cluster_available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1, pro: bool = False):
+def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
-        opts += ((f"-DCL={cl}",) if cl > 1 else ()) + (("-DPRO=1",) if pro else ())
+        opts += (f"-DCL={cl}",) if cl > 1 else ()
         mod = cp.RawModule(code=SRC, options=opts)
         return mod.get_function("panel_cuda")
 
@@ -703,30 +589,24 @@ def _stream(ptr: int, device_index: int):
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
-           has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
-           previous: tuple | None = None) -> None:
+           has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
     one CTA a matrix, else a cluster of CTAs of that many rows (:func:`cluster_shape`);
     ``fuse``: the build whose column steps take their scalars from the step before where
-    they can (one exchange a step, EXPERIMENTS.md H17); ``previous``: ``(W, tw_prev)``, the
-    build that first applies the panel at ``k - nb`` (its ``T`` at ``TW[:, tw_prev]``) to
-    this panel's columns from rows ``k - nb`` down, given ``W = C^T V`` of those columns in
-    ``W`` ``(B, n, nb)`` (the row-split update's first half, EXPERIMENTS.md H21)."""
+    they can (one exchange a step, EXPERIMENTS.md H17)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {MAX_CLUSTER} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nt, r, dev, bool(fuse), cl, previous is not None)
+    kern = _kernel(nt, r, dev, bool(fuse), cl)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
-    W, tw_prev = previous if previous is not None else (Ht, 0)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
-            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),
-            np.uint64(W.data_ptr()), np.int32(k - nb), np.int32(tw_prev))
+            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor))
     import cupy as cp
 
     # cupy's current device is its own (thread-local, 0 by default), not torch's.

@@ -186,55 +186,12 @@ def test_slice_floor_matches(B, n, rows):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("B,n", [(1, 512), (1, 1000), (1, 3072), (2, 4096), (3, 1100)])
-def test_panel_u_matches(B, n):
-    # EXPERIMENTS.md H21: the look-ahead's one-panel update finished inside the next CUDA C
-    # panel (clusters at 512-4096 rows, one CTA at 1100's first panels; a ragged last panel
-    # at 1000 and 1100).
-    _needs_cuda_panel()
-    _variant_against_default(B, n, 1e-4, panel_u=1)
-
-
-@pytest.mark.variant
-def test_panel_u_degenerate_columns_and_n_active():
-    # The update inside the panel masks the reflectors past n_active and stores the panels
-    # it skips (a matrix stopping inside a panel and one stopping at a panel's edge), on
-    # degenerate columns; in a CUDA graph as eagerly.
-    import dataclasses
-
-    from adaptqr.paths import schedules
-
-    _needs_cuda_panel()
-    n = 1024
-    A = torch.randn(4, n, n, device="cuda")
-    A[0, :, 5] = 0
-    A[1, :, 40:60] *= 1e-30
-    A[2, :, 3] *= 1e25
-    A[3, :, 100:] = A[3, :, :n - 100] * 1e-9
-    na = torch.tensor([n, n, 640, 100], dtype=torch.int32, device="cuda")
-    s = schedules.schedule_for(n, n)
-    outs = [_factor(A, _Info({"n_active": na}), schedule=dataclasses.replace(s, panel_u=u))
-            for u in (0, 1)]
-    for H, tau in outs:
-        assert torch.isfinite(H).all() and (tau[2, 640:] == 0).all() and (tau[3, 100:] == 0).all()
-        r = check_geqrf(A[:2], H[:2], tau[:2])
-        assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-    (H0, _), (H1, _) = outs
-    # Past n_active the entries are what the updates leave (no reflector of their own): the
-    # same with the update in the panel as in the U kernel.
-    for i in range(4):
-        assert float((H0[i] - H1[i]).norm() / H0[i].norm()) < 1e-4, i
-    H = torch.empty_strided(A.shape, (n * n, 1, n), device="cuda")
-    tau = torch.empty(4, n, device="cuda")
-    su = dataclasses.replace(s, panel_u=1)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        H.copy_(A)
-        factor_householder(H, tau, _Info({"n_active": na}), schedule=su)
-    g.replay()
-    torch.cuda.synchronize()
-    for i in range(4):  # the row-split W's atomics: not bit for bit
-        assert float((H[i] - H1[i]).norm() / H1[i].norm()) < 1e-4, i
+@pytest.mark.parametrize("B,n,rows", [(1, 512, 128), (1, 1000, 256), (40, 176, 128),
+                                      (3, 700, 128)])
+def test_one_tile_split_matches(B, n, rows):
+    # EXPERIMENTS.md T6: one-tile updates row-split from fewer rows (a ragged last panel at
+    # 1000 and 700; 40 matrices whose look-ahead updates are 40 programs).
+    _variant_against_default(B, n, 1e-4, tile_split_rows=rows)
 
 
 @pytest.mark.variant
