@@ -368,13 +368,16 @@ def _splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0) -
     """Whether an update of ``npan`` panels over ``B x tiles`` column tiles of ``rows`` rows
     is split over rows too (too few column tiles to fill the GPU; W through atomics): from
     ``2 * TRAILING_SPLIT_MIN_ROWS`` rows, or from ``tile_rows`` (``Schedule.tile_split_rows``,
-    if given and lower) for an update of one tile (EXPERIMENTS.md T6).
+    if given and lower) for an update of one tile of at most ``ONE_TILE_SPLIT_MAX_BATCH``
+    matrices (EXPERIMENTS.md T6).
 
-    >>> _splits_rows(1, 1, 1, 480), _splits_rows(1, 1, 1, 480, 128), _splits_rows(1, 1, 2, 480, 128)
+    >>> _splits_rows(1, 1, 1, 480), _splits_rows(1, 1, 1, 480, 256), _splits_rows(1, 1, 2, 480, 256)
     (False, True, False)
+    >>> _splits_rows(1, 40, 1, 320, 256)
+    False
     """
     floor = 2 * schedules.TRAILING_SPLIT_MIN_ROWS
-    if tile_rows and tiles == 1:
+    if tile_rows and tiles == 1 and B <= schedules.ONE_TILE_SPLIT_MAX_BATCH:
         floor = min(floor, tile_rows)
     return npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS and rows >= floor
 

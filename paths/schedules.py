@@ -169,11 +169,17 @@ TRAILING_SPLIT_MIN_ROWS = 256
 #: 7.77 -> 7.01, 1x4096 11.30 -> 10.47, 1x1024 2.354 -> 2.273; 128 rows in between.
 #: Knob ``slice_min_rows``.
 TRAILING_SLICE_MIN_ROWS = 64
-#: An update of one column tile (the look-ahead's next panel, a group's next panel) is
-#: row-split from this many rows; others from ``2 * TRAILING_SPLIT_MIN_ROWS``. Below 512
-#: rows 1x1024's look-ahead update was one program, 21-27 us a step beside 44 us panels
-#: (run 0827's trace; EXPERIMENTS.md T6). Knob ``tile_split_rows``.
-ONE_TILE_SPLIT_ROWS = 512
+#: An update of one column tile (the look-ahead's next panel, a group's next panel) of at
+#: most ``ONE_TILE_SPLIT_MAX_BATCH`` matrices is row-split from this many rows; others from
+#: ``2 * TRAILING_SPLIT_MIN_ROWS`` (512). Below 512 rows 1x1024's look-ahead update was one
+#: program, 21-27 us a step beside 44 us panels (run 0827's trace). Run 1216-1217
+#: (EXPERIMENTS.md T6), geqrf ms, 512 / 128 / 256 rows: 1x512 0.875 / 0.829 / 0.817, 1x768
+#: 1.390 / 1.318 / 1.322, 1x1024 1.919 / 1.863 / 1.862, 1x3072 6.97 / 6.86 / 6.89, 1x4096
+#: 10.43 / 10.32 / 10.32; 8x2048 5.92 / 5.90 (128), 2x4096 14.33 / 14.31; but 40x352 0.623
+#: / 0.669 (40 programs a one-tile update already): hence the batch bound. Knob
+#: ``tile_split_rows``.
+ONE_TILE_SPLIT_ROWS = 256
+ONE_TILE_SPLIT_MAX_BATCH = 8
 #: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
 #: the first update would be row-split (few matrices), else two, so that the FP16-only
 #: update applies both in one pass over its tile (EXPERIMENTS.md N9). A pair update is

@@ -130,17 +130,20 @@ def test_one_tile_updates_split_from_the_knobs_rows():
     # (and the FP16 route's group choice) keep 2 * TRAILING_SPLIT_MIN_ROWS.
     from adaptqr.paths.householder import _splits_rows, fp16_group
 
-    assert schedules.ONE_TILE_SPLIT_ROWS == 2 * schedules.TRAILING_SPLIT_MIN_ROWS
+    assert schedules.ONE_TILE_SPLIT_ROWS < 2 * schedules.TRAILING_SPLIT_MIN_ROWS
     assert [_splits_rows(1, 1, 1, r, 128) for r in (127, 128, 511)] == [False, True, True]
     assert not _splits_rows(1, 1, 2, 511, 128) and not _splits_rows(2, 1, 1, 511, 128)
     assert _splits_rows(1, 1, 1, 600, 1024)  # a higher knob never raises the rule's floor
+    # Batches above ONE_TILE_SPLIT_MAX_BATCH keep the rule (40x352 lost 7 % at 128 rows).
+    top = schedules.ONE_TILE_SPLIT_MAX_BATCH
+    assert _splits_rows(1, top, 1, 300, 256) and not _splits_rows(1, top + 1, 1, 300, 256)
     s = hh._with_knobs(schedules.schedule_for(300, 300), None)
     from adaptqr import config
 
     with config.experiment(tile_split_rows=128):
         s128 = hh._with_knobs(schedules.schedule_for(300, 300), None)
     assert s128.tile_split_rows == 128 and fp16_group(s128, 4, 300, 300) == fp16_group(s, 4, 300, 300)
-    _knob_resolves("tile_split_rows", 512, 128, 64)
+    _knob_resolves("tile_split_rows", 256, 512, 64)
 
 
 def _npow2(x):
@@ -308,10 +311,10 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     s = F(tile_split_rows=512)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
         False, True, True, False]
-    # T6: from 128 rows a one-tile update splits, so 40x352's look-ahead needs its W.
+    # T6: from 128 rows a one-tile update of few matrices splits: 1x300's needs its W.
     s = F(tile_split_rows=128)
-    assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 100))] == [
-        False, True, False]
+    assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 300), (1, 100))] == [
+        False, False, True, False]
 
 
 def test_schedule_knobs_table():
