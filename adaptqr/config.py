@@ -110,7 +110,9 @@ class Knobs:
     (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
     in panels of that many columns instead of the Triton strip kernel), ``tile_split_rows``
     (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
-    update of one column tile is row-split)."""
+    update of one column tile is row-split), ``wide_early_copy``
+    (``paths.wide.WIDE_EARLY_COPY``: 0 or 1, the wide path's factored block copied back
+    beside the last ``Q^T`` launch instead of after it)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -127,6 +129,7 @@ class Knobs:
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
     tile_split_rows: int | None = None
+    wide_early_copy: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -240,6 +243,7 @@ KNOB_CHOICES = {
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
     "tile_split_rows": (128, 256, 512),
+    "wide_early_copy": (0, 1),
 }
 
 
