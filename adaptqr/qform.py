@@ -293,13 +293,16 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
         Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
         T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
         Yt = (Vp @ T).mT                                             # (B, npan, nb, m)
+        first = True
         for p in reversed(range(npan)):
             k0 = p * nb
             if k0 >= n:
                 continue
-            # C = Q[k0:, k0:] -= Y (V^T C), as Ct -= (Ct V) Y^T.
+            # C = Q[k0:, k0:] -= Y (V^T C), as Ct -= (Ct V) Y^T. The first panel applied
+            # meets the identity: Ct V is V's rows k0..n, exactly (EXPERIMENTS.md QF11).
             Ct = Qt[:, k0:, k0:]
-            W = Ct @ Vp[:, p, k0:, :]
+            W = Vp[:, p, k0:n, :] if first else Ct @ Vp[:, p, k0:, :]
+            first = False
             Ct.baddbmm_(W, Yt[:, p, :, k0:], alpha=-1.0)
     return Qt.mT.reshape(*batch, m, n)
 
