@@ -78,14 +78,14 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     # Prescaled already: exponents 0 for the block.
     given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
     chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS)
+    early = False
     if chunk and apply_qt_in_triton(lead, tau, C):
         early = bool(settings.knobs.get("wide_early_copy", WIDE_EARLY_COPY))
         _factor_overlapped(lead, tau, C, given, chunk, H[..., :m] if early else None)
-        if not early:
-            H[..., :m] = lead
     else:
         factor_householder(lead, tau, given)
         apply_qt(lead, tau, C)
+    if not early:
         H[..., :m] = lead
     unscale(H, e)
 

@@ -42,6 +42,10 @@
 #   TESTS_K="blas_group" BIG="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" \
 #   SINGLE="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" bash bench/devscripts/variants_call.sh
 # Session 21's (QF10, X4; run 1140): rejected and removed.
+# Session 22's: H21 (run 1210) rejected; T6 (run 1216) kept. Built, not run: W5, with the
+# wide cases at budget 1.0 for the 1 % it may move (EXPERIMENTS.md W5):
+#   SKIP_B12=1 TESTS_K="early_copy" WIDE_BUDGET=1.0 WIDE="--knobs e:wide_early_copy=1" \
+#   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
@@ -77,7 +81,7 @@ fi
 if [ -n "${WIDE:-}" ]; then
   echo "== 3d. wide  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
-  timeout 100 python3 -m adaptqr bench --budget 0.5 --out "$OUT/wide" --cases wide $WIDE 2>&1 \
+  timeout 100 python3 -m adaptqr bench --budget "${WIDE_BUDGET:-0.5}" --out "$OUT/wide" --cases wide $WIDE 2>&1 \
     | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${HP:-}" ]; then
