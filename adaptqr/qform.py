@@ -101,6 +101,11 @@ QFORM_ONE_NB = 512
 QFORM_ONE_MIN_N = 1024
 QFORM_ONE_MIN_N_QUEUED = 512
 QFORM_ONE_MAX_N = 2048
+#: 1: where the cuBLAS route has one panel, Q without its T: ``Q = I - V X`` with ``X = T
+#: V^T`` from one triangular solve (``M X = diag(tau) V^T``, ``M`` the unit upper triangle
+#: that gives ``T = M^-1 diag(tau)``), one product fewer than ``V T`` then ``(V T) V^T``
+#: (EXPERIMENTS.md QF12). Knob ``qform_one_panel``.
+QFORM_ONE_PANEL_NO_T = 0
 
 
 class QFormTiles(NamedTuple):
@@ -175,11 +180,13 @@ def _formation(A: torch.Tensor, queued: bool = False):
     :func:`blas_width` gives, else the Triton kernels (the knob ``qform_blas_nb`` forces
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route)."""
-    nb = config.snapshot().knobs.qform_blas_nb
+    knobs = config.snapshot().knobs
+    nb = knobs.qform_blas_nb
     if nb is None and A.is_cuda:
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
-        return functools.partial(blocked_householder_product, nb=nb)
+        no_t = bool(knobs.get("qform_one_panel", QFORM_ONE_PANEL_NO_T))
+        return functools.partial(blocked_householder_product, nb=nb, one_panel_no_t=no_t)
     return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
 
 
@@ -241,30 +248,35 @@ def full_fp32_matmul():
         torch.set_float32_matmul_precision(was)
 
 
-def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+def panel_t(V: torch.Tensor, tau: torch.Tensor, rhs: torch.Tensor | None = None) -> torch.Tensor:
     """Compact-WY ``T`` ``(..., nb, nb)`` (upper triangular, ``H_1 ... H_nb = I - V T V^T``)
-    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``.
+    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``; with
+    ``rhs`` ``(..., nb, c)``, ``T rhs`` instead (one solve, no ``T``).
 
     >>> import torch
     >>> V = torch.tensor([[1.0, 0.0], [0.5, 1.0], [0.25, 0.5]], dtype=torch.float64)
     >>> tau = torch.tensor([1.2, 0.0], dtype=torch.float64)
     >>> panel_t(V, tau)[..., 1].tolist()  # tau = 0: a zero column
     [0.0, 0.0]
+    >>> bool(torch.allclose(panel_t(V, tau, V.mT), panel_t(V, tau) @ V.mT))
+    True
     """
     S = V.mT @ V
     nb = S.shape[-1]
     eye = torch.eye(nb, dtype=V.dtype, device=V.device)
+    # T = M^-1 diag(tau): M is unit upper triangular.
     M = eye + tau.unsqueeze(-1) * S.triu(1)
-    return torch.linalg.solve_triangular(M, torch.diag_embed(tau), upper=True,
-                                         unitriangular=True)
+    b = torch.diag_embed(tau) if rhs is None else tau.unsqueeze(-1) * rhs
+    return torch.linalg.solve_triangular(M, b, upper=True, unitriangular=True)
 
 
-def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB
-                                ) -> torch.Tensor:
+def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB,
+                                one_panel_no_t: bool = False) -> torch.Tensor:
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
     real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
     checked here). Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's;
-    ``A`` and ``tau`` are only read."""
+    ``A`` and ``tau`` are only read. ``one_panel_no_t``: where one panel holds every
+    reflector, ``Q = I - V (T V^T)`` with ``T V^T`` from one solve (:data:`QFORM_ONE_PANEL_NO_T`)."""
     *batch, m, n = A.shape
     k = tau.shape[-1]
     B = 1
@@ -290,6 +302,11 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     taup = torch.zeros(B, kp, dtype=A.dtype, device=A.device)
     taup[:, :k] = t3
     with full_fp32_matmul():
+        if one_panel_no_t and npan == 1:
+            # Qt = I - (T V[:n]^T)^T V^T: the first panel applied meets the identity (QF11).
+            X = panel_t(V, taup, V[:, :n, :].mT)                     # (B, nb, n)
+            Qt.baddbmm_(X.mT, V.mT, alpha=-1.0)
+            return Qt.mT.reshape(*batch, m, n)
         Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
         T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
         Yt = (Vp @ T).mT                                             # (B, npan, nb, m)

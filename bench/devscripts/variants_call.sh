@@ -42,10 +42,12 @@
 #   TESTS_K="blas_group" BIG="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" \
 #   SINGLE="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" bash bench/devscripts/variants_call.sh
 # Session 21's (QF10, X4; run 1140): rejected and removed.
-# Session 22's: H21 (run 1210) rejected; T6 (run 1216) kept. Built, not run: W5, with the
-# wide cases at budget 1.0 for the 1 % it may move (EXPERIMENTS.md W5):
-#   SKIP_B12=1 TESTS_K="early_copy" WIDE_BUDGET=1.0 WIDE="--knobs e:wide_early_copy=1" \
-#   bash bench/devscripts/variants_call.sh
+# Session 22's: H21 (run 1210) rejected; T6 (run 1216) kept. Built, not run: W5 (the wide
+# cases at budget 1.0 for the 1 % it may move) and QF12 (EXPERIMENTS.md):
+#   SKIP_B12=1 TESTS_K="early_copy or one_panel_without_t" WIDE_BUDGET=1.0 \
+#   WIDE="--knobs e:wide_early_copy=1" QR="--knobs o:qform_one_panel=1 \
+#   --knobs o1k:qform_one_panel=1,qform_blas_nb=1024 --knobs w1k:qform_blas_nb=1024" \
+#   bash bench/devscripts/variants_call.sh      (W5 and QF12; ~250 s)
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

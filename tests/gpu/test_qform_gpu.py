@@ -57,6 +57,16 @@ def test_blas_formation_at_the_half_gate(shape, k, nb):
     _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("nb", [512, 1024])
+@pytest.mark.parametrize("shape,k", [((1, 512, 512), None), ((1, 768, 768), None),
+                                     ((1, 1024, 1024), None), ((3, 700, 500), 300)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_one_panel_without_t_at_the_half_gate(shape, k, nb):
+    # EXPERIMENTS.md QF12: one panel's Q from one triangular solve, without T.
+    _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_one_panel=1)
+
+
 def _blas_q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
