@@ -110,7 +110,9 @@ class Knobs:
     (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
     in panels of that many columns instead of the Triton strip kernel), ``tile_split_rows``
     (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
-    update of one column tile is row-split), ``wide_early_copy``
+    update of one column tile is row-split), ``tile_split_batch``
+    (``schedules.ONE_TILE_SPLIT_MAX_BATCH``: 1 to 64, the most matrices whose one-tile
+    updates take ``tile_split_rows``), ``wide_early_copy``
     (``paths.wide.WIDE_EARLY_COPY``: 0 or 1, the wide path's factored block copied back
     beside the last ``Q^T`` launch instead of after it), ``qform_one_panel``
     (``qform.QFORM_ONE_PANEL_NO_T``: 0 or 1, the cuBLAS Q route's single panel without its
@@ -131,6 +133,7 @@ class Knobs:
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
     tile_split_rows: int | None = None
+    tile_split_batch: int | None = None
     wide_early_copy: int | None = None
     qform_one_panel: int | None = None
 
@@ -246,6 +249,7 @@ KNOB_CHOICES = {
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
     "tile_split_rows": (128, 256, 512),
+    "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
     "wide_early_copy": (0, 1),
     "qform_one_panel": (0, 1),
 }

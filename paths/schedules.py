@@ -122,6 +122,7 @@ SCHEDULE_KNOBS = {
     "lookahead": ("LOOKAHEAD", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "tile_split_rows": ("ONE_TILE_SPLIT_ROWS", int),
+    "tile_split_batch": ("ONE_TILE_SPLIT_MAX_BATCH", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
 }
@@ -176,8 +177,8 @@ TRAILING_SLICE_MIN_ROWS = 64
 #: (EXPERIMENTS.md T6), geqrf ms, 512 / 128 / 256 rows: 1x512 0.875 / 0.829 / 0.817, 1x768
 #: 1.390 / 1.318 / 1.322, 1x1024 1.919 / 1.863 / 1.862, 1x3072 6.97 / 6.86 / 6.89, 1x4096
 #: 10.43 / 10.32 / 10.32; 8x2048 5.92 / 5.90 (128), 2x4096 14.33 / 14.31; but 40x352 0.623
-#: / 0.669 (40 programs a one-tile update already): hence the batch bound. Knob
-#: ``tile_split_rows``.
+#: / 0.669 (40 programs a one-tile update already): hence the batch bound (not measured
+#: between 8 and 40). Knobs ``tile_split_rows`` and ``tile_split_batch``.
 ONE_TILE_SPLIT_ROWS = 256
 ONE_TILE_SPLIT_MAX_BATCH = 8
 #: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
@@ -311,6 +312,9 @@ class Schedule:
     # Fewest rows a one-tile update is row-split from (ONE_TILE_SPLIT_ROWS); None: the
     # knob, else the constant.
     tile_split_rows: int | None = None
+    # The most matrices whose one-tile updates take tile_split_rows (ONE_TILE_SPLIT_MAX_BATCH);
+    # None: the knob, else the constant.
+    tile_split_batch: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

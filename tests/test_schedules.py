@@ -131,12 +131,13 @@ def test_one_tile_updates_split_from_the_knobs_rows():
     from adaptqr.paths.householder import _splits_rows, fp16_group
 
     assert schedules.ONE_TILE_SPLIT_ROWS < 2 * schedules.TRAILING_SPLIT_MIN_ROWS
-    assert [_splits_rows(1, 1, 1, r, 128) for r in (127, 128, 511)] == [False, True, True]
-    assert not _splits_rows(1, 1, 2, 511, 128) and not _splits_rows(2, 1, 1, 511, 128)
-    assert _splits_rows(1, 1, 1, 600, 1024)  # a higher knob never raises the rule's floor
-    # Batches above ONE_TILE_SPLIT_MAX_BATCH keep the rule (40x352 lost 7 % at 128 rows).
+    assert [_splits_rows(1, 1, 1, r, 128, 8) for r in (127, 128, 511)] == [False, True, True]
+    assert not _splits_rows(1, 1, 2, 511, 128, 8) and not _splits_rows(2, 1, 1, 511, 128, 8)
+    assert _splits_rows(1, 1, 1, 600, 1024, 8)  # a higher knob never raises the rule's floor
+    # Batches above tile_split_batch keep the rule (40x352 lost 7 % at 128 rows).
     top = schedules.ONE_TILE_SPLIT_MAX_BATCH
-    assert _splits_rows(1, top, 1, 300, 256) and not _splits_rows(1, top + 1, 1, 300, 256)
+    assert top == 8 and hh._with_knobs(schedules.schedule_for(300, 300), None).tile_split_batch == top
+    assert _splits_rows(1, top, 1, 300, 256, top) and not _splits_rows(1, top + 1, 1, 300, 256, top)
     s = hh._with_knobs(schedules.schedule_for(300, 300), None)
     from adaptqr import config
 
@@ -144,6 +145,7 @@ def test_one_tile_updates_split_from_the_knobs_rows():
         s128 = hh._with_knobs(schedules.schedule_for(300, 300), None)
     assert s128.tile_split_rows == 128 and fp16_group(s128, 4, 300, 300) == fp16_group(s, 4, 300, 300)
     _knob_resolves("tile_split_rows", 256, 512, 64)
+    _knob_resolves("tile_split_batch", 8, 32, 12)
 
 
 def _npow2(x):
@@ -308,11 +310,11 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     from types import SimpleNamespace as F
 
     may = hh._may_split_rows
-    s = F(tile_split_rows=512)
+    s = F(tile_split_rows=512, tile_split_batch=8)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
         False, True, True, False]
     # T6: from 128 rows a one-tile update of few matrices splits: 1x300's needs its W.
-    s = F(tile_split_rows=128)
+    s = F(tile_split_rows=128, tile_split_batch=8)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 300), (1, 100))] == [
         False, False, True, False]
 

@@ -48,6 +48,8 @@
 #   WIDE="--knobs e:wide_early_copy=1" QR="--knobs o:qform_one_panel=1 \
 #   --knobs o1k:qform_one_panel=1,qform_blas_nb=1024 --knobs w1k:qform_blas_nb=1024" \
 #   bash bench/devscripts/variants_call.sh      (W5 and QF12; ~250 s)
+#   T7: SKIP_B12=1 SWEEP_CASES=bench/devscripts/cases_t6_batch.json SWEEP="--knobs b16:tile_split_batch=16 \
+#   --knobs b32:tile_split_batch=32 --knobs b64:tile_split_batch=64" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
