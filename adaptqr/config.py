@@ -116,7 +116,8 @@ class Knobs:
     (``paths.wide.WIDE_EARLY_COPY``: 0 or 1, the wide path's factored block copied back
     beside the last ``Q^T`` launch instead of after it), ``qform_one_panel``
     (``qform.QFORM_ONE_PANEL_NO_T``: 0 or 1, the cuBLAS Q route's single panel without its
-    ``T``)."""
+    ``T``), ``qform_pair`` (``qform.QFORM_PAIR_BM``: 0, or 16 / 32 / 64, the row chunk of
+    the Q strip kernel applying two panels a pass)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -136,6 +137,7 @@ class Knobs:
     tile_split_batch: int | None = None
     wide_early_copy: int | None = None
     qform_one_panel: int | None = None
+    qform_pair: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -252,6 +254,7 @@ KNOB_CHOICES = {
     "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
     "wide_early_copy": (0, 1),
     "qform_one_panel": (0, 1),
+    "qform_pair": (0, 16, 32, 64),
 }
 
 

@@ -106,17 +106,24 @@ QFORM_ONE_MAX_N = 2048
 #: that gives ``T = M^-1 diag(tau)``), one product fewer than ``V T`` then ``(V T) V^T``
 #: (EXPERIMENTS.md QF12). Knob ``qform_one_panel``.
 QFORM_ONE_PANEL_NO_T = 0
+#: The strip kernel's row chunk when it applies two panels a pass (``QFormTiles.pair``);
+#: 0: one panel a pass. Offline (triton 3.6, sm_90, 64-column tiles, 4 warps): chunks of 16
+#: rows 250 registers and no spill, 32 rows 255 and 64 B of stack, 64 rows 208 B (the
+#: one-panel kernel at 64: 255 and 32 B). Knob ``qform_pair`` (EXPERIMENTS.md QF13).
+QFORM_PAIR_BM = 0
 
 
 class QFormTiles(NamedTuple):
     """Launch shape of :func:`paths.kernels.qform.qform_kernel`: column tile ``bn``, row
-    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``."""
+    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``,
+    ``pair``: two panels a pass over the rows (not resident; EXPERIMENTS.md QF13)."""
 
     bn: int
     bm: int
     resident: bool
     warps: int
     nb: int = QFORM_NB
+    pair: bool = False
 
 
 def qform_tiles(B: int, m: int, n: int, sm_count: int) -> QFormTiles:
@@ -187,7 +194,11 @@ def _formation(A: torch.Tensor, queued: bool = False):
     if nb:
         no_t = bool(knobs.get("qform_one_panel", QFORM_ONE_PANEL_NO_T))
         return functools.partial(blocked_householder_product, nb=nb, one_panel_no_t=no_t)
-    return triton_householder_product if A.is_cuda or interpreting() else blocked_householder_product
+    if not (A.is_cuda or interpreting()):
+        return blocked_householder_product
+    pair_bm = knobs.get("qform_pair", QFORM_PAIR_BM)
+    return functools.partial(triton_householder_product, pair_bm=pair_bm) if pair_bm else \
+        triton_householder_product
 
 
 def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:
@@ -325,7 +336,7 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
 
 
 def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
-                               tiles: QFormTiles | None = None) -> torch.Tensor:
+                               tiles: QFormTiles | None = None, pair_bm: int = 0) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
     ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
     most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as
@@ -354,6 +365,8 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
     t = tiles or qform_tiles(B, m, n, _sm_count(A.device))
+    if pair_bm and not t.resident:
+        t = t._replace(bm=pair_bm, pair=True)
     n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
         TW = t2  # unread
@@ -361,7 +374,7 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
         TW = _panel_ts(Ht, t2, m, n, n_tw, t.nb)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            PREC=DEFAULT_PREC, num_warps=t.warps)
+                                            PREC=DEFAULT_PREC, PAIR=t.pair, num_warps=t.warps)
     return Qt.mT
 
 

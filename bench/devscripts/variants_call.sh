@@ -7,7 +7,7 @@
 #   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE, then the cases of
 #      $SWEEP_CASES (no torch baseline) with $SWEEP, then the wide cases with $WIDE (each
 #      skipped if empty)
-#   3e/3f. with $HP, householder_product on cases_qf7.json (no baseline); with $QR, linalg.qr
+#   3e/3f. with $HP, householder_product on $HP_CASES (default cases_qf7.json; no baseline); with $QR, linalg.qr
 #      on 8x2048, 2x4096 and batch 1 (against torch's)
 #   4. trace.py on the shapes of $TRACE (e.g. "2x4096,640x512") with $TRACE_KNOBS
 # Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
@@ -48,6 +48,8 @@
 #   WIDE="--knobs e:wide_early_copy=1" QR="--knobs o:qform_one_panel=1 \
 #   --knobs o1k:qform_one_panel=1,qform_blas_nb=1024 --knobs w1k:qform_blas_nb=1024" \
 #   bash bench/devscripts/variants_call.sh      (W5 and QF12; ~250 s)
+#   QF13: SKIP_B12=1 TESTS_K="pair_strips" HP_CASES=bench HP="--knobs p16:qform_pair=16 \
+#   --knobs p32:qform_pair=32" bash bench/devscripts/variants_call.sh   (the 12 cases)
 #   T7: SKIP_B12=1 SWEEP_CASES=bench/devscripts/cases_t6_batch.json SWEEP="--knobs b16:tile_split_batch=16 \
 #   --knobs b32:tile_split_batch=32 --knobs b64:tile_split_batch=64" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
@@ -89,10 +91,10 @@ if [ -n "${WIDE:-}" ]; then
     | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${HP:-}" ]; then
-  echo "== 3e. householder_product, cases_qf7.json  (t=$(( $(date +%s) - T0 ))s)"
+  echo "== 3e. householder_product, ${HP_CASES:-bench/devscripts/cases_qf7.json}  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
   timeout 120 python3 -m adaptqr bench --op householder_product --no-baseline --budget 0.3 \
-    --out "$OUT/hp" --cases bench/devscripts/cases_qf7.json $HP 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+    --out "$OUT/hp" --cases "${HP_CASES:-bench/devscripts/cases_qf7.json}" $HP 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${QR:-}" ]; then
   echo "== 3f. linalg.qr, 8x2048, 2x4096 and batch 1  (t=$(( $(date +%s) - T0 ))s)"

@@ -67,6 +67,17 @@ def test_one_panel_without_t_at_the_half_gate(shape, k, nb):
     _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_one_panel=1)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("bm", [16, 32])
+@pytest.mark.parametrize("shape,k", [((64, 512, 512), None), ((8, 1024, 1024), None),
+                                     ((40, 176, 176), None), ((3, 700, 500), 300)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_pair_strips_at_the_half_gate(shape, k, bm):
+    # EXPERIMENTS.md QF13: the strip kernel two panels a pass (the helper only sets knobs;
+    # these shapes take the kernel, not cuBLAS).
+    _blas_q_at_the_half_gate(shape, k, qform_pair=bm)
+
+
 def _blas_q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
