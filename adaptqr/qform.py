@@ -197,8 +197,9 @@ def _formation(A: torch.Tensor, queued: bool = False):
     if not (A.is_cuda or interpreting()):
         return blocked_householder_product
     pair_bm = knobs.get("qform_pair", QFORM_PAIR_BM)
-    return functools.partial(triton_householder_product, pair_bm=pair_bm) if pair_bm else \
-        triton_householder_product
+    if pair_bm:
+        return functools.partial(triton_householder_product, pair_bm=pair_bm)
+    return triton_householder_product
 
 
 def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:

@@ -30,7 +30,11 @@ def _ortho(Q):
             / (max(Qd.shape[-2:]) * EPS32)).item()
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def _shape_id(s):
+    return "x".join(map(str, s)) if isinstance(s, tuple) else str(s)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=_shape_id)
 def test_householder_product_matches_float64(shape):
     g = torch.Generator(device="cuda").manual_seed(25)
     A = torch.randn(*shape, device="cuda", generator=g)
@@ -50,35 +54,35 @@ def test_householder_product_matches_float64(shape):
                                      ((1, 3072, 3072), None), ((1, 768, 768), None),
                                      ((64, 1024, 256), None), ((3, 700, 500), 300),
                                      ((40, 176, 176), None)],
-                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+                         ids=_shape_id)
 def test_blas_formation_at_the_half_gate(shape, k, nb):
     # EXPERIMENTS.md QF7: Q by cuBLAS products in panels of nb columns, under a global TF32
     # setting (the products set full float32 precision themselves), k < n included.
-    _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb)
+    _q_at_the_half_gate(shape, k, qform_blas_nb=nb)
 
 
 @pytest.mark.variant
 @pytest.mark.parametrize("nb", [512, 1024])
 @pytest.mark.parametrize("shape,k", [((1, 512, 512), None), ((1, 768, 768), None),
                                      ((1, 1024, 1024), None), ((3, 700, 500), 300)],
-                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+                         ids=_shape_id)
 def test_one_panel_without_t_at_the_half_gate(shape, k, nb):
     # EXPERIMENTS.md QF12: one panel's Q from one triangular solve, without T.
-    _blas_q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_one_panel=1)
+    _q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_one_panel=1)
 
 
 @pytest.mark.variant
 @pytest.mark.parametrize("bm", [16, 32])
 @pytest.mark.parametrize("shape,k", [((64, 512, 512), None), ((8, 1024, 1024), None),
                                      ((40, 176, 176), None), ((3, 700, 500), 300)],
-                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+                         ids=_shape_id)
 def test_pair_strips_at_the_half_gate(shape, k, bm):
-    # EXPERIMENTS.md QF13: the strip kernel two panels a pass (the helper only sets knobs;
-    # these shapes take the kernel, not cuBLAS).
-    _blas_q_at_the_half_gate(shape, k, qform_pair=bm)
+    # EXPERIMENTS.md QF13: the strip kernel two panels a pass (these shapes take the
+    # kernel, not cuBLAS).
+    _q_at_the_half_gate(shape, k, qform_pair=bm)
 
 
-def _blas_q_at_the_half_gate(shape, k, **knobs):
+def _q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
     g = torch.Generator(device="cuda").manual_seed(257)
