@@ -112,12 +112,7 @@ class Knobs:
     (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
     update of one column tile is row-split), ``tile_split_batch``
     (``schedules.ONE_TILE_SPLIT_MAX_BATCH``: 1 to 64, the most matrices whose one-tile
-    updates take ``tile_split_rows``), ``wide_early_copy``
-    (``paths.wide.WIDE_EARLY_COPY``: 0 or 1, the wide path's factored block copied back
-    beside the last ``Q^T`` launch instead of after it), ``qform_one_panel``
-    (``qform.QFORM_ONE_PANEL_NO_T``: 0 or 1, the cuBLAS Q route's single panel without its
-    ``T``), ``qform_pair`` (``qform.QFORM_PAIR_BM``: 0, or 16 / 32 / 64, the row chunk of
-    the Q strip kernel applying two panels a pass)."""
+    updates take ``tile_split_rows``)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -135,9 +130,6 @@ class Knobs:
     qform_blas_nb: int | None = None
     tile_split_rows: int | None = None
     tile_split_batch: int | None = None
-    wide_early_copy: int | None = None
-    qform_one_panel: int | None = None
-    qform_pair: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -252,9 +244,6 @@ KNOB_CHOICES = {
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
     "tile_split_rows": (128, 256, 512),
     "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
-    "wide_early_copy": (0, 1),
-    "qform_one_panel": (0, 1),
-    "qform_pair": (0, 16, 32, 64),
 }
 
 

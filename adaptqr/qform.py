@@ -101,29 +101,17 @@ QFORM_ONE_NB = 512
 QFORM_ONE_MIN_N = 1024
 QFORM_ONE_MIN_N_QUEUED = 512
 QFORM_ONE_MAX_N = 2048
-#: 1: where the cuBLAS route has one panel, Q without its T: ``Q = I - V X`` with ``X = T
-#: V^T`` from one triangular solve (``M X = diag(tau) V^T``, ``M`` the unit upper triangle
-#: that gives ``T = M^-1 diag(tau)``), one product fewer than ``V T`` then ``(V T) V^T``
-#: (EXPERIMENTS.md QF12). Knob ``qform_one_panel``.
-QFORM_ONE_PANEL_NO_T = 0
-#: The strip kernel's row chunk when it applies two panels a pass (``QFormTiles.pair``);
-#: 0: one panel a pass. Offline (triton 3.6, sm_90, 64-column tiles, 4 warps): chunks of 16
-#: rows 250 registers and no spill, 32 rows 255 and 64 B of stack, 64 rows 208 B (the
-#: one-panel kernel at 64: 255 and 32 B). Knob ``qform_pair`` (EXPERIMENTS.md QF13).
-QFORM_PAIR_BM = 0
 
 
 class QFormTiles(NamedTuple):
     """Launch shape of :func:`paths.kernels.qform.qform_kernel`: column tile ``bn``, row
-    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``,
-    ``pair``: two panels a pass over the rows (not resident; EXPERIMENTS.md QF13)."""
+    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``."""
 
     bn: int
     bm: int
     resident: bool
     warps: int
     nb: int = QFORM_NB
-    pair: bool = False
 
 
 def qform_tiles(B: int, m: int, n: int, sm_count: int) -> QFormTiles:
@@ -187,19 +175,14 @@ def _formation(A: torch.Tensor, queued: bool = False):
     :func:`blas_width` gives, else the Triton kernels (the knob ``qform_blas_nb`` forces
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route)."""
-    knobs = config.snapshot().knobs
-    nb = knobs.qform_blas_nb
+    nb = config.snapshot().knobs.qform_blas_nb
     if nb is None and A.is_cuda:
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
-        no_t = bool(knobs.get("qform_one_panel", QFORM_ONE_PANEL_NO_T))
-        return functools.partial(blocked_householder_product, nb=nb, one_panel_no_t=no_t)
-    if not (A.is_cuda or interpreting()):
-        return blocked_householder_product
-    pair_bm = knobs.get("qform_pair", QFORM_PAIR_BM)
-    if pair_bm:
-        return functools.partial(triton_householder_product, pair_bm=pair_bm)
-    return triton_householder_product
+        return functools.partial(blocked_householder_product, nb=nb)
+    if A.is_cuda or interpreting():
+        return triton_householder_product
+    return blocked_householder_product
 
 
 def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:
@@ -260,35 +243,30 @@ def full_fp32_matmul():
         torch.set_float32_matmul_precision(was)
 
 
-def panel_t(V: torch.Tensor, tau: torch.Tensor, rhs: torch.Tensor | None = None) -> torch.Tensor:
+def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     """Compact-WY ``T`` ``(..., nb, nb)`` (upper triangular, ``H_1 ... H_nb = I - V T V^T``)
-    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``; with
-    ``rhs`` ``(..., nb, c)``, ``T rhs`` instead (one solve, no ``T``).
+    of unit lower trapezoidal ``V`` ``(..., rows, nb)`` and ``tau`` ``(..., nb)``.
 
     >>> import torch
     >>> V = torch.tensor([[1.0, 0.0], [0.5, 1.0], [0.25, 0.5]], dtype=torch.float64)
     >>> tau = torch.tensor([1.2, 0.0], dtype=torch.float64)
     >>> panel_t(V, tau)[..., 1].tolist()  # tau = 0: a zero column
     [0.0, 0.0]
-    >>> bool(torch.allclose(panel_t(V, tau, V.mT), panel_t(V, tau) @ V.mT))
-    True
     """
     S = V.mT @ V
     nb = S.shape[-1]
     eye = torch.eye(nb, dtype=V.dtype, device=V.device)
-    # T = M^-1 diag(tau): M is unit upper triangular.
     M = eye + tau.unsqueeze(-1) * S.triu(1)
-    b = torch.diag_embed(tau) if rhs is None else tau.unsqueeze(-1) * rhs
-    return torch.linalg.solve_triangular(M, b, upper=True, unitriangular=True)
+    return torch.linalg.solve_triangular(M, torch.diag_embed(tau), upper=True,
+                                         unitriangular=True)
 
 
-def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB,
-                                one_panel_no_t: bool = False) -> torch.Tensor:
+def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB
+                                ) -> torch.Tensor:
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
     real dtype (the CUDA float32 route of :func:`householder_product`; shapes as there, not
     checked here). Returns a new ``(*, m, n)`` tensor, each matrix column-major as torch's;
-    ``A`` and ``tau`` are only read. ``one_panel_no_t``: where one panel holds every
-    reflector, ``Q = I - V (T V^T)`` with ``T V^T`` from one solve (:data:`QFORM_ONE_PANEL_NO_T`)."""
+    ``A`` and ``tau`` are only read."""
     *batch, m, n = A.shape
     k = tau.shape[-1]
     B = 1
@@ -314,11 +292,6 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     taup = torch.zeros(B, kp, dtype=A.dtype, device=A.device)
     taup[:, :k] = t3
     with full_fp32_matmul():
-        if one_panel_no_t and npan == 1:
-            # Qt = I - (T V[:n]^T)^T V^T: the first panel applied meets the identity (QF11).
-            X = panel_t(V, taup, V[:, :n, :].mT)                     # (B, nb, n)
-            Qt.baddbmm_(X.mT, V.mT, alpha=-1.0)
-            return Qt.mT.reshape(*batch, m, n)
         Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
         T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
         Yt = (Vp @ T).mT                                             # (B, npan, nb, m)
@@ -337,7 +310,7 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
 
 
 def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
-                               tiles: QFormTiles | None = None, pair_bm: int = 0) -> torch.Tensor:
+                               tiles: QFormTiles | None = None) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
     ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
     most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as
@@ -366,8 +339,6 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
     t = tiles or qform_tiles(B, m, n, _sm_count(A.device))
-    if pair_bm and not t.resident:
-        t = t._replace(bm=pair_bm, pair=True)
     n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
         TW = t2  # unread
@@ -375,7 +346,7 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
         TW = _panel_ts(Ht, t2, m, n, n_tw, t.nb)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            PREC=DEFAULT_PREC, PAIR=t.pair, num_warps=t.warps)
+                                            PREC=DEFAULT_PREC, num_warps=t.warps)
     return Qt.mT
 
 

@@ -47,11 +47,6 @@ PRIORITY = 90
 #: 4.430 / 4.419, 64x256x1024 0.997 / 0.981 / 0.993 / 0.995. 8 is the middle of the flat
 #: part. Knob ``wide_chunk`` (EXPERIMENTS.md W3).
 WIDE_CHUNK_PANELS = 8
-#: 1: the factored block goes back into ``H`` on the caller's stream while the side stream
-#: still applies the last panels' ``Q^T`` (both only read the block, and ``C`` is other
-#: memory), not after the join: ~27 us of copy off 8x1024x4096's chain (EXPERIMENTS.md W5).
-#: Knob ``wide_early_copy``.
-WIDE_EARLY_COPY = 0
 
 
 def capable(spec) -> str | None:
@@ -78,26 +73,25 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     # Prescaled already: exponents 0 for the block.
     given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
     chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS)
-    early = False
     if chunk and apply_qt_in_triton(lead, tau, C):
-        early = bool(settings.knobs.get("wide_early_copy", WIDE_EARLY_COPY))
-        _factor_overlapped(lead, tau, C, given, chunk, H[..., :m] if early else None)
+        _factor_overlapped(lead, tau, C, given, chunk, H[..., :m])
     else:
         factor_householder(lead, tau, given)
         apply_qt(lead, tau, C)
-    if not early:
         H[..., :m] = lead
     unscale(H, e)
 
 
 def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, given,
-                       chunk: int, out: torch.Tensor | None = None) -> None:
+                       chunk: int, out: torch.Tensor) -> None:
     """Factor ``lead`` ``(B, m, m)`` and apply its ``Q^T`` to ``C`` ``(B, m, c)``, ``chunk``
     panels at a time as the factorization makes them: on a second stream of normal
     priority that waits for each range's panels (on the GPU; in issue order off it, under
     the interpreter). The panels' ``T`` buffer is allocated before that stream starts:
-    nothing is allocated on it. ``out``: where the factored block is copied on the
-    caller's stream before the join (:data:`WIDE_EARLY_COPY`)."""
+    nothing is allocated on it. ``out``: where the factored block is copied, on the
+    caller's stream while the side stream still applies the last panels (both only read
+    the block, and ``C`` is other memory): ~30 us off 8x1024x4096's chain
+    (EXPERIMENTS.md W5)."""
     from adaptqr.paths.householder import factor_householder
 
     m = lead.shape[-1]
@@ -119,8 +113,7 @@ def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, g
         done = p1
 
     factor_householder(lead, tau, given, after_panels=after_panels)
-    if out is not None:
-        out.copy_(lead)
+    out.copy_(lead)
     lanes.join()
 
 

@@ -60,12 +60,10 @@ def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.cons
 
 @triton.jit
 def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
-                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
-                 PAIR: tl.constexpr = False):
+                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
     ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` unread: one
-    launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU`` unread), and
-    ``PAIR`` applies the panels two a pass over the rows (:func:`_chunked_pair`)."""
+    launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU`` unread)."""
     b = tl.program_id(0)
     # The tiles at the right do the most panels: they start first.
     t = tl.num_programs(1) - 1 - tl.program_id(1)
@@ -95,53 +93,10 @@ def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.conste
                      tl.where(cc[:, None] == r[None, :], 1.0, 0.0),
                      mask=ccmask[:, None] & (r < m)[None, :])
         tl.debug_barrier()
-        if PAIR:
-            for i in range(0, (p_top + 1) // 2):
-                _chunked_pair(base, qbase, cc, ccmask, (p_top - 2 * i - 1) * NB, m, k, TW, b,
-                              n_tw, NB, BN, BM, PREC)
-            if (p_top + 1) % 2 == 1:
-                _chunked_update(base, qbase, cc, ccmask, 0, m, m, k, TW, b, n_tw, True,
-                                NB, BN, BM, PREC)
-        else:
-            for i in range(0, p_top + 1):
-                k0 = (p_top - i) * NB
-                _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
-                                NB, BN, BM, PREC)
-
-
-@triton.jit
-def _chunked_pair(base, qbase, cc, ccmask, k0, m, k, TW, b, n_tw, NB: tl.constexpr,
-                  BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """Q formation's panels at ``k0 + NB`` (first) and ``k0`` on the tile's columns in two
-    passes over the rows instead of four (EXPERIMENTS.md QF13): with ``W = C^T V`` for both
-    and ``G = V_2^T V_1`` summed in the first pass, the first panel's ``Y_2 = W_2 T_2^T`` and
-    the second's ``Y_1 = (W_1 - Y_2 G) T_1^T`` (its ``W`` after the first panel), then
-    ``C^T -= Y_2 V_2^T + Y_1 V_1^T``. Rows of the tile at ``qbase + c * m``."""
-    rr = tl.arange(0, BM)
-    k2 = k0 + NB
-    W1 = tl.zeros((BN, NB), dtype=tl.float32)
-    W2 = tl.zeros((BN, NB), dtype=tl.float32)
-    G = tl.zeros((NB, NB), dtype=tl.float32)
-    for r0 in range(k0, m, BM):
-        r = r0 + rr
-        Ct = tl.load(qbase + cc[:, None] * m + r[None, :], mask=ccmask[:, None] & (r < m)[None, :],
-                     other=0.0)
-        V1 = _load_v(base, k0, r, m, m, k, NB, k - k0)
-        V2 = _load_v(base, k2, r, m, m, k, NB, k - k2)
-        W1 += _dot(Ct, tl.trans(V1), PREC)
-        W2 += _dot(Ct, tl.trans(V2), PREC)
-        G += _dot(V2, tl.trans(V1), PREC)
-    Y2 = _dot(W2, tl.trans(_load_t(TW, b, k2 // NB, n_tw, NB)), PREC)
-    Y1 = _dot(W1 - _dot(Y2, G, PREC), tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)), PREC)
-    for r0 in range(k0, m, BM):
-        r = r0 + rr
-        cptr = qbase + cc[:, None] * m + r[None, :]
-        cmask = ccmask[:, None] & (r < m)[None, :]
-        Ct = tl.load(cptr, mask=cmask, other=0.0)
-        Ct -= _dot(Y2, _load_v(base, k2, r, m, m, k, NB, k - k2), PREC)
-        Ct -= _dot(Y1, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
-        tl.store(cptr, Ct, mask=cmask)
-    tl.debug_barrier()
+        for i in range(0, p_top + 1):
+            k0 = (p_top - i) * NB
+            _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                            NB, BN, BM, PREC)
 
 
 @triton.jit

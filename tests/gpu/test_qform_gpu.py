@@ -61,27 +61,6 @@ def test_blas_formation_at_the_half_gate(shape, k, nb):
     _q_at_the_half_gate(shape, k, qform_blas_nb=nb)
 
 
-@pytest.mark.variant
-@pytest.mark.parametrize("nb", [512, 1024])
-@pytest.mark.parametrize("shape,k", [((1, 512, 512), None), ((1, 768, 768), None),
-                                     ((1, 1024, 1024), None), ((3, 700, 500), 300)],
-                         ids=_shape_id)
-def test_one_panel_without_t_at_the_half_gate(shape, k, nb):
-    # EXPERIMENTS.md QF12: one panel's Q from one triangular solve, without T.
-    _q_at_the_half_gate(shape, k, qform_blas_nb=nb, qform_one_panel=1)
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("bm", [16, 32])
-@pytest.mark.parametrize("shape,k", [((64, 512, 512), None), ((8, 1024, 1024), None),
-                                     ((40, 176, 176), None), ((3, 700, 500), 300)],
-                         ids=_shape_id)
-def test_pair_strips_at_the_half_gate(shape, k, bm):
-    # EXPERIMENTS.md QF13: the strip kernel two panels a pass (these shapes take the
-    # kernel, not cuBLAS).
-    _q_at_the_half_gate(shape, k, qform_pair=bm)
-
-
 def _q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 

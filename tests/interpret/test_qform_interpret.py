@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-import adaptqr
 from adaptqr import originals, qform
 from adaptqr.qform import QFormTiles, triton_householder_product
 
@@ -15,10 +14,6 @@ TILES = {
     "resident": QFormTiles(16, 128, True, 4),
     "narrow": QFormTiles(32, 32, False, 4),
     "nb16": QFormTiles(16, 32, False, 4, 16),
-    # QF13: two panels a pass (an odd count ends with one; at nb 16 and k = 20 the second
-    # panel of the pair is partly past k).
-    "pair": QFormTiles(16, 16, False, 4, 32, True),
-    "pair_nb16": QFormTiles(32, 16, False, 4, 16, True),
 }
 
 
@@ -35,7 +30,6 @@ def _factors(shape, k=None, seed=25):
     ((1, 90, 50), 20),        # k < n: the columns past k are the identity's, reflected
     ((2, 2, 33, 17), None),   # two batch dims
     ((3, 9, 9), 0),           # k = 0: the identity's columns
-    ((2, 100, 96), None),     # three panels of 32, six of 16
 ])
 def test_equals_torch(tiles, shape, k):
     h, tau = _factors(shape, k)
@@ -82,21 +76,3 @@ def test_apply_qt_equals_torch(B, m, nc):
     want = originals.householder_product(h, tau).mT @ C
     qform.apply_qt(h, tau, C)  # the Triton kernels: column-major h, contiguous columns of C
     torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
-
-
-def test_pair_knob_reaches_the_kernel(monkeypatch):
-    # QF13: the knob qform_pair sends the strip kernel two panels a pass, in chunks of its
-    # rows; the same Q as one panel a pass.
-    from adaptqr import config
-
-    h, tau = _factors((2, 100, 96))
-    monkeypatch.setattr(qform, "_blocked_applies", lambda A, tau: True)  # CPU tensors here
-    seen = []
-    real = qform.triton_householder_product
-    monkeypatch.setattr(qform, "triton_householder_product",
-                        lambda A, tau, tiles=None, pair_bm=0: seen.append(pair_bm) or real(A, tau, tiles, pair_bm))
-    one = adaptqr.householder_product(h, tau)
-    with config.experiment(qform_pair=16):
-        two = adaptqr.householder_product(h, tau)
-    assert seen == [0, 16]
-    torch.testing.assert_close(two, one, rtol=0, atol=2e-6)
