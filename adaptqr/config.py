@@ -112,7 +112,8 @@ class Knobs:
     (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
     update of one column tile is row-split), ``tile_split_batch``
     (``schedules.ONE_TILE_SPLIT_MAX_BATCH``: 1 to 64, the most matrices whose one-tile
-    updates take ``tile_split_rows``)."""
+    updates take ``tile_split_rows``), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
+    0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -130,6 +131,7 @@ class Knobs:
     qform_blas_nb: int | None = None
     tile_split_rows: int | None = None
     tile_split_batch: int | None = None
+    qr_augmented: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -244,6 +246,7 @@ KNOB_CHOICES = {
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
     "tile_split_rows": (128, 256, 512),
     "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
+    "qr_augmented": (0, 1, 2, 4, 8, 16, 64),
 }
 
 

@@ -22,14 +22,25 @@ Example::
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from adaptqr import dispatch, originals, validate
+from adaptqr import config, dispatch, originals, validate
 from adaptqr.qform import form_q
 
 MODES = ("reduced", "complete", "r")
 #: What torch.linalg.qr factors.
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+#: Batches of at most this many CUDA float32 matrices form Q by factoring ``[A | c I]``
+#: (:func:`_qr_augmented`): the wide path applies ``Q^T`` to the identity beside the
+#: factorization, on the SMs that a small batch leaves idle, instead of forming Q after
+#: it; 0: never (EXPERIMENTS.md QF14). Knob ``qr_augmented``.
+QR_AUGMENTED_MAX_BATCH = 0
+#: ``c = 2^e`` with ``e`` the exponent of ``max |A|`` clamped to this bound: the identity
+#: next to ``A`` at ``A``'s scale, so that the wide path's prescale (one exponent a matrix)
+#: keeps both in range, and ``c Q^T`` never subnormal (``|Q| <= 1``).
+QR_AUGMENTED_EXP = 100
 
 
 def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
@@ -74,6 +85,8 @@ def dispatched(A: torch.Tensor) -> bool:
 def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = A.shape[-2], A.shape[-1]
     k = min(m, n)
+    if _augmented_applies(A, mode):
+        return _qr_augmented(A.detach())
     a, tau = dispatch.run(A.detach(), None, op="qr")
     R = _column_major((a if mode == "complete" else a[..., :k, :]).triu())
     if mode == "r":
@@ -86,6 +99,48 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
     else:
         Q = form_q(a[..., :, :k], tau, queued=True)
     return Q, R
+
+
+def _augmented_applies(A: torch.Tensor, mode: str) -> bool:
+    B = math.prod(A.shape[:-2])
+    bound = config.snapshot().knobs.get("qr_augmented", QR_AUGMENTED_MAX_BATCH)
+    return (A.is_cuda and A.dtype == torch.float32 and 0 < B <= bound and A.numel() > 0
+            and mode != "r" and not (mode == "complete" and A.shape[-2] > A.shape[-1]))
+
+
+def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reduced ``(Q, R)`` of ``A`` ``(*, m, n)`` from one geqrf of ``X = [A | c I_m]``
+    ``(*, m, n + m)``: ``X``'s reflectors are ``A``'s, and the rows ``:k`` of its last ``m``
+    columns hold ``c Q^T``'s (``k = min(m, n)``; for ``m > n`` the reflectors after ``n``,
+    which only the identity's columns make, leave ``Q``'s first ``n`` columns alone).
+    ``X`` is wide, so the dispatcher sends it to the wide path, which applies ``Q^T`` to
+    the identity panel by panel beside the factorization (EXPERIMENTS.md QF14). ``c`` is a
+    power of two a matrix (:data:`QR_AUGMENTED_EXP`): dividing by it is exact.
+
+    >>> import torch
+    >>> A = torch.randn(2, 6, 4, dtype=torch.float64)
+    >>> Q, R = _qr_augmented(A)
+    >>> bool(torch.allclose(Q @ R, A)), bool(torch.allclose(Q, torch.linalg.qr(A).Q))
+    (True, True)
+    """
+    *batch, m, n = A.shape
+    k = min(m, n)
+    A3 = A.reshape(-1, m, n)
+    B = A3.shape[0]
+    amax = torch.linalg.vector_norm(A3, ord=float("inf"), dim=(-2, -1))
+    e = torch.frexp(amax).exponent.clamp(-QR_AUGMENTED_EXP, QR_AUGMENTED_EXP)
+    # Zero, Inf or NaN: c = 1 (a NaN spreads through the factorization as it would alone).
+    e = torch.where(torch.isfinite(amax) & (amax > 0), e, 0)
+    c = torch.pow(2.0, e.to(A.dtype))
+    X = torch.zeros(B, n + m, m, dtype=A.dtype, device=A.device).mT  # column-major
+    X[..., :n] = A3
+    X[..., n:].diagonal(dim1=-2, dim2=-1).copy_(c.unsqueeze(-1).expand(B, m))
+    a, _ = dispatch.run(X, None, op="qr")
+    Qt = torch.empty(*batch, k, m, dtype=A.dtype, device=A.device)
+    torch.div(a[..., :k, n:], c.view(B, 1, 1), out=Qt.view(B, k, m))
+    Rt = torch.empty(*batch, n, k, dtype=A.dtype, device=A.device)  # R column-major
+    torch.triu(a[..., :k, :n], out=Rt.view(B, n, k).mT)
+    return Qt.mT, Rt.mT
 
 
 def _column_major(x: torch.Tensor) -> torch.Tensor:

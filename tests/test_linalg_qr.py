@@ -161,3 +161,42 @@ def test_strides_are_torchs(shape, mode, monkeypatch):
         assert R.stride() == Rt.stride()
         if Q.numel():
             assert Q.stride() == Qt.stride()
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-42, 1e35, 0.0])
+@pytest.mark.parametrize("shape", [(2, 6, 4), (3, 5, 5), (2, 4, 7), (1, 33, 20), (2, 3, 9, 9)])
+def test_augmented_route_is_torchs_qr(shape, scale):
+    # QF14: Q from geqrf of [A | c I] (here the dispatcher's CPU path), at any scale: c
+    # keeps the identity at A's scale, and the division by it is exact.
+    from adaptqr.linalg import _qr_augmented
+
+    g = torch.Generator().manual_seed(14)
+    A = torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+    A[..., :, -1] = A[..., :, 0]  # a repeated column: rank-deficient
+    A0 = A.clone()
+    Q, R = _qr_augmented(A)
+    Qt, Rt = originals.linalg_qr(A)
+    assert torch.equal(A, A0)
+    assert Q.shape == Qt.shape and R.shape == Rt.shape
+    assert Q.stride() == Qt.stride() and R.stride() == Rt.stride()
+    # Columns past the rank (R_jj at rounding level) are any orthonormal completion: the
+    # product and orthogonality are checked there, equality with torch's elsewhere.
+    eye = torch.eye(Q.shape[-1], dtype=Q.dtype)
+    torch.testing.assert_close(Q.mT @ Q, eye.expand_as(Q.mT @ Q), rtol=0, atol=1e-12)
+    torch.testing.assert_close(Q @ R, A, rtol=0, atol=1e-12 * max(scale, 1e-300))
+    d = Rt.diagonal(dim1=-2, dim2=-1).abs()
+    full = d > 1e-8 * d.amax(-1, keepdim=True)
+    torch.testing.assert_close(Q * full.unsqueeze(-2), Qt * full.unsqueeze(-2), rtol=0, atol=1e-12)
+    torch.testing.assert_close(R, Rt, rtol=1e-12, atol=1e-12 * max(scale, 1e-300))
+
+
+def test_augmented_route_takes_small_cuda_batches_only():
+    from adaptqr import config
+    from adaptqr.linalg import _augmented_applies
+
+    A = torch.randn(2, 8, 8)
+    with config.experiment(qr_augmented=8):
+        assert not _augmented_applies(A, "reduced")  # not CUDA
+    meta = torch.empty(2, 8, 8, device="meta")
+    with config.experiment(qr_augmented=8):
+        assert not _augmented_applies(meta, "reduced")

@@ -102,7 +102,35 @@ def test_householder_product_ignores_a_global_tf32_setting():
 @pytest.mark.parametrize("mode", ["reduced", "complete"])
 def test_linalg_qr_at_the_half_gate(shape, mode):
     g = torch.Generator(device="cuda").manual_seed(52)
+    _qr_at_the_half_gate(torch.randn(*shape, device="cuda", generator=g), mode)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("shape", [(1, 512, 512), (1, 768, 768), (1, 1024, 1024), (8, 256, 256),
+                                   (4, 700, 300), (2, 300, 500), (1, 2048, 1500)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+@pytest.mark.parametrize("kind", ["dense", "rankdef", "tiny", "huge"])
+def test_augmented_qr_at_the_half_gate(shape, mode, kind, monkeypatch):
+    # EXPERIMENTS.md QF14: Q from the wide path's geqrf of [A | c I] (complete Q of a tall
+    # matrix stays on the Q-formation route).
+    from adaptqr import config, linalg
+
+    calls = []
+    real = linalg._qr_augmented
+    monkeypatch.setattr(linalg, "_qr_augmented", lambda A: calls.append(A.shape) or real(A))
+    g = torch.Generator(device="cuda").manual_seed(141)
     A = torch.randn(*shape, device="cuda", generator=g)
+    if kind == "rankdef":
+        A = A[..., :, : shape[-1] // 8].repeat_interleave(8, dim=-1)[..., :shape[-1]].contiguous()
+    A = A * {"dense": 1.0, "rankdef": 1.0, "tiny": 1e-40, "huge": 1e30}[kind]
+    with config.experiment(qr_augmented=8):
+        _qr_at_the_half_gate(A, mode)
+    assert len(calls) == (0 if mode == "complete" and shape[-2] > shape[-1] else 1)
+
+
+def _qr_at_the_half_gate(A, mode):
+    shape = A.shape
     Q, R = adaptqr.linalg.qr(A, mode=mode)
     Qt, Rt = originals.linalg_qr(A, mode=mode)
     assert Q.shape == Qt.shape and R.shape == Rt.shape

@@ -93,3 +93,25 @@ def test_overlapped_route_copies_the_block_back():
     assert torch.equal(a1[..., :96], a2[..., :96]) and torch.equal(t1, t2)
     torch.testing.assert_close(a2, a1)
     assert check_geqrf(A, a2, t2).passes_bar
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-40, 1e30])
+@pytest.mark.parametrize("shape", [(2, 40, 40), (1, 24, 60), (2, 48, 20)])
+def test_augmented_qr_through_the_wide_path(shape, scale, monkeypatch):
+    # QF14: linalg.qr's Q from the wide path's geqrf of [A | c I] (Q^T applied to the
+    # identity beside the factorization), square, wide and tall, at extreme scales.
+    from adaptqr.linalg import _qr_augmented
+
+    monkeypatch.setenv("ADAPTQR_PATH", "wide")
+    g = torch.Generator().manual_seed(141)
+    A = torch.randn(*shape, generator=g) * scale
+    Q, R = _qr_augmented(A)
+    Qt, Rt = originals.linalg_qr(A.double())
+    assert torch.isfinite(Q).all() and torch.isfinite(R).all()
+    n = max(shape[-2:])
+    eps = torch.finfo(torch.float32).eps
+    orth = (Q.double().mT @ Q.double() - torch.eye(Q.shape[-1], dtype=torch.float64)).abs().amax()
+    assert orth <= 50 * n * eps
+    res = (Q.double() @ R.double() - A.double()).abs().amax() / A.double().abs().amax()
+    assert res <= 10 * n * eps
+    torch.testing.assert_close(Q.double(), Qt, rtol=0, atol=1e-4)
