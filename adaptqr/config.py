@@ -113,7 +113,9 @@ class Knobs:
     update of one column tile is row-split), ``tile_split_batch``
     (``schedules.ONE_TILE_SPLIT_MAX_BATCH``: 1 to 64, the most matrices whose one-tile
     updates take ``tile_split_rows``), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
-    0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q)."""
+    0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q),
+    ``qr_augmented_max_k`` (``linalg.QR_AUGMENTED_MAX_K``: 1024 to 4096, the largest
+    ``min(m, n)`` that does)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -132,6 +134,7 @@ class Knobs:
     tile_split_rows: int | None = None
     tile_split_batch: int | None = None
     qr_augmented: int | None = None
+    qr_augmented_max_k: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -247,6 +250,7 @@ KNOB_CHOICES = {
     "tile_split_rows": (128, 256, 512),
     "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
     "qr_augmented": (0, 1, 2, 4, 8, 16, 64),
+    "qr_augmented_max_k": (1024, 1536, 2048, 3072, 4096),
 }
 
 

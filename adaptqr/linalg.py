@@ -32,11 +32,19 @@ from adaptqr.qform import form_q
 MODES = ("reduced", "complete", "r")
 #: What torch.linalg.qr factors.
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-#: Batches of at most this many CUDA float32 matrices form Q by factoring ``[A | c I]``
+#: Batches of at most this many CUDA float32 matrices of ``QR_AUGMENTED_MIN_K`` to
+#: ``QR_AUGMENTED_MAX_K`` columns (``k = min(m, n)``) form Q by factoring ``[A | c I]``
 #: (:func:`_qr_augmented`): the wide path applies ``Q^T`` to the identity beside the
-#: factorization, on the SMs that a small batch leaves idle, instead of forming Q after
-#: it; 0: never (EXPERIMENTS.md QF14). Knob ``qr_augmented``.
-QR_AUGMENTED_MAX_BATCH = 0
+#: factorization, on the SMs one matrix leaves idle, instead of forming Q after it.
+#: EXPERIMENTS.md QF14, run 1347 (H200, ms, today's route / augmented with ranges of 8 / 4
+#: panels): 1x512 0.984 / 0.994 / 0.949, 1x768 1.663 / 1.504 / 1.481, 1x1024 2.294 / 2.082
+#: / 2.048; but 1x3072 8.94 / 10.38 / 11.52, 1x4096 14.08 / 19.02, 8x2048 11.06 / 14.69,
+#: 2x4096 22.07 / 30.87 (``Q^T I``'s ``4 m^2 k`` flops then compete with the
+#: factorization's). Knobs ``qr_augmented`` (the batch bound, 0: never) and
+#: ``qr_augmented_max_k``.
+QR_AUGMENTED_MAX_BATCH = 1
+QR_AUGMENTED_MIN_K = 512
+QR_AUGMENTED_MAX_K = 1024
 #: ``c = 2^e`` with ``e`` the exponent of ``max |A|`` clamped to this bound: the identity
 #: next to ``A`` at ``A``'s scale, so that the wide path's prescale (one exponent a matrix)
 #: keeps both in range, and ``c Q^T`` never subnormal (``|Q| <= 1``).
@@ -102,10 +110,13 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _augmented_applies(A: torch.Tensor, mode: str) -> bool:
+    m, n = A.shape[-2], A.shape[-1]
+    knobs = config.snapshot().knobs
     B = math.prod(A.shape[:-2])
-    bound = config.snapshot().knobs.get("qr_augmented", QR_AUGMENTED_MAX_BATCH)
-    return (A.is_cuda and A.dtype == torch.float32 and 0 < B <= bound and A.numel() > 0
-            and mode != "r" and not (mode == "complete" and A.shape[-2] > A.shape[-1]))
+    return (A.is_cuda and A.dtype == torch.float32 and mode != "r"
+            and 0 < B <= knobs.get("qr_augmented", QR_AUGMENTED_MAX_BATCH)
+            and QR_AUGMENTED_MIN_K <= min(m, n) <= knobs.get("qr_augmented_max_k", QR_AUGMENTED_MAX_K)
+            and not (mode == "complete" and m > n))
 
 
 def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -47,6 +47,11 @@ PRIORITY = 90
 #: 4.430 / 4.419, 64x256x1024 0.997 / 0.981 / 0.993 / 0.995. 8 is the middle of the flat
 #: part. Knob ``wide_chunk`` (EXPERIMENTS.md W3).
 WIDE_CHUNK_PANELS = 8
+#: One matrix: 4 panels a launch. The factorization leaves more SMs idle, and the last
+#: range (after the last panel) is the tail: run 1347 (``linalg.qr`` by QF14, ms, ranges of
+#: 8 / 4 / 2): 1x512 0.994 / 0.949 / 0.938, 1x768 1.504 / 1.481 / 1.481, 1x1024 2.082 /
+#: 2.048 / 2.069 (EXPERIMENTS.md QF14); W3's 64x256x1024 was 0.981 at 4 against 0.993.
+WIDE_CHUNK_PANELS_ONE = 4
 
 
 def capable(spec) -> str | None:
@@ -72,7 +77,7 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     C = H[..., m:]
     # Prescaled already: exponents 0 for the block.
     given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
-    chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS)
+    chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS_ONE if B == 1 else WIDE_CHUNK_PANELS)
     if chunk and apply_qt_in_triton(lead, tau, C):
         _factor_overlapped(lead, tau, C, given, chunk, H[..., :m])
     else:

@@ -106,8 +106,8 @@ def test_linalg_qr_at_the_half_gate(shape, mode):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("shape", [(1, 512, 512), (1, 768, 768), (1, 1024, 1024), (8, 256, 256),
-                                   (4, 700, 300), (2, 300, 500), (1, 2048, 1500)],
+@pytest.mark.parametrize("shape", [(1, 512, 512), (1, 768, 768), (1, 1024, 1024), (8, 512, 512),
+                                   (4, 700, 600), (2, 600, 900), (1, 2048, 1500)],
                          ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("mode", ["reduced", "complete"])
 @pytest.mark.parametrize("kind", ["dense", "rankdef", "tiny", "huge"])
@@ -124,12 +124,14 @@ def test_augmented_qr_at_the_half_gate(shape, mode, kind, monkeypatch):
     if kind == "rankdef":
         A = A[..., :, : shape[-1] // 8].repeat_interleave(8, dim=-1)[..., :shape[-1]].contiguous()
     A = A * {"dense": 1.0, "rankdef": 1.0, "tiny": 1e-40, "huge": 1e30}[kind]
-    with config.experiment(qr_augmented=8):
-        _qr_at_the_half_gate(A, mode)
+    with config.experiment(qr_augmented=8, qr_augmented_max_k=2048):
+        # Past the rank the reflectors are made of rounding errors, and R's signs after
+        # them are any: signs are compared on full-rank matrices only.
+        _qr_at_the_half_gate(A, mode, signs=kind != "rankdef")
     assert len(calls) == (0 if mode == "complete" and shape[-2] > shape[-1] else 1)
 
 
-def _qr_at_the_half_gate(A, mode):
+def _qr_at_the_half_gate(A, mode, signs=True):
     shape = A.shape
     Q, R = adaptqr.linalg.qr(A, mode=mode)
     Qt, Rt = originals.linalg_qr(A, mode=mode)
@@ -138,6 +140,8 @@ def _qr_at_the_half_gate(A, mode):
     res = ((A.double() - Q.double() @ R.double()).abs().amax() / (A.abs().amax() * n * EPS32)).item()
     assert res <= HALF_GATE
     assert _ortho(Q) <= HALF_GATE
+    if not signs:
+        return
     # LAPACK's signs, as torch's: R's diagonal agrees in sign with torch's.
     d, dt = R.diagonal(dim1=-2, dim2=-1), Rt.diagonal(dim1=-2, dim2=-1)
     big = dt.abs() > 1e-3 * dt.abs().amax()
