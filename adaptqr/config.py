@@ -114,8 +114,8 @@ class Knobs:
     (``schedules.ONE_TILE_SPLIT_MAX_BATCH``: 1 to 64, the most matrices whose one-tile
     updates take ``tile_split_rows``), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
     0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q),
-    ``qr_augmented_max_k`` (``linalg.QR_AUGMENTED_MAX_K``: 1024 to 4096, the largest
-    ``min(m, n)`` that does)."""
+    ``qr_augmented_max_k`` (``linalg.QR_AUGMENTED_MAX_K_ONE``: 1024 to 4096, the largest
+    ``min(m, n)`` of one matrix that does)."""
 
     split_min_rows: int | None
     tail_prec: str | None

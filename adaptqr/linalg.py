@@ -32,19 +32,23 @@ from adaptqr.qform import form_q
 MODES = ("reduced", "complete", "r")
 #: What torch.linalg.qr factors.
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-#: Batches of at most this many CUDA float32 matrices of ``QR_AUGMENTED_MIN_K`` to
-#: ``QR_AUGMENTED_MAX_K`` columns (``k = min(m, n)``) form Q by factoring ``[A | c I]``
+#: Small batches of CUDA float32 matrices form Q by factoring ``[A | c I]``
 #: (:func:`_qr_augmented`): the wide path applies ``Q^T`` to the identity beside the
-#: factorization, on the SMs one matrix leaves idle, instead of forming Q after it.
-#: EXPERIMENTS.md QF14, run 1347 (H200, ms, today's route / augmented with ranges of 8 / 4
-#: panels): 1x512 0.984 / 0.994 / 0.949, 1x768 1.663 / 1.504 / 1.481, 1x1024 2.294 / 2.082
-#: / 2.048; but 1x3072 8.94 / 10.38 / 11.52, 1x4096 14.08 / 19.02, 8x2048 11.06 / 14.69,
-#: 2x4096 22.07 / 30.87 (``Q^T I``'s ``4 m^2 k`` flops then compete with the
-#: factorization's). Knobs ``qr_augmented`` (the batch bound, 0: never) and
-#: ``qr_augmented_max_k``.
-QR_AUGMENTED_MAX_BATCH = 1
+#: factorization, on the SMs a small batch leaves idle, instead of forming Q after it:
+#: one matrix of ``QR_AUGMENTED_MIN_K`` to ``QR_AUGMENTED_MAX_K_ONE`` columns (``k = min(m,
+#: n)``), up to ``QR_AUGMENTED_MAX_BATCH`` of at most ``QR_AUGMENTED_MAX_K``. EXPERIMENTS.md
+#: QF14, H200, ms, today's route / augmented: run 1352-1353 1x512 0.977 / 0.944, 1x640 1.388
+#: / 1.212, 1x768 1.664 / 1.470, 1x1024 2.281 / 2.058, 1x1536 3.81 / 3.40, 1x2048 5.45 /
+#: 5.24, 2x768 1.84 / 1.58, 2x1024 2.75 / 2.25, 4x768 1.93 / 1.73; but run 1347 1x3072 8.94
+#: / 10.38, 1x4096 14.08 / 19.02, 8x2048 11.06 / 14.69, 2x4096 22.07 / 30.87 (``Q^T I``'s
+#: ``4 m^2 k`` flops then compete with the factorization's). Rank-deficient matrices lose
+#: the low-rank skipping (the wide path has no probe of its block): 1x1024 rankdef 1.98 ->
+#: 2.21. Knobs ``qr_augmented`` (the batch bound, 0: never) and ``qr_augmented_max_k``
+#: (one matrix's bound).
+QR_AUGMENTED_MAX_BATCH = 4
 QR_AUGMENTED_MIN_K = 512
 QR_AUGMENTED_MAX_K = 1024
+QR_AUGMENTED_MAX_K_ONE = 2048
 #: ``c = 2^e`` with ``e`` the exponent of ``max |A|`` clamped to this bound: the identity
 #: next to ``A`` at ``A``'s scale, so that the wide path's prescale (one exponent a matrix)
 #: keeps both in range, and ``c Q^T`` never subnormal (``|Q| <= 1``).
@@ -113,10 +117,10 @@ def _augmented_applies(A: torch.Tensor, mode: str) -> bool:
     m, n = A.shape[-2], A.shape[-1]
     knobs = config.snapshot().knobs
     B = math.prod(A.shape[:-2])
+    k_max = knobs.get("qr_augmented_max_k", QR_AUGMENTED_MAX_K_ONE) if B == 1 else QR_AUGMENTED_MAX_K
     return (A.is_cuda and A.dtype == torch.float32 and mode != "r"
             and 0 < B <= knobs.get("qr_augmented", QR_AUGMENTED_MAX_BATCH)
-            and QR_AUGMENTED_MIN_K <= min(m, n) <= knobs.get("qr_augmented_max_k", QR_AUGMENTED_MAX_K)
-            and not (mode == "complete" and m > n))
+            and QR_AUGMENTED_MIN_K <= min(m, n) <= k_max and not (mode == "complete" and m > n))
 
 
 def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -124,7 +124,7 @@ def test_augmented_qr_at_the_half_gate(shape, mode, kind, monkeypatch):
     if kind == "rankdef":
         A = A[..., :, : shape[-1] // 8].repeat_interleave(8, dim=-1)[..., :shape[-1]].contiguous()
     A = A * {"dense": 1.0, "rankdef": 1.0, "tiny": 1e-40, "huge": 1e30}[kind]
-    with config.experiment(qr_augmented=8, qr_augmented_max_k=2048):
+    with config.experiment(qr_augmented=8):
         # Past the rank the reflectors are made of rounding errors, and R's signs after
         # them are any: signs are compared on full-rank matrices only.
         _qr_at_the_half_gate(A, mode, signs=kind != "rankdef")
@@ -134,7 +134,8 @@ def test_augmented_qr_at_the_half_gate(shape, mode, kind, monkeypatch):
 def _qr_at_the_half_gate(A, mode, signs=True):
     shape = A.shape
     Q, R = adaptqr.linalg.qr(A, mode=mode)
-    Qt, Rt = originals.linalg_qr(A, mode=mode)
+    # The float64 reference: torch's float32 QR of a subnormal matrix is itself inexact.
+    Qt, Rt = originals.linalg_qr(A.double(), mode=mode)
     assert Q.shape == Qt.shape and R.shape == Rt.shape
     n = max(shape[-2:])
     res = ((A.double() - Q.double() @ R.double()).abs().amax() / (A.abs().amax() * n * EPS32)).item()
