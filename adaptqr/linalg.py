@@ -6,9 +6,9 @@ On CUDA, R comes from :func:`adaptqr.geqrf`'s dispatcher (the decisions log reco
 float32). A few float32 matrices of 512-2048 columns (:data:`QR_AUGMENTED_MAX_BATCH`)
 instead factor ``[A | c I]`` on the wide path, which applies ``Q^T`` to the identity
 while the factorization runs (:func:`_qr_augmented`; the decisions log shows that
-``m x (n + m)`` shape). The signs are LAPACK's, as torch's: ``R``'s diagonal may be negative. Off CUDA
-no path is faster than torch's own ``linalg.qr`` (LAPACK's geqrf and orgqr in one call),
-which then runs as it is.
+``m x (n + m)`` shape). The signs are LAPACK's, as torch's: ``R``'s diagonal may be
+negative. Off CUDA no path is faster than torch's own ``linalg.qr`` (LAPACK's geqrf and
+orgqr in one call), which then runs as it is.
 
 Autograd: the backward is torch's ``linalg_qr_backward`` formula (reduced mode, and
 complete mode when ``m <= n``; no derivative for mode ``"r"``, nor for complete mode of a
