@@ -115,7 +115,8 @@ class Knobs:
     updates take ``tile_split_rows``), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
     0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q),
     ``qr_augmented_max_k`` (``linalg.QR_AUGMENTED_MAX_K_ONE``: 1024 to 4096, the largest
-    ``min(m, n)`` of one matrix that does)."""
+    ``min(m, n)`` of one matrix that does), ``wide_probe`` (``paths.wide.WIDE_PROBE``: 0 /
+    1, the wide path's leading block probed for its rank)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -135,6 +136,7 @@ class Knobs:
     tile_split_batch: int | None = None
     qr_augmented: int | None = None
     qr_augmented_max_k: int | None = None
+    wide_probe: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -251,6 +253,7 @@ KNOB_CHOICES = {
     "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
     "qr_augmented": (0, 1, 2, 4, 8, 16, 64),
     "qr_augmented_max_k": (1024, 1536, 2048, 3072, 4096),
+    "wide_probe": (0, 1),
 }
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from adaptqr.detectors import finish_tail
 from adaptqr.paths.lanes import NORMAL_PRIORITY, Lanes, OneLane
 from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
 from adaptqr.qform import (
@@ -52,6 +53,13 @@ WIDE_CHUNK_PANELS = 8
 #: 8 / 4 / 2): 1x512 0.994 / 0.949 / 0.938, 1x768 1.504 / 1.481 / 1.481, 1x1024 2.082 /
 #: 2.048 / 2.069 (EXPERIMENTS.md QF14); W3's 64x256x1024 was 0.981 at 4 against 0.993.
 WIDE_CHUNK_PANELS_ONE = 4
+#: 1: the leading block is probed (the route probe's ``n_active`` / ``n_nonzero``), so that
+#: a rank-deficient block skips its negligible tail as the householder path's low-rank
+#: route does: its later reflectors get ``tau = 0`` (identities for the other columns too)
+#: and :func:`~adaptqr.detectors.finish_tail` clears the tail. QF14's ``[A | c I]`` of a
+#: rank-deficient ``A`` lost that skipping (1x1024 rankdef 1.98 -> 2.21 ms). Knob
+#: ``wide_probe`` (EXPERIMENTS.md W6).
+WIDE_PROBE = 0
 
 
 def capable(spec) -> str | None:
@@ -77,6 +85,7 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     C = H[..., m:]
     # Prescaled already: exponents 0 for the block.
     given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
+    n_active = _probe_block(lead, given, settings)
     chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS_ONE if B == 1 else WIDE_CHUNK_PANELS)
     if chunk and apply_qt_in_triton(lead, tau, C):
         _factor_overlapped(lead, tau, C, given, chunk, H[..., :m])
@@ -84,7 +93,21 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
         factor_householder(lead, tau, given)
         apply_qt(lead, tau, C)
         H[..., :m] = lead
+    if n_active is not None:
+        finish_tail(H[..., :m], tau, n_active)
     unscale(H, e)
+
+
+def _probe_block(lead: torch.Tensor, given: Given, settings) -> torch.Tensor | None:
+    """With :data:`WIDE_PROBE` (and the detectors on): the block's ``n_active`` ``(B,)``, also
+    put with ``n_nonzero`` into ``given``'s features for the householder path; else None."""
+    if not (settings.knobs.get("wide_probe", WIDE_PROBE) and settings.detect):
+        return None
+    from adaptqr.detectors import route
+
+    _, feats = route(lead, settings=settings)
+    given.features.update(n_active=feats["n_active"], n_nonzero=feats["n_nonzero"])
+    return feats["n_active"]
 
 
 def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, given,

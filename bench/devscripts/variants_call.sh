@@ -42,16 +42,13 @@
 #   TESTS_K="blas_group" BIG="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" \
 #   SINGLE="--knobs bg4:blas_group=4 --knobs bg8:blas_group=8" bash bench/devscripts/variants_call.sh
 # Session 21's (QF10, X4; run 1140): rejected and removed.
-# Session 22's: H21 (run 1210) rejected; T6 (run 1216) kept. Built, not run: W5 (the wide
-# cases at budget 1.0 for the 1 % it may move) and QF12 (EXPERIMENTS.md):
-#   SKIP_B12=1 TESTS_K="early_copy or one_panel_without_t" WIDE_BUDGET=1.0 \
-#   WIDE="--knobs e:wide_early_copy=1" QR="--knobs o:qform_one_panel=1 \
-#   --knobs o1k:qform_one_panel=1,qform_blas_nb=1024 --knobs w1k:qform_blas_nb=1024" \
-#   bash bench/devscripts/variants_call.sh      (W5 and QF12; ~250 s)
-#   QF13: SKIP_B12=1 TESTS_K="pair_strips" HP_CASES=bench HP="--knobs p16:qform_pair=16 \
-#   --knobs p32:qform_pair=32" bash bench/devscripts/variants_call.sh   (the 12 cases)
+# Session 22's: H21 (run 1210) rejected; T6 (run 1216) kept. Session 23: W5 kept, QF12
+# and QF13 rejected (run 1321-1324). Built, not run: T7 and W6 (EXPERIMENTS.md):
 #   T7: SKIP_B12=1 SWEEP_CASES=bench/devscripts/cases_t6_batch.json SWEEP="--knobs b16:tile_split_batch=16 \
 #   --knobs b32:tile_split_batch=32 --knobs b64:tile_split_batch=64" bash bench/devscripts/variants_call.sh
+#   W6: SKIP_B12=1 TESTS_K="probed_block" WIDE_BUDGET=1.0 WIDE="--knobs p:wide_probe=1" \
+#   bash bench/devscripts/variants_call.sh   (then QF14's cases: adaptqr bench --op qr
+#   --no-baseline --cases bench/devscripts/cases_qf14.json --knobs p:wide_probe=1)
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

@@ -73,3 +73,25 @@ def test_early_copy_matches(shape):
     res = check_geqrf(A, a2, t2)
     assert res.passes_bar, res.summary
     assert float((a2 - a1).norm() / a1.norm()) < 1e-5
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("shape", [(1, 1024, 2048), (8, 256, 1024), (3, 700, 2100)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_probed_block_at_the_bar(shape):
+    # EXPERIMENTS.md W6: the leading block probed for its rank; matrix 0's block has zero
+    # trailing columns, so its reflectors past them are identities (tau = 0), eagerly and
+    # replayed.
+    from adaptqr import config
+
+    B, m, n = shape
+    r = 3 * m // 4
+    g = torch.Generator(device="cuda").manual_seed(267)
+    A = torch.randn(*shape, device="cuda", generator=g)
+    A[0, :, r:m] = 0.0
+    with config.experiment(wide_probe=1):
+        for _ in range(3):  # the third call replays a captured graph
+            a, tau = adaptqr.geqrf(A)
+    res = check_geqrf(A, a, tau)
+    assert res.passes_bar, res.summary
+    assert (tau[0, r:] == 0).all() and (tau[-1] != 0).any()

@@ -115,3 +115,32 @@ def test_augmented_qr_through_the_wide_path(shape, scale, monkeypatch):
     res = (Q.double() @ R.double() - A.double()).abs().amax() / A.double().abs().amax()
     assert res <= 10 * n * eps
     torch.testing.assert_close(Q.double(), Qt, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(2, 64, 150), (1, 96, 192)])
+def test_probed_block_skips_its_tail(shape, monkeypatch):
+    # W6: with the knob, a rank-deficient leading block takes the probe's n_active: its
+    # later reflectors are identities (tau = 0) for the other columns too, and the result
+    # stays at the bar; a full-rank matrix of the batch keeps every reflector.
+    from adaptqr import config, linalg
+    from adaptqr.paths import wide
+
+    B, m, n = shape
+    g = torch.Generator().manual_seed(266)
+    A = torch.randn(B, m, n, generator=g)
+    A[0, :, 16:m] = 0.0  # the block's rank is 16 (the probe sees zero trailing columns)
+    seen = []
+    real = wide.finish_tail
+    monkeypatch.setattr(wide, "finish_tail", lambda H, tau, na: seen.append(na.tolist()) or real(H, tau, na))
+    with config.experiment(wide_probe=1):
+        a, tau = adaptqr.geqrf(A, path="wide")
+        monkeypatch.setenv("ADAPTQR_PATH", "wide")
+        Q, R = linalg._qr_augmented(A[:, :, :m])
+    assert seen == [[16] + [m] * (B - 1)] * 2
+    assert (tau[0, 16:] == 0).all()
+    res = check_geqrf(A, a, tau)
+    assert res.passes_bar, res.summary
+    eps = torch.finfo(torch.float32).eps
+    orth = (Q.double().mT @ Q.double() - torch.eye(m, dtype=torch.float64)).abs().amax()
+    assert orth <= 50 * m * eps
+    assert (Q.double() @ R.double() - A[:, :, :m].double()).abs().amax() <= 10 * m * eps * A.abs().amax()
