@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr.detectors import finish_tail
+from adaptqr.detectors import finish_tail, route
 from adaptqr.paths.lanes import NORMAL_PRIORITY, Lanes, OneLane
 from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
 from adaptqr.qform import (
@@ -103,8 +103,6 @@ def _probe_block(lead: torch.Tensor, given: Given, settings) -> torch.Tensor | N
     put with ``n_nonzero`` into ``given``'s features for the householder path; else None."""
     if not (settings.knobs.get("wide_probe", WIDE_PROBE) and settings.detect):
         return None
-    from adaptqr.detectors import route
-
     _, feats = route(lead, settings=settings)
     given.features.update(n_active=feats["n_active"], n_nonzero=feats["n_nonzero"])
     return feats["n_active"]
