@@ -200,3 +200,17 @@ def test_augmented_route_takes_small_cuda_batches_only():
     meta = torch.empty(2, 8, 8, device="meta")
     with config.experiment(qr_augmented=8):
         assert not _augmented_applies(meta, "reduced")
+
+
+def test_augmented_route_keeps_a_nan_to_its_own_matrix():
+    # QF14: c = 1 for a matrix with a NaN or Inf; only that matrix's outputs are non-finite.
+    from adaptqr.linalg import _qr_augmented
+
+    A = torch.randn(3, 6, 6, dtype=torch.float64)
+    A[0, 2, 3] = float("nan")
+    A[2, 0, 0] = float("inf")
+    Q, R = _qr_augmented(A)
+    assert not torch.isfinite(Q[0]).all() and not torch.isfinite(Q[2]).all()
+    Qt, Rt = originals.linalg_qr(A[1])
+    torch.testing.assert_close(Q[1], Qt, rtol=0, atol=1e-12)
+    torch.testing.assert_close(R[1], Rt, rtol=0, atol=1e-12)
