@@ -596,7 +596,8 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
-                          if kind == PANEL_CLUSTER_CUDA else 0)
+                          if kind == PANEL_CLUSTER_CUDA else 0,
+                          bool(s.gram_panel) and B <= schedules.GRAM_PANEL_MAX_BATCH)
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

@@ -68,6 +68,17 @@ CUDA_PANEL_MAX_ROWS = 1024
 #: 8x2048 7.72 -> 7.09, 2x4096 19.23 -> 17.52, 1x1024 3.00 -> 2.61; geomean 2.888 -> 2.731;
 #: 20x32, 40x176, 40x352 (Triton panels) unchanged. Knob ``cuda_panel_fuse=0`` for two.
 CUDA_PANEL_FUSE = True
+
+#: CUDA C panels of 32 columns on CTAs of 64-256 threads try each matrix's panel as
+#: CholeskyQR2 rebuilt into Householder form first, and take the column steps where its
+#: tests reject the panel (knob ``gram_panel``; EXPERIMENTS.md H22), in batches of at most
+#: GRAM_PANEL_MAX_BATCH matrices. Run 1639, Gram / column steps, ms: 8x2048 5.58 / 6.01,
+#: 2x4096 13.58 / 14.33; run 1635: 1x512 0.757 / 0.820, 1x1024 1.560 / 1.867, 1x4096 10.04
+#: / 10.39. Where many matrices keep every SM busy the Gram's extra products cost more
+#: than its shorter chain saves (run 1639: 640x512 5.80 / 5.55, 40x352 0.661 / 0.625,
+#: 40x176 0.269 / 0.255); batches of 9-39 are not measured.
+GRAM_PANEL = True
+GRAM_PANEL_MAX_BATCH = 8
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -117,6 +128,7 @@ SCHEDULE_KNOBS = {
     "cuda_panel": ("CUDA_PANEL", bool),
     "cuda_panel_rows": ("CUDA_PANEL_MAX_ROWS", int),
     "cuda_panel_fuse": ("CUDA_PANEL_FUSE", bool),
+    "gram_panel": ("GRAM_PANEL", bool),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
@@ -297,6 +309,8 @@ class Schedule:
     # CUDA C column steps with one exchange where they can (CUDA_PANEL_FUSE); None: the
     # knob, else the constant.
     cuda_panel_fuse: bool | None = None
+    # CUDA C panels tried as CholeskyQR2 first (GRAM_PANEL); None: the knob, else the constant.
+    gram_panel: bool | None = None
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None

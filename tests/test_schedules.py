@@ -245,6 +245,21 @@ def test_cuda_panel_fuse():
     _knob_resolves("cuda_panel_fuse", True, False, 3)
 
 
+def test_gram_panel():
+    # H22: CUDA C panels tried as CholeskyQR2 first (the default, batches of at most 8), on
+    # CTAs of 64-256 threads and panels of the full width only.
+    from adaptqr.paths.kernels import panel_cuda
+
+    assert schedules.GRAM_PANEL is True and schedules.knob("gram_panel") is True
+    assert schedules.GRAM_PANEL_MAX_BATCH == 8
+    _knob_resolves("gram_panel", True, False, 3)
+    assert [panel_cuda.gram_build(nt, 32, 32) for nt in (32, 64, 128, 256, 512)] == [
+        False, True, True, True, False]
+    assert not panel_cuda.gram_build(128, 31, 32)
+    # each warp's 32 staged rows of 36 floats
+    assert panel_cuda.gram_smem(64) == 2 * 32 * 36 * 4
+
+
 def test_cuda_panel_cluster(monkeypatch):
     # H16: panels taller than the one-CTA CUDA C panel's in clusters of CTAs of 512 rows
     # by default; only with CUDA C panels, and only where the cluster build compiles.

@@ -217,7 +217,187 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #else
 #define NX 0
 #endif
-extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT)
+// GRAM 1: the panel is first tried as CholeskyQR2 rebuilt into Householder form (LAPACK
+// orhr_col's sign-choosing LU of Q_top - S; Ballard et al. 2015): two Grams, two 32x32
+// Cholesky factors, one LU, each a short chain in one warp, instead of 32 column steps that
+// each reduce over every row (EXPERIMENTS.md H22). A panel the tests reject (a pivot below
+// GRAM_TOL of its column's squared norm, a Gram diagonal out of the plain sum's range, a
+// second Gram far from I, a reflector whose sub-column nearly vanishes: tau near 2) is
+// factored by the column steps after all, from the untouched input. Every test reads
+// values with the same bits in every CTA of a cluster, so the choice is uniform.
+#ifndef GRAM
+#define GRAM 0
+#endif
+#if GRAM
+#define GS 36                       // row stride of float4-read arrays
+#define GRAM_TOL 9.765625e-4f       // 2^-10
+#define GRAM_TOL2 0.5f
+#define GRAM_TAU_MAX 1.999755859375f  // 2 - 2^-12
+
+// This CTA's partial Gram of the held rows into gcp: each warp stages its 32 rows in
+// shared memory, lane j sums column j of the warp's 32 x 32 products, the warps' partials
+// are added in warp order.
+__device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
+                                             float (*gcp)[NB + 1], int t, int lane, int warp) {
+    float* st = gb + warp * (32 * GS);
+    float g[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) g[q] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        float4* dst = reinterpret_cast<float4*>(st + lane * GS);
+#pragma unroll
+        for (int p = 0; p < NB / 4; ++p)
+            dst[p] = make_float4(a[i][4 * p], a[i][4 * p + 1], a[i][4 * p + 2], a[i][4 * p + 3]);
+        __syncwarp();
+#pragma unroll 2
+        for (int l = 0; l < 32; ++l) {
+            const float4* src = reinterpret_cast<const float4*>(st + l * GS);
+            const float own = st[l * GS + lane];
+#pragma unroll
+            for (int p = 0; p < NB / 4; ++p) {
+                const float4 x = src[p];
+                g[4 * p] = fmaf(x.x, own, g[4 * p]);
+                g[4 * p + 1] = fmaf(x.y, own, g[4 * p + 1]);
+                g[4 * p + 2] = fmaf(x.z, own, g[4 * p + 2]);
+                g[4 * p + 3] = fmaf(x.w, own, g[4 * p + 3]);
+            }
+        }
+        __syncwarp();
+    }
+#pragma unroll
+    for (int q = 0; q < NB; ++q) st[q * GS + lane] = g[q];
+    __syncthreads();
+#pragma unroll
+    for (int x = 0; x < NB * NB / NT; ++x) {
+        const int e = t + x * NT, r = e >> 5, c = e & 31;
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) s += gb[w * 32 * GS + r * GS + c];
+        gcp[r][c] = s;
+    }
+    __syncthreads();
+}
+
+// Upper Cholesky factor R of G (R^T R = G) by one warp, lane j holding column j (slot q:
+// row kk + q at step kk). Writes M = R as mt[c][p] = R[p][c] (p < c, zero for p >= c),
+// dg[c] = R[c][c], mi[c] = 1 / R[c][c]. True (every lane) where each pivot keeps more than
+// tol of its column's squared norm and the diagonal is in the plain sum's range.
+__device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
+                                          float* mi, float* prow, float tol, int lane) {
+    float g[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) g[q] = G[q][lane];
+    const float d0 = G[lane][lane];
+    bool ok = d0 >= PLAIN_SS_LO && d0 <= PLAIN_SS_HI;
+#pragma unroll 1
+    for (int kk = 0; kk < NB; ++kk) {
+        const float d = __shfl_sync(FULL, g[0], kk);
+        const float dk0 = __shfl_sync(FULL, d0, kk);
+        ok = ok && (d > tol * dk0);
+        const float ri = rsqrtf(d);
+        const float r = d * ri;
+        const float rk = lane == kk ? r : g[0] * ri;
+        prow[(lane - kk) & (NB - 1)] = rk;  // prow[q] = R[kk][kk + q]
+        __syncwarp();
+        const float4* pr = reinterpret_cast<const float4*>(prow);
+#pragma unroll
+        for (int p = 0; p < NB / 4; ++p) {
+            const float4 x = pr[p];
+            if (p > 0) g[4 * p] = fmaf(-x.x, rk, g[4 * p]);
+            g[4 * p + 1] = fmaf(-x.y, rk, g[4 * p + 1]);
+            g[4 * p + 2] = fmaf(-x.z, rk, g[4 * p + 2]);
+            g[4 * p + 3] = fmaf(-x.w, rk, g[4 * p + 3]);
+        }
+#pragma unroll
+        for (int q = 0; q < NB - 1; ++q) g[q] = g[q + 1];
+        mt[lane * GS + kk] = kk < lane ? rk : 0.0f;
+        if (lane == kk) { dg[kk] = r; mi[kk] = ri; }
+        __syncwarp();
+    }
+    return __all_sync(FULL, ok);
+}
+
+// Each held row x <- x M^-1 for the upper triangular M of chol_warp's layout.
+__device__ __forceinline__ void solve_rows(float (&a)[R][NB], const float* mt, const float* mi) {
+#pragma unroll
+    for (int c = 0; c < NB; ++c) {
+        const float4* col = reinterpret_cast<const float4*>(mt + c * GS);
+        const float inv = mi[c];
+        float acc[R];
+#pragma unroll
+        for (int i = 0; i < R; ++i) acc[i] = a[i][c];
+#pragma unroll
+        for (int p = 0; p < (c + 3) / 4; ++p) {
+            const float4 x = col[p];
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                if (4 * p < c) acc[i] = fmaf(-a[i][4 * p], x.x, acc[i]);
+                if (4 * p + 1 < c) acc[i] = fmaf(-a[i][4 * p + 1], x.y, acc[i]);
+                if (4 * p + 2 < c) acc[i] = fmaf(-a[i][4 * p + 2], x.z, acc[i]);
+                if (4 * p + 3 < c) acc[i] = fmaf(-a[i][4 * p + 3], x.w, acc[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) a[i][c] = acc[i] * inv;
+    }
+}
+
+// orhr_col's LU of Q_top - S by one warp, lane l holding row l of Q_top (slot q: column
+// j + q at step j): s_j = -sign(pivot), U[j][j] = pivot - s_j. Writes U in chol_warp's
+// layout (mt, dg, mi), L1's strict lower part gl[l][j] (zero elsewhere) and the signs sv.
+// True where every |U[j][j]| (tau_j) stays below GRAM_TAU_MAX.
+__device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float* dg, float* mi,
+                                        float (*gl)[GS], float* sv, float* prow, int lane) {
+    float mr[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) mr[q] = top[q];
+    bool ok = true;
+#pragma unroll 1
+    for (int j = 0; j < NB; ++j) {
+        const float piv = __shfl_sync(FULL, mr[0], j);
+        const float s = piv >= 0.0f ? -1.0f : 1.0f;
+        const float u = piv - s;
+        const float ui = 1.0f / u;
+        ok = ok && fabsf(u) <= GRAM_TAU_MAX;
+        if (lane == j) {
+            mr[0] = u;
+            float4* pw4 = reinterpret_cast<float4*>(prow);
+#pragma unroll
+            for (int p = 0; p < NB / 4; ++p)
+                pw4[p] = make_float4(mr[4 * p], mr[4 * p + 1], mr[4 * p + 2], mr[4 * p + 3]);
+        }
+        __syncwarp();
+        const float lj = mr[0] * ui;
+        if (lane > j) {
+            const float4* pr = reinterpret_cast<const float4*>(prow);
+#pragma unroll
+            for (int p = 0; p < NB / 4; ++p) {
+                const float4 x = pr[p];
+                if (p > 0) mr[4 * p] = fmaf(-lj, x.x, mr[4 * p]);
+                mr[4 * p + 1] = fmaf(-lj, x.y, mr[4 * p + 1]);
+                mr[4 * p + 2] = fmaf(-lj, x.z, mr[4 * p + 2]);
+                mr[4 * p + 3] = fmaf(-lj, x.w, mr[4 * p + 3]);
+            }
+        }
+        gl[lane][j] = lane > j ? lj : 0.0f;
+        mt[lane * GS + j] = j < lane ? prow[lane - j] : 0.0f;
+        if (lane == j) { dg[j] = u; mi[j] = ui; sv[j] = s; }
+#pragma unroll
+        for (int q = 0; q < NB - 1; ++q) mr[q] = mr[q + 1];
+        __syncwarp();
+    }
+    return __all_sync(FULL, ok);
+}
+#endif
+// The Gram build's T and first-row products hold 32 more values a thread: at two rows a
+// thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
+#if GRAM && R > 1
+#define LAUNCH_BOUNDS __launch_bounds__(NT, 2)
+#else
+#define LAUNCH_BOUNDS __launch_bounds__(NT)
+#endif
+extern "C" __global__ void CLUSTER_DIMS LAUNCH_BOUNDS
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
            int has_na, float floor_) {
@@ -231,6 +411,20 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float wfin[NB + NX];
     __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
     __shared__ float taus[NB];
+#if GRAM
+    extern __shared__ __align__(16) float gbuf[];  // NW * 32 * GS: staging, the warps' Grams
+    __shared__ float gc[2][NB][NB + 1];           // this CTA's Gram of each pass (its post)
+#if CL > 1
+    __shared__ float gf[2][NB][NB + 1];           // the cluster's
+#endif
+    __shared__ __align__(16) float mt[3][NB][GS];  // R1, R2, U (chol_warp's layout)
+    __shared__ float mdg[3][NB], minv[3][NB];
+    __shared__ __align__(16) float prow[NB];
+    __shared__ __align__(16) float gl[NB][GS];  // L1, strictly lower
+    __shared__ float gtop[NB][NB + 1];  // the panel's first NB rows, as stored
+    __shared__ float gsv[NB];           // the signs S
+    __shared__ float gok;
+#endif
 #if CL > 1
     __shared__ float xsc[2][2];   // posts of the scalar sums
     __shared__ float xw[2][NB + NX];   // posts of w (and the next column's sums)
@@ -252,12 +446,15 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
     for (int i = 0; i < R; ++i) row[i] = r0 + t + i * NT;
     // Issued before n_active is read (as the Triton kernel, EXPERIMENTS.md P6).
+    auto load_tile = [&]() {
 #pragma unroll
-    for (int q = 0; q < NB; ++q) {
+        for (int q = 0; q < NB; ++q) {
 #pragma unroll
-        for (int i = 0; i < R; ++i)
-            a[i][q] = (q < pw && row[i] < m) ? base[(long long)(k + q) * m + row[i]] : 0.0f;
-    }
+            for (int i = 0; i < R; ++i)
+                a[i][q] = (q < pw && row[i] < m) ? base[(long long)(k + q) * m + row[i]] : 0.0f;
+        }
+    };
+    load_tile();
     const int na = has_na ? NA[b] : n;
     float* tau_out = TAU + (long long)b * n + k;
     if (k >= na) {  // the same for every CTA of a cluster: no exchange is left waiting
@@ -265,6 +462,121 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         return;
     }
     if (t < NB) taus[t] = 0.0f;
+#if GRAM
+    bool gram = pw == NB && k + NB <= na;
+#if CL > 1
+    const bool rank0 = rank == 0;
+#else
+    const bool rank0 = true;
+#endif
+    if (gram) {
+        // CholeskyQR2: Q1 = P R1^-1, Q = Q1 R2^-1, R = R2 R1.
+#pragma unroll 1
+        for (int ps = 0; ps < 2 && gram; ++ps) {
+            gram_partial(a, gbuf, gc[ps], t, lane, warp);
+#if CL > 1
+            cluster_barrier();
+#pragma unroll
+            for (int x = 0; x < NB * NB / NT; ++x) {
+                const int e = t + x * NT, r_ = e >> 5, c_ = e & 31;
+                float s = 0.0f;
+#pragma unroll
+                for (unsigned rk = 0; rk < CL; ++rk) s += ld_cta(&gc[ps][r_][c_], rk);
+                gf[ps][r_][c_] = s;
+            }
+            __syncthreads();
+            const float (*G)[NB + 1] = gf[ps];
+#else
+            const float (*G)[NB + 1] = gc[ps];
+#endif
+            if (warp == 0) {
+                const bool okc = chol_warp(G, &mt[ps][0][0], mdg[ps], minv[ps], prow,
+                                           ps == 0 ? GRAM_TOL : GRAM_TOL2, lane);
+                if (lane == 0) gok = okc ? 1.0f : 0.0f;
+            }
+            __syncthreads();
+            gram = gok != 0.0f;
+            if (gram) solve_rows(a, &mt[ps][0][0], minv[ps]);
+        }
+    }
+    if (gram) {
+        // Householder form: rank 0's first NB rows (warp 0) hold Q_top.
+        if (rank0 && warp == 0) {
+            const bool okl = lu_warp(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, prow, lane);
+            if (lane == 0) gok = okl ? 1.0f : 0.0f;
+        }
+#if CL > 1
+        cluster_barrier();
+        if (!rank0) {
+#pragma unroll
+            for (int x = 0; x < NB * NB / NT; ++x) {
+                const int e = t + x * NT, c_ = e >> 5, p_ = e & 31;
+                mt[2][c_][p_] = ld_cta(&mt[2][c_][p_], 0);
+            }
+            if (t < NB) minv[2][t] = ld_cta(&minv[2][t], 0);
+            if (t == 0) gok = ld_cta(&gok, 0);
+        }
+#endif
+        __syncthreads();
+        gram = gok != 0.0f;
+    }
+    if (gram) {
+        solve_rows(a, &mt[2][0][0], minv[2]);  // V below the first NB rows: Q U^-1
+        if (rank0) {
+            if (warp == 0) {
+                // T = -U S L1^-T, row `lane`: T L1^T = -U S, column by column.
+                float tr[NB];
+#pragma unroll
+                for (int c = 0; c < NB; ++c) {
+                    const float u = c > lane ? mt[2][c][lane] : (c == lane ? mdg[2][lane] : 0.0f);
+                    float acc = -u * gsv[c];
+                    const float4* lr = reinterpret_cast<const float4*>(&gl[c][0]);
+#pragma unroll
+                    for (int p = 0; p < (c + 3) / 4; ++p) {
+                        const float4 x = lr[p];
+                        if (4 * p < c) acc = fmaf(-tr[4 * p], x.x, acc);
+                        if (4 * p + 1 < c) acc = fmaf(-tr[4 * p + 1], x.y, acc);
+                        if (4 * p + 2 < c) acc = fmaf(-tr[4 * p + 2], x.z, acc);
+                        if (4 * p + 3 < c) acc = fmaf(-tr[4 * p + 3], x.w, acc);
+                    }
+                    tr[c] = acc;
+                }
+#pragma unroll
+                for (int c = 0; c < NB; ++c) Ss[lane][c] = tr[c];
+            } else if (warp == 1) {
+                // Row `lane` as stored: L1 left of the diagonal, S R2 R1 from it on.
+                float r2[NB];
+#pragma unroll
+                for (int p = 0; p < NB; ++p)
+                    r2[p] = p > lane ? mt[1][p][lane] : (p == lane ? mdg[1][lane] : 0.0f);
+                const float sl = gsv[lane];
+#pragma unroll
+                for (int c = 0; c < NB; ++c) {
+                    const float4* r1 = reinterpret_cast<const float4*>(&mt[0][c][0]);
+                    float acc = r2[c] * mdg[0][c];
+#pragma unroll
+                    for (int p = 0; p < (c + 3) / 4; ++p) {
+                        const float4 x = r1[p];
+                        if (4 * p < c) acc = fmaf(r2[4 * p], x.x, acc);
+                        if (4 * p + 1 < c) acc = fmaf(r2[4 * p + 1], x.y, acc);
+                        if (4 * p + 2 < c) acc = fmaf(r2[4 * p + 2], x.z, acc);
+                        if (4 * p + 3 < c) acc = fmaf(r2[4 * p + 3], x.w, acc);
+                    }
+                    gtop[lane][c] = c < lane ? gl[lane][c] : sl * acc;
+                }
+            }
+            __syncthreads();
+            if (t < NB) {
+#pragma unroll
+                for (int q = 0; q < NB; ++q) a[0][q] = gtop[t][q];
+                taus[t] = fabsf(mdg[2][t]);
+            }
+        }
+    } else if (pw == NB && k + NB <= na) {
+        load_tile();  // the column steps start from the untouched input
+    }
+    if (!gram) {
+#endif
     // FUSE: the next column's alpha and sum of squares, downdated from the sums of the
     // step before (have_next: they passed the guard; the same bits in every thread).
     bool have_next = false;
@@ -455,6 +767,9 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             a[i][NB - 1] = x;
         }
     }
+#if GRAM
+    }
+#endif
     // Slot q holds column (pw + q) mod NB now.
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
@@ -471,6 +786,14 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     if (t < pw) tau_out[t] = taus[t];
     // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
     // T[r][i] = -tau_i sum_q T[r][q] S[q][i] for r < i, from the steps' V^T V.
+#if GRAM
+    if (gram && t < NB) {
+        float* slot = TW + ((long long)b * n_tw + tw_index) * NB * NB + lane * NB;
+#pragma unroll
+        for (int i = 0; i < NB; ++i) slot[i] = Ss[lane][i];
+        return;
+    }
+#endif
     if (t < NB) {
         float T[NB];
         const bool keep_r = lane < pw && k + lane < na;
@@ -564,15 +887,44 @@ def cluster_available() -> bool:
     return True
 
 
+#: The Gram build's CTAs: 64 to 256 threads (a warp each for T and for the stored first
+#: rows, and its staging of :func:`gram_smem` bytes beside the static arrays).
+GRAM_THREADS = (64, 256)
+
+
+def gram_smem(nt: int) -> int:
+    """Dynamic shared memory of the Gram build at ``nt`` threads: each warp's 32 staged rows
+    of 36 floats.
+
+    >>> gram_smem(128), gram_smem(256)
+    (18432, 36864)
+    """
+    return (nt // 32) * 32 * 36 * 4
+
+
+def gram_build(nt: int, pw: int, nb: int) -> bool:
+    """Whether a panel of ``pw`` columns on CTAs of ``nt`` threads can take the Gram build.
+
+    >>> gram_build(128, 32, 32), gram_build(32, 32, 32), gram_build(512, 32, 32), gram_build(128, 20, 32)
+    (True, False, False, False)
+    """
+    return GRAM_THREADS[0] <= nt <= GRAM_THREADS[1] and pw == nb
+
+
 @functools.lru_cache(maxsize=None)
-def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1):
+def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
+            gram: bool = False):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
         opts += (f"-DCL={cl}",) if cl > 1 else ()
+        opts += ("-DGRAM=1",) if gram else ()
         mod = cp.RawModule(code=SRC, options=opts)
-        return mod.get_function("panel_cuda")
+        fn = mod.get_function("panel_cuda")
+        if gram:  # static and dynamic shared memory together pass the 48 KB default
+            fn.max_dynamic_shared_size_bytes = gram_smem(nt)
+        return fn
 
 
 @functools.lru_cache(maxsize=64)
@@ -589,20 +941,25 @@ def _stream(ptr: int, device_index: int):
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
-           has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0) -> None:
+           has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
+           gram: bool = False) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
     one CTA a matrix, else a cluster of CTAs of that many rows (:func:`cluster_shape`);
     ``fuse``: the build whose column steps take their scalars from the step before where
-    they can (one exchange a step, EXPERIMENTS.md H17)."""
+    they can (one exchange a step, EXPERIMENTS.md H17); ``gram``: the build that tries each
+    matrix's panel as CholeskyQR2 rebuilt into Householder form first, where
+    :func:`gram_build` allows (EXPERIMENTS.md H22)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {MAX_CLUSTER} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(nt, r, dev, bool(fuse), cl)
+    gram = bool(gram) and gram_build(nt, pw, nb)
+    kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
+    smem = gram_smem(nt) if gram else 0
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
@@ -614,7 +971,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     grid = (Ht.shape[0] * cl,)
     if cp.cuda.runtime.getDevice() != dev:
         with cp.cuda.Device(dev), stream:
-            kern(grid, (nt,), args)
+            kern(grid, (nt,), args, shared_mem=smem)
         return
     with stream:
-        kern(grid, (nt,), args)
+        kern(grid, (nt,), args, shared_mem=smem)

@@ -353,3 +353,47 @@ def test_cuda_panel_degenerate_columns_and_n_active(fuse):
     (H1, t1), (H2, t2) = outs
     for i in (0, 2, 3):
         assert float((H1[i] - H2[i]).norm() / H1[i].norm()) < 1e-4, i
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(1, 512), (1, 1000), (3, 700), (8, 600), (4, 300),
+                                 (2, 2048), (1, 3072)])
+def test_gram_panel_matches(B, n):
+    # EXPERIMENTS.md H22: CUDA C panels tried as CholeskyQR2 rebuilt into Householder form
+    # (the default up to GRAM_PANEL_MAX_BATCH matrices; clusters of 128-row CTAs up to 1024
+    # rows, one CTA below 257, clusters of 512-row CTAs above 1024) against the column
+    # steps: the same reflectors up to rounding.
+    _needs_cuda_panel()
+    _variant_against_default(B, n, 1e-4, gram_panel=False)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("n", [512, 1000])
+def test_gram_panel_degenerate_matrices(n):
+    # The panels the Gram tests reject (a repeated or zero column, rank 3, entries whose
+    # squares leave float32's range, NaN) go to the column steps: each matrix at the bar,
+    # and the NaN stays in its own matrix.
+    import dataclasses
+
+    from adaptqr.paths import schedules
+
+    _needs_cuda_panel()
+    g = torch.Generator(device="cuda").manual_seed(5)
+    A = torch.randn(8, n, n, device="cuda", generator=g)
+    A[0, :, 40] = A[0, :, 7]
+    A[1, :, 64:96] = 0
+    A[2] = A[2, :, :3] @ torch.randn(3, n, device="cuda", generator=g)
+    A[3] *= 1e-22
+    A[4] *= 1e20
+    A[5, 3, 100] = float("nan")
+    A[6, :, 33] = A[6, :, 32] * (1 + 1e-6)
+    s = dataclasses.replace(schedules.schedule_for(n, n), gram_panel=True)
+    H, tau = _factor(A, schedule=s)
+    keep = [i for i in range(8) if i != 5]
+    r = check_geqrf(A[keep], H[keep], tau[keep])
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    assert torch.isnan(H[5]).any()
+    assert torch.isfinite(H[keep]).all() and torch.isfinite(tau[keep]).all()
+    H1, t1 = _factor(A, schedule=dataclasses.replace(s, gram_panel=False))
+    for i in (1, 3, 4, 7):  # panels with clean columns match the column steps closely
+        assert float((H1[i] - H[i]).norm() / H1[i].norm()) < 1e-4, i
