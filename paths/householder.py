@@ -498,6 +498,9 @@ class _Blocked(NamedTuple):
 PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA = (
     "one-launch", "register", "register-cuda", "cluster-cuda")
 PANEL_ROW_SPLIT, PANEL_STREAMED = "row-split", "streamed"
+#: Appended to a CUDA C panel's kind where it is tried as CholeskyQR2 first (each matrix's
+#: panel that the Gram tests reject takes the column steps in the same launch; H22).
+PANEL_GRAM = "+gram"
 
 
 def _cuda_panels(want: bool, nb: int, device: torch.device) -> bool:
@@ -554,7 +557,11 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
         return s.nb, [PANEL_ONE_LAUNCH]
     s = _with_knobs(s, None, n)
     sm = _sm_count(device) if device.type == "cuda" else None
-    return s.nb, [_kind_of(B, m, k, s, device, sm)[0] for k in range(0, n, s.nb)]
+    kinds = []
+    for k in range(0, n, s.nb):
+        kind, MB, _ = _kind_of(B, m, k, s, device, sm)
+        kinds.append(kind + PANEL_GRAM if _gram(s, B, kind, MB, min(s.nb, n - k)) else kind)
+    return s.nb, kinds
 
 
 def _cta_rows(mb: int, cuda_rows: int, cluster_cta_rows: int) -> int:
@@ -578,6 +585,22 @@ def _kind_of(B: int, m: int, k: int, s: schedules.Schedule, device: torch.device
                        _cluster_rows(s.cuda_panel_cluster, cuda), s.cluster_small_batch)
 
 
+def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
+    """Whether the CUDA C panel of kind ``kind`` over ``MB`` padded rows and ``pw`` columns
+    is tried as CholeskyQR2 first: the schedule's ``gram_panel``, at most
+    ``GRAM_PANEL_MAX_BATCH`` matrices, and CTAs the Gram build takes
+    (:func:`panel_cuda.gram_build`)."""
+    if not (s.gram_panel and B <= schedules.GRAM_PANEL_MAX_BATCH):
+        return False
+    if kind == PANEL_CLUSTER_CUDA:
+        nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster))[1]
+    elif kind == PANEL_REGISTER_CUDA:
+        nt = panel_cuda.threads_rows(MB)[0]
+    else:
+        return False
+    return panel_cuda.gram_build(nt, pw, s.nb)
+
+
 def _kind(f: _Blocked, k: int) -> tuple:
     """:func:`_kind_of` the panel at column ``k`` under ``f``'s schedule."""
     return _kind_of(f.B, f.m, k, f.s, f.Ht.device, f.split.sm if f.split is not None else None)
@@ -596,8 +619,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
-                          if kind == PANEL_CLUSTER_CUDA else 0,
-                          bool(s.gram_panel) and B <= schedules.GRAM_PANEL_MAX_BATCH)
+                          if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw))
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import adaptqr
-from adaptqr import dispatch, log
+from adaptqr import config, dispatch, log
 from adaptqr.registry import route_code
 
 pytestmark = pytest.mark.usefixtures("clean_dispatch")  # tests/conftest.py
@@ -169,3 +169,29 @@ def test_householder_describes_its_panels():
     assert log.panel_counts(32, kinds, 100) == {"register": 4, "skipped": 12}
     assert log.panel_counts(64, ["one-launch"], 64) == {"one-launch": 1}
     assert log.panel_counts(32, ["register"], 0) == {"skipped": 1}
+
+
+def test_householder_names_its_gram_panels(monkeypatch):
+    # H22: where CUDA C panels run (made to look so here), a batch of at most
+    # GRAM_PANEL_MAX_BATCH matrices names the panels tried as CholeskyQR2 first; a panel of
+    # 32 rows (one warp) or of fewer columns, and larger batches, keep the column steps.
+    from adaptqr.paths import householder, schedules
+    from adaptqr.paths.kernels import panel_cuda
+
+    monkeypatch.setattr(householder, "_cuda_panels", lambda want, nb, device: want)
+    monkeypatch.setattr(panel_cuda, "cluster_available", lambda: True)
+    cpu = torch.device("cpu")
+    nb, kinds = householder.panel_kinds(1, 512, 512, cpu)
+    assert nb == 32
+    assert kinds == (["cluster-cuda+gram"] * 8 + ["register-cuda+gram"] * 7
+                     + ["register-cuda"])
+    kinds = householder.panel_kinds(1, 1000, 1000, cpu)[1]
+    assert kinds[-1] == "register-cuda" and kinds[-2] == "register-cuda+gram"
+    big = schedules.GRAM_PANEL_MAX_BATCH + 1
+    assert householder.panel_kinds(big, 512, 512, cpu)[1] == (
+        ["cluster-cuda"] * 8 + ["register-cuda"] * 8)
+    with config.experiment(gram_panel=0):
+        assert not any("+gram" in k for k in householder.panel_kinds(1, 512, 512, cpu)[1])
+    assert log.panel_counts(32, kinds, 1000) == {"cluster-cuda+gram": 24,
+                                                 "register-cuda+gram": 7,
+                                                 "register-cuda": 1}

@@ -957,7 +957,8 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {MAX_CLUSTER} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    gram = bool(gram) and gram_build(nt, pw, nb)
+    if gram and not gram_build(nt, pw, nb):
+        raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
     kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
     smem = gram_smem(nt) if gram else 0
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
