@@ -118,7 +118,8 @@ class Knobs:
     ``min(m, n)`` of one matrix that does), ``wide_probe`` (``paths.wide.WIDE_PROBE``: 0 /
     1, the wide path's leading block probed for its rank), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
-    Householder form first)."""
+    Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
+    640, the most matrices whose panels are)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -140,6 +141,7 @@ class Knobs:
     qr_augmented_max_k: int | None = None
     wide_probe: int | None = None
     gram_panel: int | None = None
+    gram_max_batch: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -258,6 +260,7 @@ KNOB_CHOICES = {
     "qr_augmented_max_k": (1024, 1536, 2048, 3072, 4096),
     "wide_probe": (0, 1),
     "gram_panel": (0, 1),
+    "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
 }
 
 

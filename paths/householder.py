@@ -587,10 +587,10 @@ def _kind_of(B: int, m: int, k: int, s: schedules.Schedule, device: torch.device
 
 def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
     """Whether the CUDA C panel of kind ``kind`` over ``MB`` padded rows and ``pw`` columns
-    is tried as CholeskyQR2 first: the schedule's ``gram_panel``, at most
-    ``GRAM_PANEL_MAX_BATCH`` matrices, and CTAs the Gram build takes
+    is tried as CholeskyQR2 first: the schedule's ``gram_panel``, at most its
+    ``gram_max_batch`` matrices, and CTAs the Gram build takes
     (:func:`panel_cuda.gram_build`)."""
-    if not (s.gram_panel and B <= schedules.GRAM_PANEL_MAX_BATCH):
+    if not (s.gram_panel and B <= s.gram_max_batch):
         return False
     if kind == PANEL_CLUSTER_CUDA:
         nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster))[1]

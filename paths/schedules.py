@@ -76,7 +76,7 @@ CUDA_PANEL_FUSE = True
 #: 2x4096 13.58 / 14.33; run 1635: 1x512 0.757 / 0.820, 1x1024 1.560 / 1.867, 1x4096 10.04
 #: / 10.39. Where many matrices keep every SM busy the Gram's extra products cost more
 #: than its shorter chain saves (run 1639: 640x512 5.80 / 5.55, 40x352 0.661 / 0.625,
-#: 40x176 0.269 / 0.255); batches of 9-39 are not measured.
+#: 40x176 0.269 / 0.255); batches of 9-39 are not measured (knob ``gram_max_batch``).
 GRAM_PANEL = True
 GRAM_PANEL_MAX_BATCH = 8
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
@@ -129,6 +129,7 @@ SCHEDULE_KNOBS = {
     "cuda_panel_rows": ("CUDA_PANEL_MAX_ROWS", int),
     "cuda_panel_fuse": ("CUDA_PANEL_FUSE", bool),
     "gram_panel": ("GRAM_PANEL", bool),
+    "gram_max_batch": ("GRAM_PANEL_MAX_BATCH", int),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
@@ -311,6 +312,9 @@ class Schedule:
     cuda_panel_fuse: bool | None = None
     # CUDA C panels tried as CholeskyQR2 first (GRAM_PANEL); None: the knob, else the constant.
     gram_panel: bool | None = None
+    # The most matrices whose panels are tried as CholeskyQR2 (GRAM_PANEL_MAX_BATCH); None:
+    # the knob, else the constant.
+    gram_max_batch: int | None = None
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None

@@ -192,6 +192,8 @@ def test_householder_names_its_gram_panels(monkeypatch):
         ["cluster-cuda"] * 8 + ["register-cuda"] * 8)
     with config.experiment(gram_panel=0):
         assert not any("+gram" in k for k in householder.panel_kinds(1, 512, 512, cpu)[1])
+    with config.experiment(gram_max_batch=16):
+        assert householder.panel_kinds(big, 512, 512, cpu)[1][0] == "cluster-cuda+gram"
     assert log.panel_counts(32, kinds, 1000) == {"cluster-cuda+gram": 24,
                                                  "register-cuda+gram": 7,
                                                  "register-cuda": 1}

@@ -253,6 +253,7 @@ def test_gram_panel():
     assert schedules.GRAM_PANEL is True and schedules.knob("gram_panel") is True
     assert schedules.GRAM_PANEL_MAX_BATCH == 8
     _knob_resolves("gram_panel", True, False, 3)
+    _knob_resolves("gram_max_batch", 8, 32, 5)
     assert [panel_cuda.gram_build(nt, 32, 32) for nt in (32, 64, 128, 256, 512)] == [
         False, True, True, True, False]
     assert not panel_cuda.gram_build(128, 31, 32)

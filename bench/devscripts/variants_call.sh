@@ -49,6 +49,13 @@
 #   W6: SKIP_B12=1 TESTS_K="probed_block" WIDE_BUDGET=1.0 WIDE="--knobs p:wide_probe=1" \
 #   bash bench/devscripts/variants_call.sh   (then QF14's cases: adaptqr bench --op qr
 #   --no-baseline --cases bench/devscripts/cases_qf14.json --knobs p:wide_probe=1)
+# Session 24: H22 kept (batches of at most 8). Built, not run: H22's batch bound and the
+# 1024-row panels as clusters of two 512-row Gram CTAs (60x1024), with T7 in the same sweep:
+#   SWEEP_CASES=bench/devscripts/cases_t6_batch.json SWEEP="--knobs g16:gram_max_batch=16 \
+#   --knobs g40:gram_max_batch=40 --knobs g64r:gram_max_batch=64,cuda_panel_rows=512 \
+#   --knobs b16:tile_split_batch=16 --knobs b32:tile_split_batch=32" \
+#   B12="--knobs g64r:gram_max_batch=64,cuda_panel_rows=512" TESTS_K="gram_panel" \
+#   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
