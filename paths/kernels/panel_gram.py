@@ -1,0 +1,219 @@
+"""The CUDA C panel's Gram build (``GRAM=1``, EXPERIMENTS.md H22): its device functions,
+spliced into :data:`adaptqr.paths.kernels.panel_cuda.SRC` before the kernel, and which
+launches take it.
+
+A panel is first factored as CholeskyQR2 (two Grams of the held rows, two 32 x 32
+Cholesky factors by one warp, two triangular solves of every row) and rebuilt into
+Householder form by LAPACK ``orhr_col``'s sign-choosing LU of ``Q_top - S``: geqrf's
+reflectors, taus, R and the panel's T. Its serial chains are three 32-step chains on
+32 x 32 matrices in one warp instead of the column steps' 32 reductions over every row.
+The kernel takes the column steps instead, from the untouched input, for a matrix whose
+panel its tests reject (docs/NUMERICS.md, "Gram panels"). The algebra, step for step in
+torch: tests/test_gram_panel_math.py.
+
+Example::
+
+    >>> gram_build(128, 32, 32), gram_smem(128)
+    (True, 18432)
+"""
+
+from __future__ import annotations
+
+GRAM_FUNCS = r"""
+// GRAM 1: the panel is first tried as CholeskyQR2 rebuilt into Householder form (LAPACK
+// orhr_col's sign-choosing LU of Q_top - S; Ballard et al. 2015): two Grams, two 32x32
+// Cholesky factors, one LU, each a short chain in one warp, instead of 32 column steps that
+// each reduce over every row (EXPERIMENTS.md H22). A panel the tests reject (a pivot below
+// GRAM_TOL of its column's squared norm, a Gram diagonal out of the plain sum's range, a
+// second Gram far from I, a reflector whose sub-column nearly vanishes: tau near 2) is
+// factored by the column steps after all, from the untouched input. Every test reads
+// values with the same bits in every CTA of a cluster, so the choice is uniform.
+#ifndef GRAM
+#define GRAM 0
+#endif
+#if GRAM
+#define GS 36                       // row stride of float4-read arrays
+#define GRAM_TOL 9.765625e-4f       // 2^-10
+#define GRAM_TOL2 0.5f
+#define GRAM_TAU_MAX 1.999755859375f  // 2 - 2^-12
+
+// This CTA's partial Gram of the held rows into gcp: each warp stages its 32 rows in
+// shared memory, lane j sums column j of the warp's 32 x 32 products, the warps' partials
+// are added in warp order.
+__device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
+                                             float (*gcp)[NB + 1], int t, int lane, int warp) {
+    float* st = gb + warp * (32 * GS);
+    float g[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) g[q] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        float4* dst = reinterpret_cast<float4*>(st + lane * GS);
+#pragma unroll
+        for (int p = 0; p < NB / 4; ++p)
+            dst[p] = make_float4(a[i][4 * p], a[i][4 * p + 1], a[i][4 * p + 2], a[i][4 * p + 3]);
+        __syncwarp();
+#pragma unroll 2
+        for (int l = 0; l < 32; ++l) {
+            const float4* src = reinterpret_cast<const float4*>(st + l * GS);
+            const float own = st[l * GS + lane];
+#pragma unroll
+            for (int p = 0; p < NB / 4; ++p) {
+                const float4 x = src[p];
+                g[4 * p] = fmaf(x.x, own, g[4 * p]);
+                g[4 * p + 1] = fmaf(x.y, own, g[4 * p + 1]);
+                g[4 * p + 2] = fmaf(x.z, own, g[4 * p + 2]);
+                g[4 * p + 3] = fmaf(x.w, own, g[4 * p + 3]);
+            }
+        }
+        __syncwarp();
+    }
+#pragma unroll
+    for (int q = 0; q < NB; ++q) st[q * GS + lane] = g[q];
+    __syncthreads();
+#pragma unroll
+    for (int x = 0; x < NB * NB / NT; ++x) {
+        const int e = t + x * NT, r = e >> 5, c = e & 31;
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) s += gb[w * 32 * GS + r * GS + c];
+        gcp[r][c] = s;
+    }
+    __syncthreads();
+}
+
+// Upper Cholesky factor R of G (R^T R = G) by one warp, lane j holding column j (slot q:
+// row kk + q at step kk). Writes M = R as mt[c][p] = R[p][c] (p < c, zero for p >= c),
+// dg[c] = R[c][c], mi[c] = 1 / R[c][c]. True (every lane) where each pivot keeps more than
+// tol of its column's squared norm and the diagonal is in the plain sum's range.
+__device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
+                                          float* mi, float* prow, float tol, int lane) {
+    float g[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) g[q] = G[q][lane];
+    const float d0 = G[lane][lane];
+    bool ok = d0 >= PLAIN_SS_LO && d0 <= PLAIN_SS_HI;
+#pragma unroll 1
+    for (int kk = 0; kk < NB; ++kk) {
+        const float d = __shfl_sync(FULL, g[0], kk);
+        const float dk0 = __shfl_sync(FULL, d0, kk);
+        ok = ok && (d > tol * dk0);
+        const float ri = rsqrtf(d);
+        const float r = d * ri;
+        const float rk = lane == kk ? r : g[0] * ri;
+        prow[(lane - kk) & (NB - 1)] = rk;  // prow[q] = R[kk][kk + q]
+        __syncwarp();
+        const float4* pr = reinterpret_cast<const float4*>(prow);
+#pragma unroll
+        for (int p = 0; p < NB / 4; ++p) {
+            const float4 x = pr[p];
+            if (p > 0) g[4 * p] = fmaf(-x.x, rk, g[4 * p]);
+            g[4 * p + 1] = fmaf(-x.y, rk, g[4 * p + 1]);
+            g[4 * p + 2] = fmaf(-x.z, rk, g[4 * p + 2]);
+            g[4 * p + 3] = fmaf(-x.w, rk, g[4 * p + 3]);
+        }
+#pragma unroll
+        for (int q = 0; q < NB - 1; ++q) g[q] = g[q + 1];
+        mt[lane * GS + kk] = kk < lane ? rk : 0.0f;
+        if (lane == kk) { dg[kk] = r; mi[kk] = ri; }
+        __syncwarp();
+    }
+    return __all_sync(FULL, ok);
+}
+
+// Each held row x <- x M^-1 for the upper triangular M of chol_warp's layout.
+__device__ __forceinline__ void solve_rows(float (&a)[R][NB], const float* mt, const float* mi) {
+#pragma unroll
+    for (int c = 0; c < NB; ++c) {
+        const float4* col = reinterpret_cast<const float4*>(mt + c * GS);
+        const float inv = mi[c];
+        float acc[R];
+#pragma unroll
+        for (int i = 0; i < R; ++i) acc[i] = a[i][c];
+#pragma unroll
+        for (int p = 0; p < (c + 3) / 4; ++p) {
+            const float4 x = col[p];
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                if (4 * p < c) acc[i] = fmaf(-a[i][4 * p], x.x, acc[i]);
+                if (4 * p + 1 < c) acc[i] = fmaf(-a[i][4 * p + 1], x.y, acc[i]);
+                if (4 * p + 2 < c) acc[i] = fmaf(-a[i][4 * p + 2], x.z, acc[i]);
+                if (4 * p + 3 < c) acc[i] = fmaf(-a[i][4 * p + 3], x.w, acc[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) a[i][c] = acc[i] * inv;
+    }
+}
+
+// orhr_col's LU of Q_top - S by one warp, lane l holding row l of Q_top (slot q: column
+// j + q at step j): s_j = -sign(pivot), U[j][j] = pivot - s_j. Writes U in chol_warp's
+// layout (mt, dg, mi), L1's strict lower part gl[l][j] (zero elsewhere) and the signs sv.
+// True where every |U[j][j]| (tau_j) stays below GRAM_TAU_MAX.
+__device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float* dg, float* mi,
+                                        float (*gl)[GS], float* sv, float* prow, int lane) {
+    float mr[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) mr[q] = top[q];
+    bool ok = true;
+#pragma unroll 1
+    for (int j = 0; j < NB; ++j) {
+        const float piv = __shfl_sync(FULL, mr[0], j);
+        const float s = piv >= 0.0f ? -1.0f : 1.0f;
+        const float u = piv - s;
+        const float ui = 1.0f / u;
+        ok = ok && fabsf(u) <= GRAM_TAU_MAX;
+        if (lane == j) {
+            mr[0] = u;
+            float4* pw4 = reinterpret_cast<float4*>(prow);
+#pragma unroll
+            for (int p = 0; p < NB / 4; ++p)
+                pw4[p] = make_float4(mr[4 * p], mr[4 * p + 1], mr[4 * p + 2], mr[4 * p + 3]);
+        }
+        __syncwarp();
+        const float lj = mr[0] * ui;
+        if (lane > j) {
+            const float4* pr = reinterpret_cast<const float4*>(prow);
+#pragma unroll
+            for (int p = 0; p < NB / 4; ++p) {
+                const float4 x = pr[p];
+                if (p > 0) mr[4 * p] = fmaf(-lj, x.x, mr[4 * p]);
+                mr[4 * p + 1] = fmaf(-lj, x.y, mr[4 * p + 1]);
+                mr[4 * p + 2] = fmaf(-lj, x.z, mr[4 * p + 2]);
+                mr[4 * p + 3] = fmaf(-lj, x.w, mr[4 * p + 3]);
+            }
+        }
+        gl[lane][j] = lane > j ? lj : 0.0f;
+        mt[lane * GS + j] = j < lane ? prow[lane - j] : 0.0f;
+        if (lane == j) { dg[j] = u; mi[j] = ui; sv[j] = s; }
+#pragma unroll
+        for (int q = 0; q < NB - 1; ++q) mr[q] = mr[q + 1];
+        __syncwarp();
+    }
+    return __all_sync(FULL, ok);
+}
+#endif
+""".strip("\n")
+
+#: The Gram build's CTAs: 64 to 256 threads (a warp each for T and for the stored first
+#: rows, and its staging of :func:`gram_smem` bytes beside the static arrays).
+GRAM_THREADS = (64, 256)
+
+
+def gram_smem(nt: int) -> int:
+    """Dynamic shared memory of the Gram build at ``nt`` threads: each warp's 32 staged rows
+    of 36 floats.
+
+    >>> gram_smem(128), gram_smem(256)
+    (18432, 36864)
+    """
+    return (nt // 32) * 32 * 36 * 4
+
+
+def gram_build(nt: int, pw: int, nb: int) -> bool:
+    """Whether a panel of ``pw`` columns on CTAs of ``nt`` threads can take the Gram build.
+
+    >>> gram_build(128, 32, 32), gram_build(32, 32, 32), gram_build(512, 32, 32), gram_build(128, 20, 32)
+    (True, False, False, False)
+    """
+    return GRAM_THREADS[0] <= nt <= GRAM_THREADS[1] and pw == nb
