@@ -4,7 +4,7 @@ launches take it.
 
 A panel is first factored as CholeskyQR2 (two Grams of the held rows, two 32 x 32
 Cholesky factors by one warp, two triangular solves of every row) and rebuilt into
-Householder form by LAPACK ``orhr_col``'s sign-choosing LU of ``Q_top - S``: geqrf's
+Householder form (one more solve) by LAPACK ``orhr_col``'s sign-choosing LU of ``Q_top - S``: geqrf's
 reflectors, taus, R and the panel's T. Its serial chains are three 32-step chains on
 32 x 32 matrices in one warp instead of the column steps' 32 reductions over every row.
 The kernel takes the column steps instead, from the untouched input, for a matrix whose
@@ -33,6 +33,11 @@ GRAM_FUNCS = r"""
 #endif
 #if GRAM
 #define GS 36                       // row stride of float4-read arrays
+// Numerical margins (docs/NUMERICS.md, "Gram panels"), not timings. 2^-10: a column at
+// least ~1.8 degrees from the span of the ones before, so the first pass's Q stays close
+// enough to orthonormal for the second to restore it; 0.5: the second Gram near I, i.e.
+// it did; 2 - 2^-12: a sub-column under ~2 % of its column's norm is left to the column
+// steps, which give tau = 0 where it is exactly zero, as geqrf does.
 #define GRAM_TOL 9.765625e-4f       // 2^-10
 #define GRAM_TOL2 0.5f
 #define GRAM_TAU_MAX 1.999755859375f  // 2 - 2^-12
