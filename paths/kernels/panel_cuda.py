@@ -363,17 +363,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
                 for (int c = 0; c < NB; ++c) {
                     const float u = c > lane ? mt[2][c][lane] : (c == lane ? mdg[2][lane] : 0.0f);
-                    float acc = -u * gsv[c];
-                    const float4* lr = reinterpret_cast<const float4*>(&gl[c][0]);
-#pragma unroll
-                    for (int p = 0; p < (c + 3) / 4; ++p) {
-                        const float4 x = lr[p];
-                        if (4 * p < c) acc = fmaf(-tr[4 * p], x.x, acc);
-                        if (4 * p + 1 < c) acc = fmaf(-tr[4 * p + 1], x.y, acc);
-                        if (4 * p + 2 < c) acc = fmaf(-tr[4 * p + 2], x.z, acc);
-                        if (4 * p + 3 < c) acc = fmaf(-tr[4 * p + 3], x.w, acc);
-                    }
-                    tr[c] = acc;
+                    tr[c] = dot_prefix(tr, &gl[c][0], c, -u * gsv[c], -1.0f);
                 }
 #pragma unroll
                 for (int c = 0; c < NB; ++c) Ss[lane][c] = tr[c];
@@ -386,16 +376,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                 const float sl = gsv[lane];
 #pragma unroll
                 for (int c = 0; c < NB; ++c) {
-                    const float4* r1 = reinterpret_cast<const float4*>(&mt[0][c][0]);
-                    float acc = r2[c] * mdg[0][c];
-#pragma unroll
-                    for (int p = 0; p < (c + 3) / 4; ++p) {
-                        const float4 x = r1[p];
-                        if (4 * p < c) acc = fmaf(r2[4 * p], x.x, acc);
-                        if (4 * p + 1 < c) acc = fmaf(r2[4 * p + 1], x.y, acc);
-                        if (4 * p + 2 < c) acc = fmaf(r2[4 * p + 2], x.z, acc);
-                        if (4 * p + 3 < c) acc = fmaf(r2[4 * p + 3], x.w, acc);
-                    }
+                    const float acc = dot_prefix(r2, &mt[0][c][0], c, r2[c] * mdg[0][c], 1.0f);
                     gtop[lane][c] = c < lane ? gl[lane][c] : sl * acc;
                 }
             }

@@ -126,28 +126,30 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
     return __all_sync(FULL, ok);
 }
 
+// acc + sg sum_{p < c} v[p] x[p] (sg = +-1), one fma a term in p order, x 16-byte aligned
+// in shared memory: the prefix products of the triangular solves and products (c is a
+// constant where the callers' loops are unrolled).
+__device__ __forceinline__ float dot_prefix(const float (&v)[NB], const float* x, int c,
+                                            float acc, float sg) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll
+    for (int p = 0; p < (c + 3) / 4; ++p) {
+        const float4 y = x4[p];
+        if (4 * p < c) acc = fmaf(sg * v[4 * p], y.x, acc);
+        if (4 * p + 1 < c) acc = fmaf(sg * v[4 * p + 1], y.y, acc);
+        if (4 * p + 2 < c) acc = fmaf(sg * v[4 * p + 2], y.z, acc);
+        if (4 * p + 3 < c) acc = fmaf(sg * v[4 * p + 3], y.w, acc);
+    }
+    return acc;
+}
+
 // Each held row x <- x M^-1 for the upper triangular M of chol_warp's layout.
 __device__ __forceinline__ void solve_rows(float (&a)[R][NB], const float* mt, const float* mi) {
 #pragma unroll
     for (int c = 0; c < NB; ++c) {
-        const float4* col = reinterpret_cast<const float4*>(mt + c * GS);
         const float inv = mi[c];
-        float acc[R];
 #pragma unroll
-        for (int i = 0; i < R; ++i) acc[i] = a[i][c];
-#pragma unroll
-        for (int p = 0; p < (c + 3) / 4; ++p) {
-            const float4 x = col[p];
-#pragma unroll
-            for (int i = 0; i < R; ++i) {
-                if (4 * p < c) acc[i] = fmaf(-a[i][4 * p], x.x, acc[i]);
-                if (4 * p + 1 < c) acc[i] = fmaf(-a[i][4 * p + 1], x.y, acc[i]);
-                if (4 * p + 2 < c) acc[i] = fmaf(-a[i][4 * p + 2], x.z, acc[i]);
-                if (4 * p + 3 < c) acc[i] = fmaf(-a[i][4 * p + 3], x.w, acc[i]);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < R; ++i) a[i][c] = acc[i] * inv;
+        for (int i = 0; i < R; ++i) a[i][c] = dot_prefix(a[i], mt + c * GS, c, a[i][c], -1.0f) * inv;
     }
 }
 
