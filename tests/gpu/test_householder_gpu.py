@@ -356,7 +356,7 @@ def test_cuda_panel_degenerate_columns_and_n_active(fuse):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("B,n", [(1, 512), (1, 1000), (3, 700), (8, 600), (4, 300),
+@pytest.mark.parametrize("B,n", [(1, 512), (1, 1000), (3, 700), (8, 600), (4, 320),
                                  (2, 2048), (1, 3072)])
 def test_gram_panel_matches(B, n):
     # EXPERIMENTS.md H22: CUDA C panels tried as CholeskyQR2 rebuilt into Householder form
