@@ -110,9 +110,7 @@ class Knobs:
     (``qform.QFORM_BLAS_NB``: 0, or 64 / 128 / 256 / 512 / 1024: Q formed by cuBLAS products
     in panels of that many columns instead of the Triton strip kernel), ``tile_split_rows``
     (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
-    update of one column tile is row-split), ``tile_split_batch``
-    (``schedules.ONE_TILE_SPLIT_MAX_BATCH``: 1 to 64, the most matrices whose one-tile
-    updates take ``tile_split_rows``), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
+    update of one column tile is row-split), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
     0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q),
     ``qr_augmented_max_k`` (``linalg.QR_AUGMENTED_MAX_K_ONE``: 1024 to 4096, the largest
     ``min(m, n)`` of one matrix that does), ``wide_probe`` (``paths.wide.WIDE_PROBE``: 0 /
@@ -136,7 +134,6 @@ class Knobs:
     small_n_nb: int | None = None
     qform_blas_nb: int | None = None
     tile_split_rows: int | None = None
-    tile_split_batch: int | None = None
     qr_augmented: int | None = None
     qr_augmented_max_k: int | None = None
     wide_probe: int | None = None
@@ -255,7 +252,6 @@ KNOB_CHOICES = {
     "small_n_nb": (0, 32),
     "qform_blas_nb": (0, 64, 128, 256, 512, 1024),
     "tile_split_rows": (128, 256, 512),
-    "tile_split_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64),
     "qr_augmented": (0, 1, 2, 4, 8, 16, 64),
     "qr_augmented_max_k": (1024, 1536, 2048, 3072, 4096),
     "wide_probe": (0, 1),

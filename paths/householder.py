@@ -361,7 +361,7 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
 def _may_split_rows(f: _Blocked) -> bool:
     """Whether any update of ``f`` can take the row-split kernels (:func:`_splits_rows` with
     the fewest tiles and the most rows): 640x512's never do, and need no ``W``."""
-    return _splits_rows(1, f.B, 1, f.m, f.s.tile_split_rows, f.s.tile_split_batch)
+    return _splits_rows(1, f.B, 1, f.m, f.s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH)
 
 
 def _splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0,
@@ -370,7 +370,7 @@ def _splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0,
     is split over rows too (too few column tiles to fill the GPU; W through atomics): from
     ``2 * TRAILING_SPLIT_MIN_ROWS`` rows, or from ``tile_rows`` (``Schedule.tile_split_rows``,
     if lower) for an update of one tile of at most ``tile_batch`` matrices
-    (``Schedule.tile_split_batch``; EXPERIMENTS.md T6).
+    (``schedules.ONE_TILE_SPLIT_MAX_BATCH``; EXPERIMENTS.md T6).
 
     >>> _splits_rows(1, 1, 1, 480), _splits_rows(1, 1, 1, 480, 256, 8), _splits_rows(1, 1, 2, 480, 256, 8)
     (False, True, False)
@@ -707,7 +707,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    if _splits_rows(npan, B, tiles, rows, s.tile_split_rows, s.tile_split_batch):
+    if _splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W = _w(f, w_slot)

@@ -76,9 +76,11 @@ CUDA_PANEL_FUSE = True
 #: 2x4096 13.58 / 14.33; run 1635: 1x512 0.757 / 0.820, 1x1024 1.560 / 1.867, 1x4096 10.04
 #: / 10.39. Where many matrices keep every SM busy the Gram's extra products cost more
 #: than its shorter chain saves (run 1639: 640x512 5.80 / 5.55, 40x352 0.661 / 0.625,
-#: 40x176 0.269 / 0.255); batches of 9-39 are not measured (knob ``gram_max_batch``).
+#: 40x176 0.269 / 0.255). Batches between (run 0014, EXPERIMENTS.md H23; 8 / 40 matrices
+#: tried, ms): 16x512 0.988 / 0.928, 32x512 1.185 / 1.073, 16x1024 2.573 / 2.253, 32x1024
+#: 3.144 / 2.719; 40x512 1.171 / 1.182 and 40x1024 3.194 / 3.207 no longer gain.
 GRAM_PANEL = True
-GRAM_PANEL_MAX_BATCH = 8
+GRAM_PANEL_MAX_BATCH = 32
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -135,7 +137,6 @@ SCHEDULE_KNOBS = {
     "lookahead": ("LOOKAHEAD", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "tile_split_rows": ("ONE_TILE_SPLIT_ROWS", int),
-    "tile_split_batch": ("ONE_TILE_SPLIT_MAX_BATCH", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
 }
@@ -191,7 +192,8 @@ TRAILING_SLICE_MIN_ROWS = 64
 #: 1.390 / 1.318 / 1.322, 1x1024 1.919 / 1.863 / 1.862, 1x3072 6.97 / 6.86 / 6.89, 1x4096
 #: 10.43 / 10.32 / 10.32; 8x2048 5.92 / 5.90 (128), 2x4096 14.33 / 14.31; but 40x352 0.623
 #: / 0.669 (40 programs a one-tile update already): hence the batch bound (not measured
-#: between 8 and 40). Knobs ``tile_split_rows`` and ``tile_split_batch``.
+#: between 8 and 40). Batches of 16 / 32 gained nothing at 512 and 1024 rows (run 0014,
+#: EXPERIMENTS.md T7). Knob ``tile_split_rows``.
 ONE_TILE_SPLIT_ROWS = 256
 ONE_TILE_SPLIT_MAX_BATCH = 8
 #: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
@@ -330,9 +332,6 @@ class Schedule:
     # Fewest rows a one-tile update is row-split from (ONE_TILE_SPLIT_ROWS); None: the
     # knob, else the constant.
     tile_split_rows: int | None = None
-    # The most matrices whose one-tile updates take tile_split_rows (ONE_TILE_SPLIT_MAX_BATCH);
-    # None: the knob, else the constant.
-    tile_split_batch: int | None = None
     # Matrices the route probe sends to the FP16 route (features["fp16_scale"] > 0) keep
     # their trailing matrix in float16 (kernels/fp16_storage.py); False: every matrix FP32
     # (to compare the routes on the same input, as issue 8 asks).

@@ -57,9 +57,11 @@ WIDE_CHUNK_PANELS_ONE = 4
 #: a rank-deficient block skips its negligible tail as the householder path's low-rank
 #: route does: its later reflectors get ``tau = 0`` (identities for the other columns too)
 #: and :func:`~adaptqr.detectors.finish_tail` clears the tail. QF14's ``[A | c I]`` of a
-#: rank-deficient ``A`` lost that skipping (1x1024 rankdef 1.98 -> 2.21 ms). Knob
-#: ``wide_probe`` (EXPERIMENTS.md W6).
-WIDE_PROBE = 0
+#: rank-deficient ``A`` lost that skipping (1x1024 rankdef 1.98 -> 2.21 ms). Run 0023
+#: (``linalg.qr``, ms, off / on): 1x1024 rankdef 1.978 / 1.606, 2x1024 clustered 1.984 /
+#: 1.778; dense 1.6-2.7 % slower (1x1536 3.147 / 3.191, 4x1024 2.222 / 2.282); run 0022:
+#: 8x1024x4096 3.838 / 3.903. Knob ``wide_probe`` (EXPERIMENTS.md W6).
+WIDE_PROBE = 1
 
 
 def capable(spec) -> str | None:

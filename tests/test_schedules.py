@@ -134,9 +134,9 @@ def test_one_tile_updates_split_from_the_knobs_rows():
     assert [_splits_rows(1, 1, 1, r, 128, 8) for r in (127, 128, 511)] == [False, True, True]
     assert not _splits_rows(1, 1, 2, 511, 128, 8) and not _splits_rows(2, 1, 1, 511, 128, 8)
     assert _splits_rows(1, 1, 1, 600, 1024, 8)  # a higher knob never raises the rule's floor
-    # Batches above tile_split_batch keep the rule (40x352 lost 7 % at 128 rows).
+    # Batches above ONE_TILE_SPLIT_MAX_BATCH keep the rule (40x352 lost 7 % at 128 rows).
     top = schedules.ONE_TILE_SPLIT_MAX_BATCH
-    assert top == 8 and hh._with_knobs(schedules.schedule_for(300, 300), None).tile_split_batch == top
+    assert top == 8
     assert _splits_rows(1, top, 1, 300, 256, top) and not _splits_rows(1, top + 1, 1, 300, 256, top)
     s = hh._with_knobs(schedules.schedule_for(300, 300), None)
     from adaptqr import config
@@ -145,7 +145,6 @@ def test_one_tile_updates_split_from_the_knobs_rows():
         s128 = hh._with_knobs(schedules.schedule_for(300, 300), None)
     assert s128.tile_split_rows == 128 and fp16_group(s128, 4, 300, 300) == fp16_group(s, 4, 300, 300)
     _knob_resolves("tile_split_rows", 256, 512, 64)
-    _knob_resolves("tile_split_batch", 8, 32, 12)
 
 
 def _npow2(x):
@@ -246,14 +245,14 @@ def test_cuda_panel_fuse():
 
 
 def test_gram_panel():
-    # H22: CUDA C panels tried as CholeskyQR2 first (the default, batches of at most 8), on
+    # H22, H23: CUDA C panels tried as CholeskyQR2 first (the default, batches of at most 32), on
     # CTAs of 64-256 threads and panels of the full width only.
     from adaptqr.paths.kernels import panel_cuda
 
     assert schedules.GRAM_PANEL is True and schedules.knob("gram_panel") is True
-    assert schedules.GRAM_PANEL_MAX_BATCH == 8
+    assert schedules.GRAM_PANEL_MAX_BATCH == 32
     _knob_resolves("gram_panel", True, False, 3)
-    _knob_resolves("gram_max_batch", 8, 32, 5)
+    _knob_resolves("gram_max_batch", 32, 8, 5)
     assert [panel_cuda.gram_build(nt, 32, 32) for nt in (32, 64, 128, 256, 512)] == [
         False, True, True, True, False]
     assert not panel_cuda.gram_build(128, 31, 32)
@@ -326,11 +325,11 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     from types import SimpleNamespace as F
 
     may = hh._may_split_rows
-    s = F(tile_split_rows=512, tile_split_batch=8)
+    s = F(tile_split_rows=512)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
         False, True, True, False]
     # T6: from 128 rows a one-tile update of few matrices splits: 1x300's needs its W.
-    s = F(tile_split_rows=128, tile_split_batch=8)
+    s = F(tile_split_rows=128)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 300), (1, 100))] == [
         False, False, True, False]
 

@@ -114,9 +114,10 @@ def test_augmented_qr_through_the_wide_path(shape, scale, monkeypatch):
 
 @pytest.mark.parametrize("shape", [(2, 64, 150), (1, 96, 192)])
 def test_probed_block_skips_its_tail(shape, monkeypatch):
-    # W6: with the knob, a rank-deficient leading block takes the probe's n_active: its
-    # later reflectors are identities (tau = 0) for the other columns too, and the result
-    # stays at the bar; a full-rank matrix of the batch keeps every reflector.
+    # W6 (the default; the knob off skips the probe): a rank-deficient leading block takes
+    # the probe's n_active: its later reflectors are identities (tau = 0) for the other
+    # columns too, and the result stays at the bar; a full-rank matrix of the batch keeps
+    # every reflector.
     from adaptqr import config, linalg
     from adaptqr.paths import wide
 
@@ -127,10 +128,13 @@ def test_probed_block_skips_its_tail(shape, monkeypatch):
     seen = []
     real = wide.finish_tail
     monkeypatch.setattr(wide, "finish_tail", lambda H, tau, na: seen.append(na.tolist()) or real(H, tau, na))
-    with config.experiment(wide_probe=1):
-        a, tau = adaptqr.geqrf(A, path="wide")
-        monkeypatch.setenv("ADAPTQR_PATH", "wide")
-        Q, R = linalg._qr_augmented(A[:, :, :m])
+    assert wide.WIDE_PROBE == 1  # the default since run 0023
+    with config.experiment(wide_probe=0):
+        adaptqr.geqrf(A, path="wide")
+    assert seen == []
+    a, tau = adaptqr.geqrf(A, path="wide")
+    monkeypatch.setenv("ADAPTQR_PATH", "wide")
+    Q, R = linalg._qr_augmented(A[:, :, :m])
     assert seen == [[16] + [m] * (B - 1)] * 2
     assert (tau[0, 16:] == 0).all()
     res = check_geqrf(A, a, tau)
