@@ -70,8 +70,11 @@ FP16_MIN_N = 512
 # through the public call at 8x2048 (16.38 against 11.58 ms) and 2x4096 (24.79 / 22.11).
 # With the pair update (N9) that changed (G3, run 2019): 8x2048 9.59 ms against 11.49
 # eager (9.22 / 11.16 through a graph), factor residual 1.46 (bar 10); 2x4096 still slower
-# (23.58 / 22.12), so the route stops at 2048.
-FP16_MAX_N = 2048
+# (23.58 / 22.12), so the route stopped at 2048. Since the CUDA C panels, the look-ahead and
+# the Gram panels, the updates set 4096's time and the route wins (run 0027-0028, FP32 /
+# FP16 to 4096, ms: 2x4096 13.43 / 10.59, factor residual 1.34; 1x4096 9.44 / 8.66; 1x3072
+# 6.156 / 6.157; EXPERIMENTS.md N18); larger n is not measured.
+FP16_MAX_N = 4096
 # The float16 copy's unit: a routed matrix is scaled by a power of two that brings its
 # largest column 2-norm to at most this, so no entry, W = C^T V or product overflows 65504.
 FP16_TARGET = 16384.0

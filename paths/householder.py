@@ -194,10 +194,33 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         pexp = own_exponents(H)
     if pexp is not None:
         prescale(H, pexp)
-    _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n,
-            NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0, after_panels)
+    floor = NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0
+    mp = work_rows(m, s) if after_panels is None else m
+    if mp == m:
+        _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels)
+    else:
+        # The wide path's after_panels reads the reflectors from H as they are made: it
+        # keeps H itself.
+        Wt = torch.empty((B, n, mp), dtype=H.dtype, device=H.device)
+        Wt[:, :, m:].zero_()
+        Wt[:, :, :m].copy_(Ht)
+        _factor(Wt.mT, Wt, tau, info, s, na_arg, has_na, nz_arg, B, mp, n, floor, None)
+        Ht.copy_(Wt[:, :, :m])
     if pexp is not None:
         unscale(H, pexp)
+
+
+def work_rows(m: int, s: schedules.Schedule) -> int:
+    """The rows the factorization of ``m``-row matrices under ``s`` runs on: m rounded up to
+    ``schedules.ROW_ALIGN`` for a blocked schedule (the input copied below zero rows), m for
+    the one-launch kernel.
+
+    >>> work_rows(3500, schedules.schedule_for(3500, 3500)), work_rows(30, schedules.schedule_for(30, 30))
+    (3504, 30)
+    """
+    if s.small:
+        return m
+    return -(-m // schedules.ROW_ALIGN) * schedules.ROW_ALIGN
 
 
 def _with_knobs(s: schedules.Schedule, info: Any, n: int = 0) -> schedules.Schedule:
@@ -556,6 +579,7 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     if s.small:
         return s.nb, [PANEL_ONE_LAUNCH]
     s = _with_knobs(s, None, n)
+    m = work_rows(m, s)
     sm = _sm_count(device) if device.type == "cuda" else None
     kinds = []
     for k in range(0, n, s.nb):

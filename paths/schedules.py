@@ -196,6 +196,14 @@ TRAILING_SLICE_MIN_ROWS = 64
 #: EXPERIMENTS.md T7). Knob ``tile_split_rows``.
 ONE_TILE_SPLIT_ROWS = 256
 ONE_TILE_SPLIT_MAX_BATCH = 8
+#: Blocked factorizations (not the one-launch kernel) of an ``m x n`` (m >= n) matrix whose m
+#: is not a multiple of ROW_ALIGN run on a copy padded with zero rows to one (a zero row
+#: stays zero and adds nothing to any sum, so the reflectors, tau and R are the same): every
+#: kernel's row stride is m, and Triton specializes an argument divisible by 16 (vector
+#: loads, aligned rows). Run 0038 (EXPERIMENTS.md L4), ms: 2x3500 19.39 against 2x3504 8.39,
+#: 60x1000 10.48 / 60x1008 3.85, 640x500 20.34 / 640x496 8.01, 40x350 0.951 / 40x352 0.624,
+#: 1x1000 2.161 / 1x1008 1.558; 8x2000 (a multiple of 16) 5.49 / 8x2016 5.42.
+ROW_ALIGN = 16
 #: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
 #: the first update would be row-split (few matrices), else two, so that the FP16-only
 #: update applies both in one pass over its tile (EXPERIMENTS.md N9). A pair update is

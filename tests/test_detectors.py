@@ -535,11 +535,11 @@ def test_fp16_route_range_and_its_knob():
 
     from adaptqr import config
     C = importlib.import_module("adaptqr.detectors.classify")
-    assert C.fp16_est_scale(2048, 2048) > 0.0  # offered up to FP16_MAX_N = 2048 (G3)
-    assert C.fp16_est_scale(4096, 4096) == 0.0
+    assert C.fp16_est_scale(4096, 4096) > 0.0  # offered up to FP16_MAX_N = 4096 (N18)
+    assert C.fp16_est_scale(4097, 4097) == 0.0 and C.fp16_est_scale(4000, 4096) == 0.0  # m < n
     assert C.fp16_est_scale(256, 256) == 0.0  # below FP16_MIN_N
-    with config.experiment(fp16_max_n=4096):
-        assert C.fp16_est_scale(4096, 4096) > 0.0
+    with config.experiment(fp16_max_n=2048):
+        assert C.fp16_est_scale(4096, 4096) == 0.0 and C.fp16_est_scale(2048, 2048) > 0.0
     with config.experiment(fp16_max_n=1024):
         assert C.fp16_est_scale(2048, 2048) == 0.0
     with pytest.raises(ValueError, match="fp16_max_n"):

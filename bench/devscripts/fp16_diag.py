@@ -9,8 +9,8 @@
    timing, L2 flushed, median of 7): the FP32 route (schedule ``fp16=False``) against the
    routed FP16 one, with the routed count and the worst residual over the whole batch.
 
-Run there: ``python3 bench/devscripts/fp16_diag.py [--sections calib,time]`` (JSON to
-``$OUT/fp16_diag.json``).
+Run there: ``python3 bench/devscripts/fp16_diag.py [--sections calib,time] [--calib-cases
+2:4096:1:dense:5,...]`` (JSON to ``$OUT/fp16_diag.json``).
 """
 
 from __future__ import annotations
@@ -162,7 +162,12 @@ def main():
     ap.add_argument("--sections", default="time,calib")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--time-cases", type=int, default=len(TIME), help="first N of TIME")
+    ap.add_argument("--calib-cases", default="",
+                    help="B:n:cond:case:seed,... in place of CALIB (e.g. 2:4096:1:dense:5)")
     args = ap.parse_args()
+    if args.calib_cases:
+        CALIB[:] = [(int(b), int(n), float(c), case, int(seed)) for b, n, c, case, seed in
+                    (spec.split(":") for spec in args.calib_cases.split(","))]
     for v in set(VARIANTS) - set(args.variants.split(",")):
         del VARIANTS[v]
     del TIME[args.time_cases:]

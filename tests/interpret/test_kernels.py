@@ -298,6 +298,27 @@ def _cases():
         _out({"name": f"batch-first grid {B}x{m}x{n}",
               "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
               "bar": bool(check_geqrf(A, H1, t1).passes_bar)})
+    # Rows padded to ROW_ALIGN (EXPERIMENTS.md L4): the factorization of the zero-padded
+    # copy against the matrix as it is (ROW_ALIGN 1), with the plain and row-split updates
+    # and n_active; the m each factorization ran on is recorded.
+    real_factor = hh._factor
+    for tag, sched, (B, m, n), info in (
+            ("plain", S, (2, 72, 50), None), ("split", S1, (3, 100, 90), None),
+            ("n_active", S1, (2, 100, 90), Info({"n_active": torch.tensor([90, 37], dtype=torch.int32)}))):
+        A = torch.randn(B, m, n)
+        ms = []
+        hh._factor = lambda *a: ms.append(a[9]) or real_factor(*a)
+        old_align = schedules.ROW_ALIGN
+        try:
+            H1, t1 = run(A, sched, info)
+            schedules.ROW_ALIGN = 1
+            H2, t2 = run(A, sched, info)
+        finally:
+            hh._factor, schedules.ROW_ALIGN = real_factor, old_align
+        _out({"name": f"row pad {tag} {B}x{m}x{n}", "ms": ms,
+              "err": float((H2 - H1).abs().max() / H1.abs().max()),
+              "tau": float((t2 - t1).abs().max()),
+              "bar": bool(check_geqrf(A[:1], H1[:1], t1[:1]).passes_bar)})
     return records
 
 @pytest.fixture(scope="module")
@@ -429,4 +450,13 @@ def test_batch_first_grid_gives_the_same_bits(results, name):
 def test_lookahead_order_matches_the_plain_loop(results, name):
     d = results[name]
     assert d["took"] == [1], d  # the plain run did not take it, the look-ahead run did
+    assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["bar"], d
+
+
+@pytest.mark.parametrize("name", ["row pad plain 2x72x50", "row pad split 3x100x90",
+                                  "row pad n_active 2x100x90"])
+def test_rows_padded_to_the_alignment_give_the_same_factorization(results, name):
+    d = results[name]
+    m = int(name.split("x")[-2])
+    assert d["ms"] == [-(-m // 16) * 16, m], d  # padded, then (ROW_ALIGN 1) as it is
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["bar"], d
