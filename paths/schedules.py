@@ -200,9 +200,10 @@ ONE_TILE_SPLIT_MAX_BATCH = 8
 #: is not a multiple of ROW_ALIGN run on a copy padded with zero rows to one (a zero row
 #: stays zero and adds nothing to any sum, so the reflectors, tau and R are the same): every
 #: kernel's row stride is m, and Triton specializes an argument divisible by 16 (vector
-#: loads, aligned rows). Run 0038 (EXPERIMENTS.md L4), ms: 2x3500 19.39 against 2x3504 8.39,
+#: loads, aligned rows). Run 0038 (EXPERIMENTS.md A1), ms: 2x3500 19.39 against 2x3504 8.39,
 #: 60x1000 10.48 / 60x1008 3.85, 640x500 20.34 / 640x496 8.01, 40x350 0.951 / 40x352 0.624,
-#: 1x1000 2.161 / 1x1008 1.558; 8x2000 (a multiple of 16) 5.49 / 8x2016 5.42.
+#: 1x1000 2.161 / 1x1008 1.558; 8x2000 (a multiple of 16) 5.49 / 8x2016 5.42. Padded (run
+#: 0051): 2x3500 8.60, 60x1000 4.18, 640x500 9.07, 40x350 0.743, 1x1000 1.568.
 ROW_ALIGN = 16
 #: Panels a group on the FP16 route: 0, by the batch (householder.fp16_group): one where
 #: the first update would be row-split (few matrices), else two, so that the FP16-only

@@ -298,7 +298,7 @@ def _cases():
         _out({"name": f"batch-first grid {B}x{m}x{n}",
               "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
               "bar": bool(check_geqrf(A, H1, t1).passes_bar)})
-    # Rows padded to ROW_ALIGN (EXPERIMENTS.md L4): the factorization of the zero-padded
+    # Rows padded to ROW_ALIGN (EXPERIMENTS.md A1): the factorization of the zero-padded
     # copy against the matrix as it is (ROW_ALIGN 1), with the plain and row-split updates
     # and n_active; the m each factorization ran on is recorded.
     real_factor = hh._factor
