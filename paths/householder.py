@@ -6,7 +6,9 @@ writes ``tau`` (``(B, n)``). The host only launches kernels: no synchronization,
 data-dependent shapes, so the whole call can be captured in a CUDA graph. Workspaces: ``T``
 (``B x cdiv(n, nb) x nb x nb`` float32, at most ``nb/m`` of the input); for tall panels of
 small batches also the row-split panel's partial sums, barrier counters and per-program
-``T`` parts, and the row-split trailing update's ``W`` (``B x n x nb``).
+``T`` parts, and the row-split trailing update's ``W`` (``B x n x nb``). A blocked
+schedule whose m is not a multiple of ``schedules.ROW_ALIGN`` factors a copy padded with
+zero rows (:func:`work_rows`, ``B x n x m'`` float32) and copies it back.
 
 Plan per shape (:mod:`adaptqr.paths.schedules`):
 
@@ -195,12 +197,11 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     if pexp is not None:
         prescale(H, pexp)
     floor = NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0
+    # The wide path's after_panels reads the reflectors from H as they are made: no copy.
     mp = work_rows(m, s) if after_panels is None else m
     if mp == m:
         _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels)
     else:
-        # The wide path's after_panels reads the reflectors from H as they are made: it
-        # keeps H itself.
         Wt = torch.empty((B, n, mp), dtype=H.dtype, device=H.device)
         Wt[:, :, m:].zero_()
         Wt[:, :, :m].copy_(Ht)
