@@ -101,6 +101,12 @@ QFORM_ONE_NB = 512
 QFORM_ONE_MIN_N = 1024
 QFORM_ONE_MIN_N_QUEUED = 512
 QFORM_ONE_MAX_N = 2048
+#: The Triton route forms Q of ``m``-row reflectors, m not a multiple of this, from a copy
+#: padded with zero rows (the padded rows of every reflector are zero, so Q's padded rows
+#: and columns are the identity's and its first m rows are Q's), as the factorization does
+#: (``schedules.ROW_ALIGN``: the kernels' row stride is m; EXPERIMENTS.md A1, QF15). 0:
+#: off, the default until measured. Knob ``qform_row_align`` (0 / 16).
+QFORM_ROW_ALIGN = 0
 
 
 class QFormTiles(NamedTuple):
@@ -338,16 +344,35 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     # Column-major A (geqrf's output) makes this a view.
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
-    t = tiles or qform_tiles(B, m, n, _sm_count(A.device))
+    align = config.snapshot().knobs.qform_row_align
+    align = QFORM_ROW_ALIGN if align is None else align
+    mp = -(-m // align) * align if align else m
+    if mp == m:
+        _form(Ht, t2, Qt, m, n, tiles)
+        return Qt.mT
+    Hp = Ht.new_empty(B, n, mp)
+    Hp[:, :, m:].zero_()
+    Hp[:, :, :m].copy_(Ht)
+    Qp = Ht.new_empty(B, n, mp)
+    _form(Hp, t2, Qp, mp, n, tiles)
+    Qt.view(B, n, m).copy_(Qp[:, :, :m])
+    return Qt.mT
+
+
+def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
+          tiles: QFormTiles | None) -> None:
+    """``Qt`` (``(B, n, m)`` contiguous, any batch view of it) ``= Q^T`` of the reflectors in
+    ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T``, then Q."""
+    B, k = tau.shape
+    t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
     n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
-        TW = t2  # unread
+        TW = tau  # unread
     else:
-        TW = _panel_ts(Ht, t2, m, n, n_tw, t.nb)
-    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, t2, TW, Qt, m, n, k, n_tw, NB=t.nb,
+        TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb)
+    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps)
-    return Qt.mT
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int
