@@ -56,6 +56,11 @@
 #   --knobs b16:tile_split_batch=16 --knobs b32:tile_split_batch=32" \
 #   B12="--knobs g64r:gram_max_batch=64,cuda_panel_rows=512" TESTS_K="gram_panel" \
 #   bash bench/devscripts/variants_call.sh
+# Session 25: H23 kept, T7 rejected (run 0014); W6 kept (0022-0023). Built, not run: QF15
+# (Q's rows padded) and A2 (wide rows padded), EXPERIMENTS.md:
+#   SKIP_B12=1 TESTS_K="padded_rows" SWEEP_CASES=bench/devscripts/cases_a2_wide.json \
+#   SWEEP="--knobs a:wide_row_align=16" HP_CASES=bench/devscripts/cases_qf15.json \
+#   HP="--knobs p:qform_row_align=16" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
