@@ -66,3 +66,29 @@ def _launch(A: torch.Tensor, a: torch.Tensor) -> None:
     tiles_n = triton.cdiv(n, TILE)
     grid = (B * triton.cdiv(m, TILE) * tiles_n,)
     column_major_copy_kernel[grid](A, a, m, n, m * n, n, tiles_n, BM=TILE, BN=TILE, num_warps=4)
+
+
+def aligned(m: int, align: int) -> int:
+    """``m`` rounded up to a multiple of ``align`` (``m`` itself for ``align`` 0).
+
+    >>> aligned(3500, 16), aligned(3504, 16), aligned(3500, 0)
+    (3504, 3504, 3500)
+    """
+    return -(-m // align) * align if align else m
+
+
+def rows_padded(Ht: torch.Tensor, mp: int) -> torch.Tensor:
+    """A ``(B, n, mp)`` contiguous copy of ``Ht`` ``(B, n, m)`` (column-major matrices seen
+    transposed) with zeros in rows ``m`` to ``mp`` of every matrix: the working copy on
+    which the kernels' row stride is a multiple of 16 (docs/EXPERIMENTS.md A1).
+
+    >>> Ht = torch.ones(2, 3, 5)
+    >>> P = rows_padded(Ht, 8)
+    >>> P.shape, bool(P[:, :, :5].eq(1).all() and P[:, :, 5:].eq(0).all())
+    (torch.Size([2, 3, 8]), True)
+    """
+    B, n, m = Ht.shape
+    P = Ht.new_empty(B, n, mp)
+    P[:, :, m:].zero_()
+    P[:, :, :m].copy_(Ht)
+    return P

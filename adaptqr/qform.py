@@ -49,6 +49,7 @@ import triton
 
 from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
+from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
@@ -344,17 +345,12 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     # Column-major A (geqrf's output) makes this a view.
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
-    align = config.snapshot().knobs.qform_row_align
-    align = QFORM_ROW_ALIGN if align is None else align
-    mp = -(-m // align) * align if align else m
+    mp = aligned(m, config.snapshot().knobs.get("qform_row_align", QFORM_ROW_ALIGN))
     if mp == m:
         _form(Ht, t2, Qt, m, n, tiles)
         return Qt.mT
-    Hp = Ht.new_empty(B, n, mp)
-    Hp[:, :, m:].zero_()
-    Hp[:, :, :m].copy_(Ht)
     Qp = Ht.new_empty(B, n, mp)
-    _form(Hp, t2, Qp, mp, n, tiles)
+    _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles)
     Qt.view(B, n, m).copy_(Qp[:, :, :m])
     return Qt.mT
 

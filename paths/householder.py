@@ -66,6 +66,7 @@ from typing import Any, NamedTuple
 import torch
 import triton
 
+from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
@@ -202,9 +203,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     if mp == m:
         _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels)
     else:
-        Wt = torch.empty((B, n, mp), dtype=H.dtype, device=H.device)
-        Wt[:, :, m:].zero_()
-        Wt[:, :, :m].copy_(Ht)
+        Wt = rows_padded(Ht, mp)
         _factor(Wt.mT, Wt, tau, info, s, na_arg, has_na, nz_arg, B, mp, n, floor, None)
         Ht.copy_(Wt[:, :, :m])
     if pexp is not None:
@@ -219,9 +218,7 @@ def work_rows(m: int, s: schedules.Schedule) -> int:
     >>> work_rows(3500, schedules.schedule_for(3500, 3500)), work_rows(30, schedules.schedule_for(30, 30))
     (3504, 30)
     """
-    if s.small:
-        return m
-    return -(-m // schedules.ROW_ALIGN) * schedules.ROW_ALIGN
+    return m if s.small else aligned(m, schedules.ROW_ALIGN)
 
 
 def _with_knobs(s: schedules.Schedule, info: Any, n: int = 0) -> schedules.Schedule:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import torch
 
 from adaptqr.detectors import finish_tail, route
+from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.lanes import NORMAL_PRIORITY, Lanes, OneLane
 from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
 from adaptqr.qform import (
@@ -84,15 +85,12 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
 
     settings = getattr(info, "settings", None) or config.snapshot()
     B, m, n = H.shape
-    align = settings.knobs.get("wide_row_align", WIDE_ROW_ALIGN)
-    mp = -(-m // align) * align if align else m
+    mp = aligned(m, settings.knobs.get("wide_row_align", WIDE_ROW_ALIGN))
     if mp == m or mp >= n:
         _factor_wide(H, tau, settings)
         return
     # Column j >= m of the padded matrix has only zero rows from j down: tau 0, no change.
-    Hpt = torch.empty((B, n, mp), dtype=H.dtype, device=H.device)
-    Hpt[:, :, m:].zero_()
-    Hpt[:, :, :m].copy_(H.mT)
+    Hpt = rows_padded(H.mT, mp)
     taup = torch.empty((B, mp), dtype=tau.dtype, device=tau.device)
     _factor_wide(Hpt.mT, taup, settings)
     H.mT.copy_(Hpt[:, :, :m])
