@@ -105,9 +105,11 @@ QFORM_ONE_MAX_N = 2048
 #: The Triton route forms Q of ``m``-row reflectors, m not a multiple of this, from a copy
 #: padded with zero rows (the padded rows of every reflector are zero, so Q's padded rows
 #: and columns are the identity's and its first m rows are Q's), as the factorization does
-#: (``schedules.ROW_ALIGN``: the kernels' row stride is m; EXPERIMENTS.md A1, QF15). 0:
-#: off, the default until measured. Knob ``qform_row_align`` (0 / 16).
-QFORM_ROW_ALIGN = 0
+#: (``schedules.ROW_ALIGN``: the kernels' row stride is m; EXPERIMENTS.md A1, QF15). Run
+#: 0607 (``householder_product``, ms, 0 / 16): 60x1000 14.10 / 4.76, 640x500 21.58 / 7.51,
+#: 40x350 0.751 / 0.273, 16x1000 4.74 / 1.55, 1x1000 2.37 / 0.845; the aligned neighbours
+#: (60x1008, 640x496, 40x352) within 0.5 %. Knob ``qform_row_align`` (0 / 16).
+QFORM_ROW_ALIGN = 16
 
 
 class QFormTiles(NamedTuple):

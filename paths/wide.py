@@ -27,7 +27,6 @@ from __future__ import annotations
 import torch
 
 from adaptqr.detectors import finish_tail, route
-from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.lanes import NORMAL_PRIORITY, Lanes, OneLane
 from adaptqr.paths.prescale import Given, own_exponents, prescale, unscale
 from adaptqr.qform import (
@@ -63,12 +62,6 @@ WIDE_CHUNK_PANELS_ONE = 4
 #: 1.778; dense 1.6-2.7 % slower (1x1536 3.147 / 3.191, 4x1024 2.222 / 2.282); run 0022:
 #: 8x1024x4096 3.838 / 3.903. Knob ``wide_probe`` (EXPERIMENTS.md W6).
 WIDE_PROBE = 1
-#: Rows of a wide matrix padded with zeros to a multiple of this before it is factored
-#: (EXPERIMENTS.md A2; the householder path's ``schedules.ROW_ALIGN``, A1: the kernels'
-#: row stride is m): the padded rows make reflectors of ``tau = 0`` and zero rows of R,
-#: dropped after. Only where the padded matrix stays wide. 0: off, the default until
-#: measured. Knob ``wide_row_align`` (0 / 16).
-WIDE_ROW_ALIGN = 0
 
 
 def capable(spec) -> str | None:
@@ -82,25 +75,9 @@ def capable(spec) -> str | None:
 def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     """Factor wide ``H`` ``(B, m, n)`` (column-major, ``m < n``) in place; ``tau``: ``(B, m)``."""
     from adaptqr import config
-
-    settings = getattr(info, "settings", None) or config.snapshot()
-    B, m, n = H.shape
-    mp = aligned(m, settings.knobs.get("wide_row_align", WIDE_ROW_ALIGN))
-    if mp == m or mp >= n:
-        _factor_wide(H, tau, settings)
-        return
-    # Column j >= m of the padded matrix has only zero rows from j down: tau 0, no change.
-    Hpt = rows_padded(H.mT, mp)
-    taup = torch.empty((B, mp), dtype=tau.dtype, device=tau.device)
-    _factor_wide(Hpt.mT, taup, settings)
-    H.mT.copy_(Hpt[:, :, :m])
-    tau.copy_(taup[:, :m])
-
-
-def _factor_wide(H: torch.Tensor, tau: torch.Tensor, settings) -> None:
-    """:func:`factor_wide` on ``H`` as it is."""
     from adaptqr.paths.householder import factor_householder
 
+    settings = getattr(info, "settings", None) or config.snapshot()
     B, m, _ = H.shape
     e = own_exponents(H)
     prescale(H, e)

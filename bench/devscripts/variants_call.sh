@@ -61,6 +61,7 @@
 #   SKIP_B12=1 TESTS_K="padded_rows" SWEEP_CASES=bench/devscripts/cases_a2_wide.json \
 #   SWEEP="--knobs a:wide_row_align=16" HP_CASES=bench/devscripts/cases_qf15.json \
 #   HP="--knobs p:qform_row_align=16" bash bench/devscripts/variants_call.sh
+# Session 26: QF15 kept, A2 rejected and removed (run 0605-0607).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

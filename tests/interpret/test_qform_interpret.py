@@ -61,9 +61,9 @@ def test_row_major_input_is_read_as_is():
 @pytest.mark.parametrize("shape,k", [((2, 100, 70), None), ((1, 90, 50), 20), ((2, 2, 33, 17), None),
                                      ((2, 50, 50), None)])
 def test_rows_padded_to_the_alignment(shape, k, monkeypatch):
-    # QF15 (knob qform_row_align): reflectors of m rows, m not a multiple of 16, padded with
-    # zero rows before Q is formed; Q's first m rows are torch's. The rows the kernels ran
-    # on are recorded: padded under the knob, m as it is without it (the default).
+    # QF15 (knob qform_row_align, on by default): reflectors of m rows, m not a multiple of
+    # 16, padded with zero rows before Q is formed; Q's first m rows are torch's. The rows
+    # the kernels ran on are recorded: padded by default, m as it is with the knob at 0.
     from adaptqr import config
 
     h, tau = _factors(shape, k)
@@ -71,15 +71,14 @@ def test_rows_padded_to_the_alignment(shape, k, monkeypatch):
     seen = []
     real = qform._form
     monkeypatch.setattr(qform, "_form", lambda *a: seen.append(a[3]) or real(*a))
-    with config.experiment(qform_row_align=16):
-        got = triton_householder_product(h, tau)
+    got = triton_householder_product(h, tau)
     want = originals.householder_product(h, tau)
     assert seen == [-(-shape[-2] // 16) * 16]
     assert got.shape == want.shape and got.stride() == want.stride()
     torch.testing.assert_close(got, want, rtol=0, atol=2e-6)
     assert torch.equal(h, h0) and torch.equal(tau, t0)
-    assert qform.QFORM_ROW_ALIGN == 0  # off until measured
-    triton_householder_product(h, tau)
+    with config.experiment(qform_row_align=0):
+        triton_householder_product(h, tau)
     assert seen[1:] == [shape[-2]]
 
 

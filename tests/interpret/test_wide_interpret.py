@@ -141,32 +141,3 @@ def test_probed_block_skips_its_tail(shape, monkeypatch):
     assert res.passes_bar, res.summary
     res = check_qr(A[:, :, :m], Q, R)
     assert res.passes_bar, res.summary
-
-
-@pytest.mark.parametrize("shape,padded", [((2, 50, 130), 64), ((1, 70, 100), 80),
-                                          ((2, 60, 62), 60), ((1, 24, 50), 32)])
-def test_rows_padded_to_the_alignment(shape, padded, monkeypatch):
-    # A2 (knob wide_row_align): a wide matrix whose m is not a multiple of 16 is factored
-    # with zero rows below it, where the padded matrix stays wide (60 -> 64 would not: 62
-    # columns); the extra reflectors are identities and are dropped. Same result as the
-    # matrix as it is, to rounding, at the bar; the input untouched.
-    from adaptqr import config
-    from adaptqr.paths import wide
-
-    g = torch.Generator().manual_seed(263)
-    A = torch.randn(*shape, generator=g)
-    A0 = A.clone()
-    rows = []
-    real = wide._factor_wide
-    monkeypatch.setattr(wide, "_factor_wide", lambda H, tau, s: rows.append(H.shape[1]) or real(H, tau, s))
-    assert wide.WIDE_ROW_ALIGN == 0  # off until measured
-    a0, t0 = adaptqr.geqrf(A, path="wide")
-    with config.experiment(wide_row_align=16):
-        a, tau = adaptqr.geqrf(A, path="wide")
-    assert rows == [shape[1], padded]
-    assert torch.equal(A, A0)
-    assert a.shape == a0.shape and a.stride() == a0.stride() and tau.shape == t0.shape
-    res = check_geqrf(A, a, tau)
-    assert res.passes_bar, res.summary
-    torch.testing.assert_close(a, a0, rtol=0, atol=1e-5 * float(A.abs().max()) * shape[1])
-    torch.testing.assert_close(tau, t0, rtol=0, atol=1e-5)
