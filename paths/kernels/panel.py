@@ -313,24 +313,28 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
 
 
 @triton.jit
-def _vtv(P, rows, cols, msk):
+def _vtv(P, rows, cols, msk, PREC: tl.constexpr = "ieee"):
     """``V V^T`` of stored reflectors ``P`` (``[NB, len(rows)]``: column ``cols[i]``'s rows
-    ``rows``): unit diagonal and zeros above it implied, entries outside ``msk`` are 0."""
+    ``rows``): unit diagonal and zeros above it implied, entries outside ``msk`` are 0.
+    Products in ``PREC`` (``input_precision``)."""
     V = tl.where(rows[None, :] > cols[:, None], P, tl.where(rows[None, :] == cols[:, None], 1.0, 0.0))
     V = tl.where(msk, V, 0.0)
-    return tl.dot(V, tl.trans(V), input_precision="ieee")
+    return tl.dot(V, tl.trans(V), input_precision=PREC)
 
 
 @triton.jit
-def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr):
+def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr,
+                PREC: tl.constexpr = "ieee"):
     """``V^T V`` (NB x NB) of the reflectors stored in columns ``cols`` of one matrix (unit
-    diagonal implied, rows ``[k, m)`` read in chunks of CH; columns not in ``keep`` are 0)."""
+    diagonal implied, rows ``[k, m)`` read in chunks of CH; columns not in ``keep`` are 0),
+    products in ``PREC``."""
     rr = tl.arange(0, CH)
     S = tl.zeros((NB, NB), dtype=tl.float32)
     for r0 in range(k, m, CH):
         r = r0 + rr
         msk = keep[:, None] & (r < m)[None, :]
-        S += _vtv(tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0), r, cols, msk)
+        S += _vtv(tl.load(base + cols[:, None] * m + r[None, :], mask=msk, other=0.0), r, cols, msk,
+                  PREC)
     return S
 
 

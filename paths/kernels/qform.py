@@ -42,10 +42,11 @@ from adaptqr.paths.kernels.trailing import _dot, _load_t, _load_v
 
 
 @triton.jit
-def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.constexpr):
+def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.constexpr,
+                   PREC: tl.constexpr):
     """``TW[b, p]``: the ``T`` of the reflectors in columns ``[p*NB, p*NB + NB)`` of matrix b
     (columns at or past ``k`` count as ``tau = 0``: a zero column of ``T``), for the panels
-    ``p = p0 + program_id(1)``."""
+    ``p = p0 + program_id(1)``; ``V^T V``'s products in ``PREC``."""
     b = tl.program_id(0)
     p = p0 + tl.program_id(1)
     k0 = p * NB
@@ -54,7 +55,7 @@ def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.cons
     keep = cols < k
     base = Ht + b.to(tl.int64) * n * m
     taus = tl.load(TAU + b.to(tl.int64) * k + cols, mask=keep, other=0.0)
-    T = _build_t(_stored_vtv(base, cols, keep, k0, m, NB, CH), taus, NB)
+    T = _build_t(_stored_vtv(base, cols, keep, k0, m, NB, CH, PREC), taus, NB)
     _store_t(TW, b, p, n_tw, T, NB)
 
 

@@ -71,6 +71,18 @@ def test_unpadded_rows_at_the_half_gate(shape, k):
     _q_at_the_half_gate(shape, k, qform_row_align=0)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("knobs", [{"qform_t_prec": "tf32x3"}, {"qform_t_warps": 4},
+                                   {"qform_t_prec": "tf32x3", "qform_t_warps": 4}],
+                         ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
+@pytest.mark.parametrize("shape,k", [((640, 512, 512), None), ((60, 1000, 1000), None),
+                                     ((3, 700, 500), 300), ((40, 176, 176), None)],
+                         ids=_shape_id)
+def test_t_kernel_variants_at_the_half_gate(shape, k, knobs):
+    # EXPERIMENTS.md QF16: the T kernel's V^T V in tf32x3, and on 4 warps.
+    _q_at_the_half_gate(shape, k, **knobs)
+
+
 def _q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 

@@ -43,6 +43,31 @@ def test_equals_torch(tiles, shape, k):
     assert torch.equal(h, h0) and torch.equal(tau, t0)
 
 
+@pytest.mark.parametrize("prec,warps", [("tf32x3", 1), ("ieee", 4), ("tf32x3", 4)])
+def test_t_kernel_variants_equal_torch(prec, warps, monkeypatch):
+    # QF16 (knobs qform_t_prec, qform_t_warps): the T kernel's V^T V in tf32x3 and on more
+    # warps; torch's Q, with the knobs seen at the launch.
+    from adaptqr import config
+    from adaptqr.paths.kernels import qform as kq
+
+    seen = []
+    real = kq.qform_t_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*a, **kw):
+                seen.append((kw["PREC"], kw["num_warps"]))
+                return real[grid](*a, **kw)
+            return launch
+
+    monkeypatch.setattr(qform, "qform_t_kernel", Spy())
+    h, tau = _factors((2, 130, 70))
+    with config.experiment(qform_t_prec=prec, qform_t_warps=warps):
+        got = triton_householder_product(h, tau, TILES["chunked"])
+    assert seen == [(prec, warps)]
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
 def test_zero_tau_columns_are_identity_reflectors():
     h, tau = _factors((2, 48, 40))
     tau[:, 5] = 0.0
