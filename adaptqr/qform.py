@@ -56,14 +56,17 @@ from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
 #: Panel width of the blocked Q formation: the factorization's (its T kernel's helpers).
 QFORM_NB = 32
-#: Rows of a panel's ``V^T V`` a step of the T kernel sums.
+#: Rows of a panel's ``V^T V`` a step of the T kernel sums. Knob ``qform_t_rows``.
 QFORM_T_ROWS = 64
 #: The T kernel's ``V^T V`` products ("ieee": FMA, or "tf32x3": float32 accuracy on tensor
-#: cores) and its warps a panel. ncu (run 0631, ``..._0631_ncu_qform_*.txt``): with "ieee"
+#: cores) and its warps a panel. ncu (run 0622, ``..._0622_ncu_qform_*.txt``): with "ieee"
 #: on one warp it took 853 us of 640x512's Q (qform_kernel 5.48 ms) and 262 us of
 #: 60x1024's (3.86 ms), at 86 % of its memory pipes' throughput and 9-10 % of DRAM's: the
-#: FMA product's operand traffic. Knobs ``qform_t_prec``, ``qform_t_warps`` (QF16).
-QFORM_T_PREC, QFORM_T_WARPS = "ieee", 1
+#: FMA product's operand traffic. Run 0631 (``householder_product``, ms, ieee / tf32x3 /
+#: ieee on 4 warps): 640x512 6.44 / 6.14 / 6.84, 60x1024 4.15 / 4.04 / 4.28, 64x1024x256
+#: 0.719 / 0.624 / 0.734; n >= 2048 unchanged (cuBLAS or long strips). Knobs
+#: ``qform_t_prec``, ``qform_t_warps`` (EXPERIMENTS.md QF16).
+QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 1
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -385,16 +388,16 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
     (``tau`` ``(B, k)`` contiguous): one launch, one warp a panel."""
     B, k = tau.shape
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
-    prec, warps = _t_launch()
-    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, CH=QFORM_T_ROWS,
-                              PREC=prec, num_warps=warps)
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, **_t_launch())
     return TW
 
 
-def _t_launch() -> tuple[str, int]:
-    """The T kernel's product precision and warps (:data:`QFORM_T_PREC`, the knobs)."""
+def _t_launch() -> dict:
+    """The T kernel's row chunk, product precision and warps (:data:`QFORM_T_PREC`, the
+    knobs), as launch arguments."""
     knobs = config.snapshot().knobs
-    return knobs.get("qform_t_prec", QFORM_T_PREC), knobs.get("qform_t_warps", QFORM_T_WARPS)
+    return dict(CH=knobs.get("qform_t_rows", QFORM_T_ROWS), PREC=knobs.get("qform_t_prec", QFORM_T_PREC),
+                num_warps=knobs.get("qform_t_warps", QFORM_T_WARPS))
 
 
 def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
@@ -450,9 +453,7 @@ def apply_qt_panels(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, TW: tor
         return
     Ht = H.mT
     n_tw = TW.shape[1]
-    prec, warps = _t_launch()
-    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, m, k, k, n_tw, p0, NB=QFORM_NB,
-                                 CH=QFORM_T_ROWS, PREC=prec, num_warps=warps)
+    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, m, k, k, n_tw, p0, NB=QFORM_NB, **_t_launch())
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
     bn = QFORM_NARROW_BN if narrow else QFORM_BN
     apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),
