@@ -116,10 +116,9 @@ class Knobs:
     ``min(m, n)`` of one matrix that does), ``wide_probe`` (``paths.wide.WIDE_PROBE``: 0 /
     1, the wide path's leading block probed for its rank), ``qform_row_align``
     (``qform.QFORM_ROW_ALIGN``: 0 / 16, Q of reflectors whose rows are not a multiple of it
-    formed from a copy padded with zero rows), ``qform_t_prec`` / ``qform_t_warps`` /
-    ``qform_t_rows`` (``qform.QFORM_T_PREC`` / ``QFORM_T_WARPS`` / ``QFORM_T_ROWS``: "ieee" /
-    "tf32x3", 1 / 2 / 4 and 64 / 128 / 256, the Q formation's T kernel's ``V^T V`` products,
-    warps and row chunk), ``gram_panel``
+    formed from a copy padded with zero rows), ``qform_t_prec`` / ``qform_t_warps``
+    (``qform.QFORM_T_PREC`` / ``QFORM_T_WARPS``: "ieee" / "tf32x3" and 1 / 2 / 4, the Q
+    formation's T kernel's ``V^T V`` products and warps), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are)."""
@@ -145,7 +144,6 @@ class Knobs:
     qform_row_align: int | None = None
     qform_t_prec: str | None = None
     qform_t_warps: int | None = None
-    qform_t_rows: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
 
@@ -267,7 +265,6 @@ KNOB_CHOICES = {
     "qform_row_align": (0, 16),
     "qform_t_prec": ("ieee", "tf32x3"),
     "qform_t_warps": (1, 2, 4),
-    "qform_t_rows": (64, 128, 256),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
 }

@@ -56,7 +56,8 @@ from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
 #: Panel width of the blocked Q formation: the factorization's (its T kernel's helpers).
 QFORM_NB = 32
-#: Rows of a panel's ``V^T V`` a step of the T kernel sums. Knob ``qform_t_rows``.
+#: Rows of a panel's ``V^T V`` a step of the T kernel sums. Run 0637 (ms, 64 / 128 / 256
+#: rows): 640x512 6.17 / 7.05 / 17.9, 60x1024 4.19 / 4.29 / 7.46 (EXPERIMENTS.md QF16).
 QFORM_T_ROWS = 64
 #: The T kernel's ``V^T V`` products ("ieee": FMA, or "tf32x3": float32 accuracy on tensor
 #: cores) and its warps a panel. ncu (run 0622, ``..._0622_ncu_qform_*.txt``): with "ieee"
@@ -64,9 +65,11 @@ QFORM_T_ROWS = 64
 #: 60x1024's (3.86 ms), at 86 % of its memory pipes' throughput and 9-10 % of DRAM's: the
 #: FMA product's operand traffic. Run 0631 (``householder_product``, ms, ieee / tf32x3 /
 #: ieee on 4 warps): 640x512 6.44 / 6.14 / 6.84, 60x1024 4.15 / 4.04 / 4.28, 64x1024x256
-#: 0.719 / 0.624 / 0.734; n >= 2048 unchanged (cuBLAS or long strips). Knobs
-#: ``qform_t_prec``, ``qform_t_warps`` (EXPERIMENTS.md QF16).
-QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 1
+#: 0.719 / 0.624 / 0.734; n >= 2048 unchanged (cuBLAS or long strips). Run 0637 (tf32x3,
+#: ms, one / two warps): 640x512 6.17 / 6.05 (its three other profiles 1-3 % faster too),
+#: 60x1024 4.19 / 4.09, 40x176 0.079 / 0.073. Knobs ``qform_t_prec``, ``qform_t_warps``
+#: (EXPERIMENTS.md QF16).
+QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 2
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -394,9 +397,9 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
 
 def _t_launch() -> dict:
     """The T kernel's row chunk, product precision and warps (:data:`QFORM_T_PREC`, the
-    knobs), as launch arguments."""
+    knobs) as launch arguments."""
     knobs = config.snapshot().knobs
-    return dict(CH=knobs.get("qform_t_rows", QFORM_T_ROWS), PREC=knobs.get("qform_t_prec", QFORM_T_PREC),
+    return dict(CH=QFORM_T_ROWS, PREC=knobs.get("qform_t_prec", QFORM_T_PREC),
                 num_warps=knobs.get("qform_t_warps", QFORM_T_WARPS))
 
 
