@@ -24,7 +24,7 @@ import threading
 
 import torch
 
-__all__ = ["HI_PRIORITY", "NORMAL_PRIORITY", "Lanes", "OneLane"]
+__all__ = ["HI_PRIORITY", "NORMAL_PRIORITY", "Lanes", "OneLane", "side_stream"]
 
 
 class Lanes:
@@ -94,3 +94,17 @@ def _thread_stream(device: torch.device, priority: int):
     if (index, priority) not in streams:
         streams[index, priority] = torch.cuda.Stream(device=index, priority=priority)
     return streams[index, priority]
+
+
+def side_stream(parent: torch.cuda.Stream) -> torch.cuda.Stream:
+    """This thread's side stream of ``parent`` (same device and priority), for launches that
+    run beside ``parent``'s own (the trailing update's two routes, EXPERIMENTS.md N19). One
+    for each parent: the look-ahead's two lanes each get their own, so that neither waits
+    on the other's side work."""
+    streams = getattr(_STREAMS, "sides", None)
+    if streams is None:
+        streams = _STREAMS.sides = {}
+    key = (parent.device.index, parent.cuda_stream)
+    if key not in streams:
+        streams[key] = torch.cuda.Stream(device=parent.device, priority=parent.priority)
+    return streams[key]

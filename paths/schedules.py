@@ -110,6 +110,14 @@ CLUSTER_SMALL_CTA_ROWS = 128
 #: 0212). Over Triton's panels too (L3, run 0416, against CUDA C panels only): 40x352
 #: 0.793 -> 0.712, 40x176 0.253 -> 0.254. Knob ``lookahead``: 0 off.
 LOOKAHEAD = 1
+#: Route lanes (EXPERIMENTS.md N19): with the FP16 route, each trailing update launches once
+#: a route (fp16_storage.F16_SKIP, then F16_ONLY), and the launch for a route no matrix
+#: takes exits at once but still holds its place on the chain (N16, N18: ~1.5 us each,
+#: 468 of them at 2x4096). 1: in a CUDA graph capture, the FP32 route's launches go on a
+#: side stream of the current one, beside the FP16 route's (the routes update different
+#: matrices), joined after; 2: in eager calls too (their event waits cost host time);
+#: 0: off, the default until measured. Knob ``route_lanes``.
+ROUTE_LANES = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -135,6 +143,7 @@ SCHEDULE_KNOBS = {
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
+    "route_lanes": ("ROUTE_LANES", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
     "tile_split_rows": ("ONE_TILE_SPLIT_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
@@ -335,6 +344,9 @@ class Schedule:
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None
+    # The FP32 route's update launches on a side stream (ROUTE_LANES: 0, 1 in graph
+    # captures, 2 always); None: the knob, else the constant.
+    route_lanes: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.
     slice_min_rows: int | None = None

@@ -385,3 +385,44 @@ def test_small_n_nb_knob():
     with config.experiment(small_n_nb=0):
         assert (_with_knobs(small, None).nb, _with_knobs(big, None).nb) == (16, 32)
     assert _with_knobs(dataclasses.replace(small, small_n_nb=0), None).nb == 16
+
+
+def test_route_lanes_knob():
+    # EXPERIMENTS.md N19: off by default; 1 (graph captures) and 2 (always) under the knob.
+    _knob_resolves("route_lanes", schedules.ROUTE_LANES, 2, 3)
+    assert schedules.ROUTE_LANES == 0  # off until measured
+
+
+class _Tensor:
+    is_cuda = True
+    device = torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize("mode,f16,capturing", [
+    (0, (1, 2), True),      # off
+    (1, None, True),        # no FP16 route: one launch a kernel, nothing beside it
+    (1, (1, 2), False),     # 1 outside a capture: eager calls keep one stream
+    (2, None, False),
+])
+def test_route_lanes_stay_on_the_current_stream(mode, f16, capturing, monkeypatch):
+    # Where route lanes do not apply, no stream is touched (this runs without CUDA) and the
+    # launches of both routes stay in issue order: `on` gives no stream context.
+    import contextlib
+    import dataclasses
+
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing)
+    s = dataclasses.replace(schedules.schedule_for(2048, 2048), route_lanes=mode)
+    f = type("F", (), {"s": s, "Ht": _Tensor()})()
+    lanes = hh._RouteLanes(f, f16)
+    assert lanes.side is None
+    for m in (0, 1, 2):
+        assert isinstance(lanes.on(m), contextlib.nullcontext)
+    lanes.join()
+
+
+def test_route_lanes_off_the_gpu():
+    import dataclasses
+
+    s = dataclasses.replace(schedules.schedule_for(2048, 2048), route_lanes=2)
+    f = type("F", (), {"s": s, "Ht": torch.zeros(1)})()
+    assert hh._RouteLanes(f, (1, 2)).side is None

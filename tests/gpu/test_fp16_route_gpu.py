@@ -147,3 +147,32 @@ def test_explain_shows_the_precision_route():
     ex = adaptqr.explain(A)
     assert ex.precision == ["fp16"] * 4 + ["fp32"] * 5, ex.precision
     assert "4 matrices in float16" in str(ex)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("lanes", [1, 2])
+@pytest.mark.parametrize("n,dense", [(2048, 1), (4096, 1), (768, 5)])
+def test_route_lanes_match(n, dense, lanes):
+    # EXPERIMENTS.md N19: the FP32 route's update launches on a side stream, in graph
+    # captures (1) or always (2). A batch of both routes (dense matrices on FP16, rankdef
+    # ones on FP32): row-split updates at 2048 and 4096, tile updates at 768; eagerly and
+    # through the graph cache's capture and replay. Same factors as one stream, to the
+    # row-split update's atomics, each route taken, every matrix at the bar.
+    from adaptqr import config
+
+    A = torch.cat([generate(dense, n, 2, 68 + n, "dense"), generate(1, n, 0, 69 + n, "rankdef")])
+    H0, t0 = adaptqr.geqrf(A)
+    log.clear_decisions()
+    log.enable()
+    try:
+        with config.experiment(route_lanes=lanes):
+            for _ in range(3):  # the third call replays a captured graph
+                H, tau = adaptqr.geqrf(A)
+        rec = log.decisions(1)[-1]
+    finally:
+        log.disable()
+    assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
+    r = check_geqrf(A, H, tau)
+    assert r.passes_bar, r.summary()
+    assert float((H - H0).norm() / H0.norm()) < 1e-4
+    assert float((tau - t0).abs().max()) < 1e-3
