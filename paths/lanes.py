@@ -9,7 +9,8 @@ path). :meth:`Lanes.fork` makes ``hi`` wait for what ``main`` has queued,
 (:meth:`Lanes.record`, :meth:`Lanes.wait`). During a CUDA graph capture on ``main`` the fork
 joins ``hi`` to the capture, so the graph records both. :class:`OneLane` issues everything
 in the same order on the current stream (off the GPU, where the interpreter's tests check
-the look-ahead's order of work).
+the look-ahead's order of work). :func:`side_stream` gives a stream beside any one of
+these, for launches that need no order with its own (EXPERIMENTS.md N19).
 
 Example::
 
