@@ -78,6 +78,11 @@ QFORM_RESIDENT_ROWS = 64
 #: Row chunks and column tiles of the chunked kernel: 64 x 64, 4 warps, was the fastest or
 #: within 5 % on every case of that run but the small batches (below).
 QFORM_BM, QFORM_BN, QFORM_WARPS = 64, 64, 4
+#: Software-pipelining stages of the strip kernel's row-chunk loops (0: Triton's default).
+#: ncu (run 0622): 255 registers, 2 CTAs an SM, 12 % achieved occupancy, DRAM at 34-48 %:
+#: bound by its chain's latency, so fewer stages (less held in flight) or more (loads
+#: further ahead) are both candidates. Knob ``qform_stages`` (EXPERIMENTS.md QF17).
+QFORM_STAGES = 0
 #: Below one program of 64 columns an SM, 32 columns a program: 2x4096 took 14.9 ms against
 #: 16.4 (128 programs), 40x176 0.095 against 0.128; 4x4096 (256 programs) kept 64: 20.8 ms
 #: against 23.3.
@@ -382,7 +387,8 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
         TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            PREC=DEFAULT_PREC, num_warps=t.warps)
+                                            PREC=DEFAULT_PREC, num_warps=t.warps,
+                                            **_stages())
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int
@@ -393,6 +399,13 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
     qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, **_t_launch())
     return TW
+
+
+def _stages() -> dict:
+    """The strip kernel's ``num_stages`` launch argument (:data:`QFORM_STAGES`, the knob),
+    or none for Triton's default."""
+    stages = config.snapshot().knobs.get("qform_stages", QFORM_STAGES)
+    return {"num_stages": stages} if stages else {}
 
 
 def _t_launch() -> dict:

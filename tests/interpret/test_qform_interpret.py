@@ -69,6 +69,31 @@ def test_t_kernel_variants_equal_torch(prec, warps, monkeypatch):
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
 
 
+@pytest.mark.parametrize("stages", [None, 1, 4])
+def test_strip_kernel_stages_knob(stages, monkeypatch):
+    # QF17 (knob qform_stages): the strip kernel's pipelining stages reach its launch
+    # (unset: Triton's default, no argument); torch's Q either way.
+    from adaptqr import config
+    from adaptqr.paths.kernels import qform as kq
+
+    seen = []
+    real = kq.qform_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*a, **kw):
+                seen.append(kw.get("num_stages"))
+                return real[grid](*a, **kw)
+            return launch
+
+    monkeypatch.setattr(qform, "qform_kernel", Spy())
+    h, tau = _factors((2, 130, 70))
+    with config.experiment(qform_stages=stages):
+        got = triton_householder_product(h, tau, TILES["chunked"])
+    assert seen == [stages]
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
 def test_zero_tau_columns_are_identity_reflectors():
     h, tau = _factors((2, 48, 40))
     tau[:, 5] = 0.0
