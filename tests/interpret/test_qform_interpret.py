@@ -43,25 +43,31 @@ def test_equals_torch(tiles, shape, k):
     assert torch.equal(h, h0) and torch.equal(tau, t0)
 
 
+def _launches(monkeypatch, name, what):
+    """Record ``what(launch keywords)`` for each launch of the kernel ``qform.<name>``, which
+    still runs; returns the list."""
+    seen = []
+    real = getattr(qform, name)
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*a, **kw):
+                seen.append(what(kw))
+                return real[grid](*a, **kw)
+            return launch
+
+    monkeypatch.setattr(qform, name, Spy())
+    return seen
+
+
 @pytest.mark.parametrize("prec,warps", [("ieee", 1), ("tf32x3", 4), (None, None)])
 def test_t_kernel_variants_equal_torch(prec, warps, monkeypatch):
     # QF16 (knobs qform_t_prec, qform_t_warps): the T kernel's V^T V in IEEE or tf32x3
     # (the default), on 1, 2 (the default) or 4 warps; torch's Q, with the knobs seen at
     # the launch.
     from adaptqr import config
-    from adaptqr.paths.kernels import qform as kq
 
-    seen = []
-    real = kq.qform_t_kernel
-
-    class Spy:
-        def __getitem__(self, grid):
-            def launch(*a, **kw):
-                seen.append((kw["PREC"], kw["num_warps"]))
-                return real[grid](*a, **kw)
-            return launch
-
-    monkeypatch.setattr(qform, "qform_t_kernel", Spy())
+    seen = _launches(monkeypatch, "qform_t_kernel", lambda kw: (kw["PREC"], kw["num_warps"]))
     h, tau = _factors((2, 130, 70))
     with config.experiment(qform_t_prec=prec, qform_t_warps=warps):
         got = triton_householder_product(h, tau, TILES["chunked"])
@@ -74,19 +80,8 @@ def test_strip_kernel_stages_knob(stages, monkeypatch):
     # QF17 (knob qform_stages): the strip kernel's pipelining stages reach its launch
     # (unset: Triton's default, no argument); torch's Q either way.
     from adaptqr import config
-    from adaptqr.paths.kernels import qform as kq
 
-    seen = []
-    real = kq.qform_kernel
-
-    class Spy:
-        def __getitem__(self, grid):
-            def launch(*a, **kw):
-                seen.append(kw.get("num_stages"))
-                return real[grid](*a, **kw)
-            return launch
-
-    monkeypatch.setattr(qform, "qform_kernel", Spy())
+    seen = _launches(monkeypatch, "qform_kernel", lambda kw: kw.get("num_stages"))
     h, tau = _factors((2, 130, 70))
     with config.experiment(qform_stages=stages):
         got = triton_householder_product(h, tau, TILES["chunked"])
