@@ -58,7 +58,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -80,7 +79,7 @@ from adaptqr.paths.kernels.panel import (
     panel_t_kernel,
 )
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
-from adaptqr.paths.lanes import Lanes, side_stream
+from adaptqr.paths.lanes import Lanes, RouteLanes
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
 from adaptqr.paths.schedules import next_pow2
 from adaptqr.registry import ALL_CLASSES, Path
@@ -739,7 +738,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                       PREC_TAIL=s.tail_prec, BM16=s.bm, num_warps=schedules.TRAILING_WARPS,
                       num_stages=schedules.TRAILING_STAGES)
-        lanes = _RouteLanes(f, f16)
+        lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
         for mode in modes:
             with lanes.on(mode):
                 trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
@@ -756,7 +755,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     resident = bn * MB <= schedules.RESIDENT_MAX_TILE
     bm = MB if resident else s.bm
     tile_major = B <= MAX_GRID_Y
-    lanes = _RouteLanes(f, f16)
+    lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
@@ -776,34 +775,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                                   else schedules.TRAILING_STAGES)
     lanes.join()
 
-
-class _RouteLanes:
-    """Where one trailing update's launches go (``Schedule.route_lanes``, EXPERIMENTS.md
-    N19): with the FP16 route's two launches a kernel and route lanes on (1: while a CUDA
-    graph is being captured, 2: always), the FP32 route's (``F16_SKIP``) on a side stream
-    forked from the current one and joined by :meth:`join`; otherwise all in order on the
-    current stream. The two launches update disjoint sets of matrices (each program
-    takes its matrix's route), so they need no order between them."""
-
-    def __init__(self, f: _Blocked, f16):
-        self.side = None
-        mode = f.s.route_lanes
-        if f16 is None or not mode or not f.Ht.is_cuda:
-            return
-        if mode == 1 and not torch.cuda.is_current_stream_capturing():
-            return
-        self.cur = torch.cuda.current_stream(f.Ht.device)
-        self.side = side_stream(self.cur)
-        self.side.wait_stream(self.cur)
-
-    def on(self, mode: int):
-        if self.side is None or mode != F16_SKIP.value:
-            return contextlib.nullcontext()
-        return torch.cuda.stream(self.side)
-
-    def join(self) -> None:
-        if self.side is not None:
-            self.cur.wait_stream(self.side)
 
 
 #: Above torch's and reference's: the default for what :func:`capable` accepts.

@@ -10,7 +10,8 @@ path). :meth:`Lanes.fork` makes ``hi`` wait for what ``main`` has queued,
 joins ``hi`` to the capture, so the graph records both. :class:`OneLane` issues everything
 in the same order on the current stream (off the GPU, where the interpreter's tests check
 the look-ahead's order of work). :func:`side_stream` gives a stream beside any one of
-these, for launches that need no order with its own (EXPERIMENTS.md N19).
+these, for launches that need no order with its own, and :class:`RouteLanes` puts one
+trailing update's FP32-route launches there (EXPERIMENTS.md N19).
 
 Example::
 
@@ -25,7 +26,9 @@ import threading
 
 import torch
 
-__all__ = ["HI_PRIORITY", "NORMAL_PRIORITY", "Lanes", "OneLane", "side_stream"]
+from adaptqr.paths.kernels.fp16_storage import F16_SKIP
+
+__all__ = ["HI_PRIORITY", "NORMAL_PRIORITY", "Lanes", "OneLane", "RouteLanes", "side_stream"]
 
 
 class Lanes:
@@ -109,3 +112,37 @@ def side_stream(parent: torch.cuda.Stream) -> torch.cuda.Stream:
     if key not in streams:
         streams[key] = torch.cuda.Stream(device=parent.device, priority=parent.priority)
     return streams[key]
+
+
+class RouteLanes:
+    """Where one trailing update's launches go (``Schedule.route_lanes`` as ``mode``,
+    EXPERIMENTS.md N19): with the FP16 route's two launches a kernel (``two_routes``) and
+    route lanes on (1: while a CUDA graph is being captured, 2: always), the FP32 route's
+    (``F16_SKIP``) on a side stream forked from the current one and joined by :meth:`join`;
+    otherwise all in order on the current stream. The two launches update disjoint sets of
+    matrices (each program takes its matrix's route), so they need no order between them.
+
+    >>> lanes = RouteLanes(2, torch.zeros(1), True)  # CPU tensors: one stream
+    >>> lanes.side is None
+    True
+    """
+
+    def __init__(self, mode: int | None, H: torch.Tensor, two_routes: bool):
+        self.side = None
+        if not (two_routes and mode and H.is_cuda):
+            return
+        if mode == 1 and not torch.cuda.is_current_stream_capturing():
+            return
+        self.cur = torch.cuda.current_stream(H.device)
+        self.side = side_stream(self.cur)
+        self.side.wait_stream(self.cur)
+
+    def on(self, route: int):
+        """The stream context for the launch of ``route`` (an ``fp16_storage.F16_*`` value)."""
+        if self.side is None or route != F16_SKIP.value:
+            return contextlib.nullcontext()
+        return torch.cuda.stream(self.side)
+
+    def join(self) -> None:
+        if self.side is not None:
+            self.cur.wait_stream(self.side)

@@ -398,22 +398,22 @@ class _Tensor:
     device = torch.device("cuda", 0)
 
 
-@pytest.mark.parametrize("mode,f16,capturing", [
-    (0, (1, 2), True),      # off
-    (1, None, True),        # no FP16 route: one launch a kernel, nothing beside it
-    (1, (1, 2), False),     # 1 outside a capture: eager calls keep one stream
-    (2, None, False),
+@pytest.mark.parametrize("mode,two_routes,capturing", [
+    (0, True, True),        # off
+    (1, False, True),       # no FP16 route: one launch a kernel, nothing beside it
+    (1, True, False),       # 1 outside a capture: eager calls keep one stream
+    (2, False, False),
+    (None, True, True),     # a schedule the knobs never resolved
 ])
-def test_route_lanes_stay_on_the_current_stream(mode, f16, capturing, monkeypatch):
+def test_route_lanes_stay_on_the_current_stream(mode, two_routes, capturing, monkeypatch):
     # Where route lanes do not apply, no stream is touched (this runs without CUDA) and the
     # launches of both routes stay in issue order: `on` gives no stream context.
     import contextlib
-    import dataclasses
+
+    from adaptqr.paths.lanes import RouteLanes
 
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing)
-    s = dataclasses.replace(schedules.schedule_for(2048, 2048), route_lanes=mode)
-    f = type("F", (), {"s": s, "Ht": _Tensor()})()
-    lanes = hh._RouteLanes(f, f16)
+    lanes = RouteLanes(mode, _Tensor(), two_routes)
     assert lanes.side is None
     for m in (0, 1, 2):
         assert isinstance(lanes.on(m), contextlib.nullcontext)
@@ -421,8 +421,6 @@ def test_route_lanes_stay_on_the_current_stream(mode, f16, capturing, monkeypatc
 
 
 def test_route_lanes_off_the_gpu():
-    import dataclasses
+    from adaptqr.paths.lanes import RouteLanes
 
-    s = dataclasses.replace(schedules.schedule_for(2048, 2048), route_lanes=2)
-    f = type("F", (), {"s": s, "Ht": torch.zeros(1)})()
-    assert hh._RouteLanes(f, (1, 2)).side is None
+    assert RouteLanes(2, torch.zeros(1), True).side is None
