@@ -185,7 +185,7 @@ def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = Non
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    fn = _formation(A, queued)
+    fn = _formation(A, queued, config.snapshot().knobs)
     with on_device(A.device):
         Q = fn(A, tau)
     if out is None:
@@ -196,18 +196,18 @@ def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = Non
     return out
 
 
-def _formation(A: torch.Tensor, queued: bool = False):
+def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
     """The function that forms Q: on the GPU cuBLAS products in panels of the width
     :func:`blas_width` gives, else the Triton kernels (the knob ``qform_blas_nb`` forces
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
-    a test forces the route)."""
-    nb = config.snapshot().knobs.qform_blas_nb
+    a test forces the route). ``knobs``: the call's (its settings snapshot's)."""
+    nb = knobs.qform_blas_nb
     if nb is None and A.is_cuda:
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
     if A.is_cuda or interpreting():
-        return triton_householder_product
+        return functools.partial(triton_householder_product, knobs=knobs)
     return blocked_householder_product
 
 
@@ -336,12 +336,14 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
 
 
 def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
-                               tiles: QFormTiles | None = None) -> torch.Tensor:
+                               tiles: QFormTiles | None = None,
+                               knobs: config.Knobs | None = None) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
     ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
     most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as
-    :func:`householder_product` (not checked here). Returns a new ``(*, m, n)`` tensor,
-    each matrix column-major as torch's.
+    :func:`householder_product` (not checked here); ``knobs``: the call's experiment knobs
+    (None: the current snapshot's). Returns a new ``(*, m, n)`` tensor, each matrix
+    column-major as torch's.
 
     >>> import torch
     >>> from adaptqr.paths.householder import interpreting
@@ -364,18 +366,19 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     # Column-major A (geqrf's output) makes this a view.
     Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
     t2 = tau.reshape(B, k).contiguous()
-    mp = aligned(m, config.snapshot().knobs.get("qform_row_align", QFORM_ROW_ALIGN))
+    knobs = knobs or config.snapshot().knobs
+    mp = aligned(m, knobs.get("qform_row_align", QFORM_ROW_ALIGN))
     if mp == m:
-        _form(Ht, t2, Qt, m, n, tiles)
+        _form(Ht, t2, Qt, m, n, tiles, knobs)
         return Qt.mT
     Qp = Ht.new_empty(B, n, mp)
-    _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles)
+    _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles, knobs)
     Qt.view(B, n, m).copy_(Qp[:, :, :m])
     return Qt.mT
 
 
 def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
-          tiles: QFormTiles | None) -> None:
+          tiles: QFormTiles | None, knobs: config.Knobs) -> None:
     """``Qt`` (``(B, n, m)`` contiguous, any batch view of it) ``= Q^T`` of the reflectors in
     ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T``, then Q."""
     B, k = tau.shape
@@ -384,44 +387,45 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     if t.resident or n_tw == 0:
         TW = tau  # unread
     else:
-        TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb)
+        TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps,
-                                            **_stages())
+                                            **_stages(knobs))
 
 
-def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int
-              ) -> torch.Tensor:
+def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,
+              knobs: config.Knobs) -> torch.Tensor:
     """Every panel's ``T`` ``(B, n_tw, nb, nb)`` of the reflectors in ``Ht`` ``(B, n, m)``
     (``tau`` ``(B, k)`` contiguous): one launch, one warp a panel."""
     B, k = tau.shape
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
-    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, **_t_launch())
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, **_t_launch(knobs))
     return TW
 
 
-def _stages() -> dict:
+def _stages(knobs: config.Knobs) -> dict:
     """The strip kernel's ``num_stages`` launch argument (:data:`QFORM_STAGES`, the knob),
     or none for Triton's default."""
-    stages = config.snapshot().knobs.get("qform_stages", QFORM_STAGES)
+    stages = knobs.get("qform_stages", QFORM_STAGES)
     return {"num_stages": stages} if stages else {}
 
 
-def _t_launch() -> dict:
+def _t_launch(knobs: config.Knobs) -> dict:
     """The T kernel's row chunk, product precision and warps (:data:`QFORM_T_PREC`, the
     knobs) as launch arguments."""
-    knobs = config.snapshot().knobs
     return dict(CH=QFORM_T_ROWS, PREC=knobs.get("qform_t_prec", QFORM_T_PREC),
                 num_warps=knobs.get("qform_t_warps", QFORM_T_WARPS))
 
 
-def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
+def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor,
+             knobs: config.Knobs | None = None) -> None:
     """``C <- Q^T C`` in place, ``Q = H_1 ... H_k`` from ``H`` ``(B, m, k)``'s vectors and
     ``tau`` ``(B, k)``, ``C`` ``(B, m, c)``: the wide factorization's other columns
     (paths/wide.py). float32 with column-major ``H`` and contiguous columns of ``C``, where
     the Triton kernels run: :func:`paths.kernels.qform.apply_qt_kernel` (tf32x3 products);
-    anything else :func:`blocked_apply_qt`.
+    anything else :func:`blocked_apply_qt`. ``knobs``: the call's experiment knobs (None:
+    the current snapshot's).
 
     >>> import torch
     >>> A = torch.randn(2, 4, 7, dtype=torch.float64)
@@ -438,7 +442,7 @@ def apply_qt(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> None:
         blocked_apply_qt(H, tau, C)
         return
     TW = apply_qt_workspace(H)
-    apply_qt_panels(H, tau, C, TW, 0, TW.shape[1])
+    apply_qt_panels(H, tau, C, TW, 0, TW.shape[1], knobs)
 
 
 def apply_qt_in_triton(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor) -> bool:
@@ -457,19 +461,21 @@ def apply_qt_workspace(H: torch.Tensor) -> torch.Tensor:
 
 
 def apply_qt_panels(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, TW: torch.Tensor,
-                    p0: int, p1: int) -> None:
+                    p0: int, p1: int, knobs: config.Knobs | None = None) -> None:
     """``C <- (H_{p0} ... H_{p1 - 1})^T C`` for the panels ``p0 .. p1 - 1`` of
     ``QFORM_NB`` columns of ``H`` ``(B, m, k)`` (their ``T`` into ``TW[:, p0:p1]``, from
     :func:`apply_qt_workspace`): :func:`apply_qt` a range of panels at a time, so that the
     wide path applies a panel range as soon as the factorization has made it
-    (:mod:`adaptqr.paths.wide`). Operands as :func:`apply_qt_in_triton` takes them."""
+    (:mod:`adaptqr.paths.wide`). Operands as :func:`apply_qt_in_triton` takes them;
+    ``knobs``: the call's experiment knobs (None: the current snapshot's)."""
     B, m, k = H.shape
     nc = C.shape[-1]
     if p1 <= p0 or nc == 0:
         return
     Ht = H.mT
     n_tw = TW.shape[1]
-    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, m, k, k, n_tw, p0, NB=QFORM_NB, **_t_launch())
+    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, m, k, k, n_tw, p0, NB=QFORM_NB,
+                                 **_t_launch(knobs or config.snapshot().knobs))
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
     bn = QFORM_NARROW_BN if narrow else QFORM_BN
     apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),

@@ -93,7 +93,7 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
         _factor_overlapped(lead, tau, C, given, chunk, H[..., :m])
     else:
         factor_householder(lead, tau, given)
-        apply_qt(lead, tau, C)
+        apply_qt(lead, tau, C, settings.knobs)
         H[..., :m] = lead
     if n_active is not None:
         finish_tail(H[..., :m], tau, n_active)
@@ -137,7 +137,7 @@ def _factor_overlapped(lead: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, g
         # None: the current stream, the one the panels were issued on.
         lanes.wait(lanes.hi, lanes.record(None))
         with lanes.on_hi():
-            apply_qt_panels(lead, tau, C, TW, done, p1)
+            apply_qt_panels(lead, tau, C, TW, done, p1, given.settings.knobs)
         done = p1
 
     factor_householder(lead, tau, given, after_panels=after_panels)

@@ -176,7 +176,7 @@ def test_wide_path_hands_on_the_calls_settings(monkeypatch):
     seen = {}
     monkeypatch.setattr(householder, "factor_householder",
                         lambda H, tau, info=None: seen.update(settings=info.settings))
-    monkeypatch.setattr(wide, "apply_qt", lambda H, tau, C: None)
+    monkeypatch.setattr(wide, "apply_qt", lambda H, tau, C, knobs: None)
 
     class Info:
         with config.experiment(tail_prec="ieee"):

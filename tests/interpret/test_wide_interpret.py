@@ -68,7 +68,8 @@ def test_overlapped_q_t_gives_the_one_launch_result(monkeypatch):
     calls = []
     real = wide.apply_qt_panels
     monkeypatch.setattr(wide, "apply_qt_panels",
-                        lambda H, tau, C, TW, p0, p1: calls.append((p0, p1)) or real(H, tau, C, TW, p0, p1))
+                        lambda H, tau, C, TW, p0, p1, knobs: calls.append((p0, p1))
+                        or real(H, tau, C, TW, p0, p1, knobs))
     with config.experiment(wide_chunk=0):
         a1, t1 = adaptqr.geqrf(A, path="wide")
     assert calls == []
