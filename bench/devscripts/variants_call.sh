@@ -64,7 +64,7 @@
 # Session 26: QF15 kept, A2 rejected and removed (run 0605-0607).
 # Session 26: QF16 kept (run 0631, 0637). Built, not run: N19 (route lanes) and QF17 (the
 # Q strip kernel's stages), EXPERIMENTS.md:
-#   SKIP_B12=1 TESTS_K="route_lanes or stages" BIG="--knobs rl1:route_lanes=1 --knobs rl2:route_lanes=2" \
+#   B12=" " TESTS_K="route_lanes or stages" BIG="--knobs rl1:route_lanes=1 --knobs rl2:route_lanes=2" \
 #   SINGLE="--knobs rl1:route_lanes=1" SWEEP_CASES=bench/devscripts/cases_n18.json \
 #   SWEEP="--knobs rl1:route_lanes=1" HP_CASES=bench HP="--knobs s1:qform_stages=1 \
 #   --knobs s2:qform_stages=2 --knobs s4:qform_stages=4" bash bench/devscripts/variants_call.sh
