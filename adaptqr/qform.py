@@ -83,6 +83,10 @@ QFORM_BM, QFORM_BN, QFORM_WARPS = 64, 64, 4
 #: bound by its chain's latency, so fewer stages (less held in flight) or more (loads
 #: further ahead) are both candidates. Knob ``qform_stages`` (EXPERIMENTS.md QF17).
 QFORM_STAGES = 0
+#: The strip kernel's panels one pass over the rows each (the update of panel p and panel
+#: p - 1's ``W`` in the same pass), in row chunks of this many (32 or 64); 0: two passes a
+#: panel, the default until measured. Knob ``qform_fuse`` (EXPERIMENTS.md QF18).
+QFORM_FUSE = 0
 #: Below one program of 64 columns an SM, 32 columns a program: 2x4096 took 14.9 ms against
 #: 16.4 (128 programs), 40x176 0.095 against 0.128; 4x4096 (256 programs) kept 64: 20.8 ms
 #: against 23.3.
@@ -131,13 +135,15 @@ QFORM_ROW_ALIGN = 16
 
 class QFormTiles(NamedTuple):
     """Launch shape of :func:`paths.kernels.qform.qform_kernel`: column tile ``bn``, row
-    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``."""
+    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``,
+    and ``fuse`` (one pass over the rows a panel, QF18; chunked tiles with ``bm >= nb``)."""
 
     bn: int
     bm: int
     resident: bool
     warps: int
     nb: int = QFORM_NB
+    fuse: bool = False
 
 
 def qform_tiles(B: int, m: int, n: int, sm_count: int) -> QFormTiles:
@@ -383,6 +389,9 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T``, then Q."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
+    fuse = knobs.get("qform_fuse", QFORM_FUSE)
+    if fuse and tiles is None and not t.resident:
+        t = t._replace(bm=fuse, fuse=True)
     n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
         TW = tau  # unread
@@ -390,6 +399,7 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
         TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
+                                            FUSE=t.fuse and not t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps,
                                             **_stages(knobs))
 

@@ -62,12 +62,13 @@
 #   SWEEP="--knobs a:wide_row_align=16" HP_CASES=bench/devscripts/cases_qf15.json \
 #   HP="--knobs p:qform_row_align=16" bash bench/devscripts/variants_call.sh
 # Session 26: QF15 kept, A2 rejected and removed (run 0605-0607).
-# Session 26: QF16 kept (run 0631, 0637). Built, not run: N19 (route lanes) and QF17 (the
-# Q strip kernel's stages), EXPERIMENTS.md:
-#   B12=" " TESTS_K="route_lanes or stages" BIG="--knobs rl1:route_lanes=1 --knobs rl2:route_lanes=2" \
-#   SINGLE="--knobs rl1:route_lanes=1" SWEEP_CASES=bench/devscripts/cases_n18.json \
-#   SWEEP="--knobs rl1:route_lanes=1" HP_CASES=bench HP="--knobs s1:qform_stages=1 \
-#   --knobs s2:qform_stages=2 --knobs s4:qform_stages=4" bash bench/devscripts/variants_call.sh
+# Session 26: QF16 kept (run 0631, 0637). Built, not run: N19 (route lanes), QF17 (the Q
+# strip kernel's stages) and QF18 (its panels one pass each), EXPERIMENTS.md:
+#   TESTS_K="route_lanes or (q_kernel_variants and fuse)" \
+#   BIG="--knobs rl1:route_lanes=1 --knobs rl2:route_lanes=2" SINGLE="--knobs rl1:route_lanes=1" \
+#   SWEEP_CASES=bench/devscripts/cases_n18.json SWEEP="--knobs rl1:route_lanes=1" HP_CASES=bench \
+#   HP="--knobs s2:qform_stages=2 --knobs s4:qform_stages=4 --knobs f32:qform_fuse=32 \
+#   --knobs f64:qform_fuse=64" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
