@@ -118,10 +118,7 @@ class Knobs:
     (``qform.QFORM_ROW_ALIGN``: 0 / 16, Q of reflectors whose rows are not a multiple of it
     formed from a copy padded with zero rows), ``qform_t_prec`` / ``qform_t_warps``
     (``qform.QFORM_T_PREC`` / ``QFORM_T_WARPS``: "ieee" / "tf32x3" and 1 / 2 / 4, the Q
-    formation's T kernel's ``V^T V`` products and warps), ``qform_stages``
-    (``qform.QFORM_STAGES``: 1 to 4, the Q strip kernel's pipelining stages; 0: Triton's
-    default), ``qform_fuse`` (``qform.QFORM_FUSE``: 0, 32 or 64, the strip kernel's
-    panels one pass over the rows each, in chunks of that many rows), ``route_lanes``
+    formation's T kernel's ``V^T V`` products and warps), ``route_lanes``
     (``schedules.ROUTE_LANES``: 0, 1 or 2, the FP32 route's update launches on a side stream
     in graph captures or always), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
@@ -150,8 +147,6 @@ class Knobs:
     qform_t_prec: str | None = None
     qform_t_warps: int | None = None
     route_lanes: int | None = None
-    qform_stages: int | None = None
-    qform_fuse: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
 
@@ -274,8 +269,6 @@ KNOB_CHOICES = {
     "qform_t_prec": ("ieee", "tf32x3"),
     "qform_t_warps": (1, 2, 4),
     "route_lanes": (0, 1, 2),
-    "qform_stages": (0, 1, 2, 3, 4),
-    "qform_fuse": (0, 32, 64),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
 }

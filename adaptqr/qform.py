@@ -78,15 +78,6 @@ QFORM_RESIDENT_ROWS = 64
 #: Row chunks and column tiles of the chunked kernel: 64 x 64, 4 warps, was the fastest or
 #: within 5 % on every case of that run but the small batches (below).
 QFORM_BM, QFORM_BN, QFORM_WARPS = 64, 64, 4
-#: Software-pipelining stages of the strip kernel's row-chunk loops (0: Triton's default).
-#: ncu (run 0622): 255 registers, 2 CTAs an SM, 12 % achieved occupancy, DRAM at 34-48 %:
-#: bound by its chain's latency, so fewer stages (less held in flight) or more (loads
-#: further ahead) are both candidates. Knob ``qform_stages`` (EXPERIMENTS.md QF17).
-QFORM_STAGES = 0
-#: The strip kernel's panels one pass over the rows each (the update of panel p and panel
-#: p - 1's ``W`` in the same pass), in row chunks of this many (32 or 64); 0: two passes a
-#: panel, the default until measured. Knob ``qform_fuse`` (EXPERIMENTS.md QF18).
-QFORM_FUSE = 0
 #: Below one program of 64 columns an SM, 32 columns a program: 2x4096 took 14.9 ms against
 #: 16.4 (128 programs), 40x176 0.095 against 0.128; 4x4096 (256 programs) kept 64: 20.8 ms
 #: against 23.3.
@@ -135,15 +126,13 @@ QFORM_ROW_ALIGN = 16
 
 class QFormTiles(NamedTuple):
     """Launch shape of :func:`paths.kernels.qform.qform_kernel`: column tile ``bn``, row
-    chunk (or whole resident column) ``bm``, ``resident``, ``warps``, panel width ``nb``,
-    and ``fuse`` (one pass over the rows a panel, QF18; chunked tiles with ``bm >= nb``)."""
+    chunk (or whole resident column) ``bm``, ``resident``, ``warps`` and panel width ``nb``."""
 
     bn: int
     bm: int
     resident: bool
     warps: int
     nb: int = QFORM_NB
-    fuse: bool = False
 
 
 def qform_tiles(B: int, m: int, n: int, sm_count: int) -> QFormTiles:
@@ -389,9 +378,6 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T``, then Q."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
-    fuse = knobs.get("qform_fuse", QFORM_FUSE)
-    if fuse and tiles is None and not t.resident:
-        t = t._replace(bm=fuse, fuse=True)
     n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
         TW = tau  # unread
@@ -399,9 +385,7 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
         TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            FUSE=t.fuse and not t.resident,
-                                            PREC=DEFAULT_PREC, num_warps=t.warps,
-                                            **_stages(knobs))
+                                            PREC=DEFAULT_PREC, num_warps=t.warps)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,
@@ -412,13 +396,6 @@ def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
     qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, **_t_launch(knobs))
     return TW
-
-
-def _stages(knobs: config.Knobs) -> dict:
-    """The strip kernel's ``num_stages`` launch argument (:data:`QFORM_STAGES`, the knob),
-    or none for Triton's default."""
-    stages = knobs.get("qform_stages", QFORM_STAGES)
-    return {"num_stages": stages} if stages else {}
 
 
 def _t_launch(knobs: config.Knobs) -> dict:

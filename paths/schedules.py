@@ -116,8 +116,10 @@ LOOKAHEAD = 1
 #: 468 of them at 2x4096). 1: in a CUDA graph capture, the FP32 route's launches go on a
 #: side stream of the current one, beside the FP16 route's (the routes update different
 #: matrices), joined after; 2: in eager calls too (their event waits cost host time);
-#: 0: off, the default until measured. Knob ``route_lanes``.
-ROUTE_LANES = 0
+#: 0: off. Run 0819 (side by side): 1 took 2x4096 10.69 -> 10.45 ms, 1x4096 8.71 -> 8.24,
+#: 1x3072 6.17 -> 5.75, 2x4096 mixed 14.35 -> 11.54, 8x2048 unchanged (5.50 / 5.51); 2 was
+#: no better than 1 (2x4096 10.49). Knob ``route_lanes``.
+ROUTE_LANES = 1
 
 
 def _knob_or(knobs, name: str, constant):

@@ -390,7 +390,7 @@ def test_small_n_nb_knob():
 def test_route_lanes_knob():
     # EXPERIMENTS.md N19: off by default; 1 (graph captures) and 2 (always) under the knob.
     _knob_resolves("route_lanes", schedules.ROUTE_LANES, 2, 3)
-    assert schedules.ROUTE_LANES == 0  # off until measured
+    assert schedules.ROUTE_LANES == 1  # in graph captures (EXPERIMENTS.md N19)
 
 
 class _Tensor:

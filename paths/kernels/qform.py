@@ -61,12 +61,10 @@ def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.cons
 
 @triton.jit
 def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
-                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
-                 FUSE: tl.constexpr = False):
+                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
     ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` unread: one
-    launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU`` unread), and
-    ``FUSE`` takes one pass over the rows a panel (:func:`_fused_panels`) instead of two."""
+    launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU`` unread)."""
     b = tl.program_id(0)
     # The tiles at the right do the most panels: they start first.
     t = tl.num_programs(1) - 1 - tl.program_id(1)
@@ -96,46 +94,10 @@ def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.conste
                      tl.where(cc[:, None] == r[None, :], 1.0, 0.0),
                      mask=ccmask[:, None] & (r < m)[None, :])
         tl.debug_barrier()
-        if FUSE:
-            _fused_panels(base, qbase, cc, ccmask, p_top, m, k, TW, b, n_tw, NB, BN, BM, PREC)
-        else:
-            for i in range(0, p_top + 1):
-                k0 = (p_top - i) * NB
-                _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
-                                NB, BN, BM, PREC)
-
-
-@triton.jit
-def _fused_panels(base, qbase, cc, ccmask, p_top, m, k, TW, b, n_tw, NB: tl.constexpr,
-                  BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """Panels ``p_top`` down to 0 applied to the tile ``cc`` of ``Q^T`` (written as the
-    identity), one pass over its rows a panel: each row chunk, once updated by panel p, is
-    also what panel p - 1 sees, so its share of panel p - 1's ``W = C^T V`` is summed from
-    the registers before the next chunk. No read where the tile is still the identity's:
-    the first panel's ``W`` is ``V``'s rows ``cc``, and so is the share of rows
-    ``[k0 - NB, k0)``, which no panel applied so far reaches (EXPERIMENTS.md QF18)."""
-    rr = tl.arange(0, BM)
-    k0 = p_top * NB
-    W = tl.trans(_load_v(base, k0, cc, m, m, k, NB, k - k0))
-    for i in range(0, p_top + 1):
-        k0 = (p_top - i) * NB
-        k1 = k0 - NB
-        Y = _dot(W, tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)), PREC)
-        W = tl.zeros((BN, NB), dtype=tl.float32)
-        if i < p_top:
-            # Rows [k1, k0) are still the identity's: their share of C^T V is V's rows cc.
-            W = tl.trans(_load_v(base, k1, cc, m, k0, k, NB, k - k1))
-        for r0 in range(k0, m, BM):
-            r = r0 + rr
-            cptr = qbase + cc[:, None] * m + r[None, :]
-            cmask = ccmask[:, None] & (r < m)[None, :]
-            Ct = tl.load(cptr, mask=cmask, other=0.0)
-            Ct -= _dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
-            tl.store(cptr, Ct, mask=cmask)
-            if i < p_top:
-                W += _dot(Ct, tl.trans(_load_v(base, k1, r, m, m, k, NB, k - k1)), PREC)
-        # The next panel re-reads rows this program just wrote.
-        tl.debug_barrier()
+        for i in range(0, p_top + 1):
+            k0 = (p_top - i) * NB
+            _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                            NB, BN, BM, PREC)
 
 
 @triton.jit

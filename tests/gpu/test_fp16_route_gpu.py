@@ -154,14 +154,18 @@ def test_explain_shows_the_precision_route():
 @pytest.mark.parametrize("n,dense", [(2048, 1), (4096, 1), (768, 5)])
 def test_route_lanes_match(n, dense, lanes):
     # EXPERIMENTS.md N19: the FP32 route's update launches on a side stream, in graph
-    # captures (1) or always (2). A batch of both routes (dense matrices on FP16, rankdef
-    # ones on FP32): row-split updates at 2048 and 4096, tile updates at 768; eagerly and
-    # through the graph cache's capture and replay. Same factors as one stream, to the
-    # row-split update's atomics, each route taken, every matrix at the bar.
+    # captures (1, the default) or always (2). A batch of both routes (dense matrices on
+    # FP16, a rankdef one on FP32): row-split updates at 2048 and 4096, tile updates at
+    # 768; eagerly and through the graph cache's capture and replay. Every matrix at the
+    # bar, each route taken, and the side stream's matrix the same as on one stream (to the
+    # row-split update's atomics: 3e-7 in run 0830). The FP16 route's matrices are not
+    # compared: one stream against itself differs there by up to 8e-2 (run 0830), where
+    # a reflector's sign follows an FP16-rounded leading entry near zero.
     from adaptqr import config
 
     A = torch.cat([generate(dense, n, 2, 68 + n, "dense"), generate(1, n, 0, 69 + n, "rankdef")])
-    H0, t0 = adaptqr.geqrf(A)
+    with config.experiment(route_lanes=0):
+        H0, t0 = adaptqr.geqrf(A)
     log.clear_decisions()
     log.enable()
     try:
@@ -174,5 +178,5 @@ def test_route_lanes_match(n, dense, lanes):
     assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
     r = check_geqrf(A, H, tau)
     assert r.passes_bar, r.summary()
-    assert float((H - H0).norm() / H0.norm()) < 1e-4
-    assert float((tau - t0).abs().max()) < 1e-3
+    assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
+    assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4

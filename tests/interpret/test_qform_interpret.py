@@ -14,9 +14,6 @@ TILES = {
     "resident": QFormTiles(16, 128, True, 4),
     "narrow": QFormTiles(32, 32, False, 4),
     "nb16": QFormTiles(16, 32, False, 4, 16),
-    # QF18: one pass over the rows a panel (row chunks of at least a panel's width)
-    "fused": QFormTiles(16, 32, False, 4, 32, True),
-    "fused_nb16": QFormTiles(32, 16, False, 4, 16, True),
 }
 
 
@@ -76,38 +73,6 @@ def test_t_kernel_variants_equal_torch(prec, warps, monkeypatch):
         got = triton_householder_product(h, tau, TILES["chunked"])
     assert seen == [(prec or "tf32x3", warps or 2)]
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
-
-
-@pytest.mark.parametrize("stages", [None, 1, 4])
-def test_strip_kernel_stages_knob(stages, monkeypatch):
-    # QF17 (knob qform_stages): the strip kernel's pipelining stages reach its launch
-    # (unset: Triton's default, no argument); torch's Q either way.
-    from adaptqr import config
-
-    seen = _launches(monkeypatch, "qform_kernel", lambda kw: kw.get("num_stages"))
-    h, tau = _factors((2, 130, 70))
-    with config.experiment(qform_stages=stages):
-        got = triton_householder_product(h, tau, TILES["chunked"])
-    assert seen == [stages]
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
-
-
-@pytest.mark.parametrize("fuse", [32, 64])
-def test_fused_knob_reaches_the_strip_kernel(fuse, monkeypatch):
-    # QF18 (knob qform_fuse): chunked tiles take the fused passes in row chunks of `fuse`;
-    # torch's Q, the input untouched; off by default.
-    from adaptqr import config
-
-    seen = _launches(monkeypatch, "qform_kernel", lambda kw: (kw["FUSE"], kw["BM"]))
-    h, tau = _factors((2, 150, 110))
-    h0 = h.clone()
-    assert qform.QFORM_FUSE == 0
-    triton_householder_product(h, tau)
-    with config.experiment(qform_fuse=fuse):
-        got = triton_householder_product(h, tau)
-    assert seen == [(False, qform.QFORM_BM), (True, fuse)]
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
-    assert torch.equal(h, h0)
 
 
 def test_zero_tau_columns_are_identity_reflectors():
