@@ -24,7 +24,7 @@ timeout 150 python3 -m adaptqr bench --budget 0.5 --out "$OUT/b12" 2>&1 | grep -
 timeout 60 python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single 2>&1 \
   | grep -E "geomean|wrote|FAIL|rror"
 echo "== 3. householder_product  (t=$(( $(date +%s) - T0 ))s)"
-timeout 80 python3 -m adaptqr bench --op householder_product --no-baseline --budget 0.3 \
+timeout 120 python3 -m adaptqr bench --op householder_product --no-baseline --budget 0.3 \
   --out "$OUT/hp" --cases bench 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 echo "== 4. other seeds  (t=$(( $(date +%s) - T0 ))s)"
 timeout 60 python3 -m adaptqr check --cases bench/devscripts/cases_other_seeds.json \
