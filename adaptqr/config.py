@@ -119,8 +119,8 @@ class Knobs:
     formed from a copy padded with zero rows), ``qform_t_prec`` / ``qform_t_warps``
     (``qform.QFORM_T_PREC`` / ``QFORM_T_WARPS``: "ieee" / "tf32x3" and 1 / 2 / 4, the Q
     formation's T kernel's ``V^T V`` products and warps), ``route_lanes``
-    (``schedules.ROUTE_LANES``: 0, 1 or 2, the FP32 route's update launches on a side stream
-    in graph captures or always), ``gram_panel``
+    (``schedules.ROUTE_LANES``: 0 to 3, the FP32 route's update launches on a side stream
+    in graph captures, always, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are)."""
@@ -268,7 +268,7 @@ KNOB_CHOICES = {
     "qform_row_align": (0, 16),
     "qform_t_prec": ("ieee", "tf32x3"),
     "qform_t_warps": (1, 2, 4),
-    "route_lanes": (0, 1, 2),
+    "route_lanes": (0, 1, 2, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
 }

@@ -738,7 +738,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                       PREC_TAIL=s.tail_prec, BM16=s.bm, num_warps=schedules.TRAILING_WARPS,
                       num_stages=schedules.TRAILING_STAGES)
-        lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
+        lanes = RouteLanes(s.route_lanes, Ht, f16 is not None, row_split=True)
         for mode in modes:
             with lanes.on(mode):
                 trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,

@@ -117,7 +117,8 @@ def side_stream(parent: torch.cuda.Stream) -> torch.cuda.Stream:
 class RouteLanes:
     """Where one trailing update's launches go (``Schedule.route_lanes`` as ``mode``,
     EXPERIMENTS.md N19): with the FP16 route's two launches a kernel (``two_routes``) and
-    route lanes on (1: while a CUDA graph is being captured, 2: always), the FP32 route's
+    route lanes on (1: while a CUDA graph is being captured, 2: always, 3: in a capture for
+    a row-split update (``row_split``) only), the FP32 route's
     (``F16_SKIP``) on a side stream forked from the current one and joined by :meth:`join`;
     otherwise all in order on the current stream. The two launches update disjoint sets of
     matrices (each program takes its matrix's route), so they need no order between them.
@@ -127,11 +128,12 @@ class RouteLanes:
     True
     """
 
-    def __init__(self, mode: int | None, H: torch.Tensor, two_routes: bool):
+    def __init__(self, mode: int | None, H: torch.Tensor, two_routes: bool,
+                 row_split: bool = False):
         self.side = None
-        if not (two_routes and mode and H.is_cuda):
+        if not (two_routes and mode and H.is_cuda) or (mode == 3 and not row_split):
             return
-        if mode == 1 and not torch.cuda.is_current_stream_capturing():
+        if mode in (1, 3) and not torch.cuda.is_current_stream_capturing():
             return
         self.cur = torch.cuda.current_stream(H.device)
         self.side = side_stream(self.cur)

@@ -118,7 +118,8 @@ LOOKAHEAD = 1
 #: matrices), joined after; 2: in eager calls too (their event waits cost host time);
 #: 0: off. Run 0819 (side by side): 1 took 2x4096 10.69 -> 10.45 ms, 1x4096 8.71 -> 8.24,
 #: 1x3072 6.17 -> 5.75, 2x4096 mixed 14.35 -> 11.54, 8x2048 unchanged (5.50 / 5.51); 2 was
-#: no better than 1 (2x4096 10.49). Knob ``route_lanes``.
+#: no better than 1 (2x4096 10.49). 3: as 1, for row-split updates only (the tile
+#: updates of 640x512 and 60x1024 keep one stream). Knob ``route_lanes``.
 ROUTE_LANES = 1
 
 
@@ -347,7 +348,8 @@ class Schedule:
     # the constant.
     lookahead: int | None = None
     # The FP32 route's update launches on a side stream (ROUTE_LANES: 0, 1 in graph
-    # captures, 2 always); None: the knob, else the constant.
+    # captures, 2 always, 3 row-split updates in captures); None: the knob, else the
+    # constant.
     route_lanes: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.

@@ -388,8 +388,9 @@ def test_small_n_nb_knob():
 
 
 def test_route_lanes_knob():
-    # EXPERIMENTS.md N19: off by default; 1 (graph captures) and 2 (always) under the knob.
-    _knob_resolves("route_lanes", schedules.ROUTE_LANES, 2, 3)
+    # EXPERIMENTS.md N19: 1 (graph captures) by default; 0, 2 (always) and 3 (row-split
+    # updates in captures) under the knob.
+    _knob_resolves("route_lanes", schedules.ROUTE_LANES, 2, 4)
     assert schedules.ROUTE_LANES == 1  # in graph captures (EXPERIMENTS.md N19)
 
 
@@ -403,6 +404,7 @@ class _Tensor:
     (1, False, True),       # no FP16 route: one launch a kernel, nothing beside it
     (1, True, False),       # 1 outside a capture: eager calls keep one stream
     (2, False, False),
+    (3, True, True),        # 3: row-split updates only; this one is a tile update
     (None, True, True),     # a schedule the knobs never resolved
 ])
 def test_route_lanes_stay_on_the_current_stream(mode, two_routes, capturing, monkeypatch):
