@@ -388,10 +388,10 @@ def test_small_n_nb_knob():
 
 
 def test_route_lanes_knob():
-    # EXPERIMENTS.md N19: 1 (graph captures) by default; 0, 2 (always) and 3 (row-split
-    # updates in captures) under the knob.
+    # EXPERIMENTS.md N19: 3 (row-split updates in graph captures) by default; 0, 1 (every
+    # update in captures) and 2 (always) under the knob.
     _knob_resolves("route_lanes", schedules.ROUTE_LANES, 2, 4)
-    assert schedules.ROUTE_LANES == 1  # in graph captures (EXPERIMENTS.md N19)
+    assert schedules.ROUTE_LANES == 3
 
 
 class _Tensor:
