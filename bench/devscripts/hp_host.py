@@ -1,0 +1,65 @@
+"""Issue 25's small case: where one eager ``householder_product`` call's host time goes,
+beside ``geqrf``'s (graph-replayed) on the same shape.
+
+Per op: 5 warm-up calls, then 20 calls timed as host enqueue time (perf_counter until the
+op returns, GPU idle before) and whole-call time (until synchronized), medians; then 50
+calls under cProfile (top functions by own time). Run there:
+``python3 bench/devscripts/hp_host.py [--shape 20x32]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import time
+
+import torch
+
+import adaptqr
+from adaptqr.testing.generators import generate
+
+
+def _times(fn, n=20):
+    enq, whole = [], []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        enq.append(t1 - t0)
+        whole.append(time.perf_counter() - t0)
+    return statistics.median(enq) * 1e6, statistics.median(whole) * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="20x32")
+    args = ap.parse_args()
+    b, n = (int(x) for x in args.shape.split("x"))
+    A = generate(b, n, 1, 5, "dense")
+    H, tau = adaptqr.geqrf(A)
+    ops = {"geqrf": lambda: adaptqr.geqrf(A),
+           "householder_product": lambda: adaptqr.householder_product(H, tau)}
+    for name, fn in ops.items():
+        for _ in range(5):
+            fn()
+        enq, whole = _times(fn)
+        print(f"{args.shape} {name}: host enqueue {enq:.1f} us, whole call {whole:.1f} us")
+    for name, fn in ops.items():
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(50):
+            fn()
+        pr.disable()
+        torch.cuda.synchronize()
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
+        print(f"== cProfile, 50 calls of {name}\n" + s.getvalue())
+
+
+if __name__ == "__main__":
+    main()
