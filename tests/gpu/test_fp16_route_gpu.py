@@ -154,13 +154,14 @@ def test_explain_shows_the_precision_route():
 @pytest.mark.parametrize("n,dense", [(2048, 1), (4096, 1), (768, 5)])
 def test_route_lanes_match(n, dense, lanes):
     # EXPERIMENTS.md N19: the FP32 route's update launches on a side stream, in graph
-    # captures (1), always (2), or for row-split updates in captures (3, the default). A batch of both routes (dense matrices on
-    # FP16, a rankdef one on FP32): row-split updates at 2048 and 4096, tile updates at
-    # 768; eagerly and through the graph cache's capture and replay. Every matrix at the
+    # captures (1), always (2), or for row-split updates in captures (3, the default). A
+    # batch of both routes (dense matrices on FP16, a rankdef one on FP32): row-split
+    # updates at 2048 and 4096, tile updates at 768; eagerly and through the graph cache's
+    # capture and replay. Every matrix at the
     # bar, each route taken, and the side stream's matrix the same as on one stream (to the
     # row-split update's atomics: 3e-7 in run 0830). The FP16 route's matrices are not
-    # compared: one stream against itself differs there by up to 8e-2 (run 0830), where
-    # a reflector's sign follows an FP16-rounded leading entry near zero.
+    # compared: one stream against itself differs there by up to 8e-2 (run 0830,
+    # docs/NUMERICS.md).
     from adaptqr import config
 
     A = torch.cat([generate(dense, n, 2, 68 + n, "dense"), generate(1, n, 0, 69 + n, "rankdef")])
