@@ -47,6 +47,7 @@ from typing import NamedTuple
 import torch
 import triton
 
+import adaptqr.graphs as graphs
 from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
@@ -122,6 +123,12 @@ QFORM_ONE_MAX_N = 2048
 #: 40x350 0.751 / 0.273, 16x1000 4.74 / 1.55, 1x1000 2.37 / 0.845; the aligned neighbours
 #: (60x1008, 640x496, 40x352) within 0.5 %. Knob ``qform_row_align`` (0 / 16).
 QFORM_ROW_ALIGN = 16
+#: Q of inputs up to this many bytes (``A`` and ``tau`` together) through the graph cache
+#: (``adaptqr.graphs``: captured on a shape's second call, replayed after), for the public
+#: eager calls: at 20x32 one call's host time (~0.06 ms, runs 0631-0834) is above
+#: geqrf's replayed 0.03. 0: off, until measured (EXPERIMENTS.md QF19). Knob
+#: ``qform_graph_max_input``.
+QFORM_GRAPH_MAX_INPUT = 0
 
 
 class QFormTiles(NamedTuple):
@@ -167,22 +174,30 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     if torch.compiler.is_compiling() and out is None:
         # Traced: the op is opaque to the compiler (adaptqr.custom_ops).
         return torch.ops.adaptqr.householder_product(A, tau)
-    return form_q(A, tau, out=out)
+    return form_q(A, tau, out=out, graph=True)
 
 
 def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = None,
-           queued: bool = False) -> torch.Tensor:
+           queued: bool = False, graph: bool = False) -> torch.Tensor:
     """:func:`householder_product` (same arguments, not traced); ``queued``: the call follows
     work of the caller's still running on the GPU (``linalg.qr``'s factorization), behind
-    which the host's launches hide (:func:`blas_width`)."""
+    which the host's launches hide (:func:`blas_width`); ``graph``: a public eager call,
+    whose Q of a small input may be a graph replay's (:data:`QFORM_GRAPH_MAX_INPUT`; not
+    the custom op's, whose outputs torch's CUDA graphs want allocated in its own call)."""
     if not (_blocked_applies(A, tau) and _shapes_ok(A, tau)):
         # torch's function, with its errors and messages for what the route rejects.
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    fn = _formation(A, queued, config.snapshot().knobs)
+    settings = config.snapshot()
+    fn = _formation(A, queued, settings.knobs)
     with on_device(A.device):
-        Q = fn(A, tau)
+        if graph and _graphed(A, tau, settings.knobs):
+            key = ("adaptqr.householder_product", tuple(A.shape), tuple(tau.shape),
+                   A.get_device(), queued, settings)
+            (Q,) = graphs.run(key, lambda inp: (fn(*inp),), (A, tau))
+        else:
+            Q = fn(A, tau)
     if out is None:
         return Q
     _check_out(out, Q)
@@ -224,6 +239,13 @@ def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:
     if n >= QFORM_BLAS_MIN_N and B * triton.cdiv(n, QFORM_BN) <= QFORM_BLAS_MAX_STRIPS * sm_count:
         return QFORM_BLAS_NB
     return 0
+
+
+def _graphed(A: torch.Tensor, tau: torch.Tensor, knobs: config.Knobs) -> bool:
+    """Whether Q of ``(A, tau)`` goes through the graph cache (:data:`QFORM_GRAPH_MAX_INPUT`,
+    the knob): small enough for the host's time to be what the call costs."""
+    limit = knobs.get("qform_graph_max_input", QFORM_GRAPH_MAX_INPUT)
+    return bool(limit) and (A.numel() + tau.numel()) * A.element_size() <= limit
 
 
 def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:

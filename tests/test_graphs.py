@@ -648,3 +648,67 @@ def test_new_cache_is_cleared_by_the_module_clear():
         assert own.stats()["entries"] == 0 and be.released == be.captured
     finally:
         graphs._own.remove(own)
+
+
+def hp_plan(inp):
+    """A plan of two inputs, as householder_product's (A, tau)."""
+    A, tau = inp
+    return (torch.linalg.householder_product(A, tau),)
+
+
+def _reflectors(seed):
+    return torch.geqrf(rand(3, 7, 5, seed=seed))
+
+
+def test_tuple_inputs_are_each_copied_in_on_replay():
+    # EXPERIMENTS.md QF19: a key of two input tensors. Every replay copies both into their
+    # static copies: each call's Q is its own inputs', never the captured call's.
+    c, be, _ = make()
+    ins = [_reflectors(s) for s in range(5)]
+    outs = [c.run("hp", hp_plan, (a, t))[0].clone() for a, t in ins]
+    st = c.stats()
+    assert st["captures"] == 1 and be.replays == 3
+    for (a, t), Q in zip(ins, outs):
+        torch.testing.assert_close(Q, torch.linalg.householder_product(a, t))
+    assert not torch.equal(outs[3], outs[4])
+
+
+def test_tuple_inputs_count_every_tensor_against_the_size_bound():
+    a, t = _reflectors(0)
+    nbytes = (a.numel() + t.numel()) * 4
+    c, _, src = make(graph_max_input=nbytes - 1)
+    for _ in range(3):
+        c.run("hp", hp_plan, (a, t))
+    assert c.stats()["eager_reasons"] == {cache_mod.REASON_LARGE_INPUT: 3}
+    src.set(graph_max_input=nbytes)
+    for _ in range(3):
+        c.run("hp", hp_plan, (a, t))
+    assert c.stats()["captures"] == 1
+
+
+def test_tuple_inputs_checked_tensor_by_tensor_on_replay():
+    c, _, _ = make()
+    a, t = _reflectors(0)
+    for _ in range(3):
+        c.run("hp", hp_plan, (a, t))
+    with pytest.raises(ValueError, match=r"input\[1\] has shape \(3, 4\)"):
+        c.run("hp", hp_plan, (a, t[:, :4]))
+    with pytest.raises(ValueError, match="input has 1 tensors; expected 2"):
+        c.run("hp", hp_plan, (a,))
+
+
+def test_tuple_inputs_that_require_grad_run_eagerly():
+    c, _, _ = make()
+    a, t = _reflectors(0)
+    t = t.requires_grad_()
+    for _ in range(3):
+        c.run("hp", hp_plan, (a, t))
+    assert c.stats()["eager_reasons"] == {cache_mod.REASON_REQUIRES_GRAD: 3}
+
+
+def test_cuda_backend_accepts_only_cuda_tuples_of_one_device():
+    from adaptqr.graphs.capture import CudaGraphBackend
+
+    be = CudaGraphBackend()
+    a, t = _reflectors(0)
+    assert not be.accepts((a, t)) and not be.accepts(a) and not be.accepts(())

@@ -196,3 +196,38 @@ def test_a_device_that_is_not_current(shape):
     assert Q.device == Q2.device == R.device == A.device
     assert _ortho(Q) <= HALF_GATE and _ortho(Q2) <= HALF_GATE
     torch.testing.assert_close(Q2 @ R, A, rtol=0, atol=1e-4 * A.abs().amax().item())
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("shape", [(20, 32, 32), (3, 90, 50), (40, 176, 176)], ids=_shape_id)
+def test_small_q_replayed_from_the_graph_cache(shape):
+    # EXPERIMENTS.md QF19 (knob qform_graph_max_input): Q of a small input through the graph
+    # cache, in householder_product and linalg.qr. Eager, capturing and replayed calls give
+    # the eager call's Q bit for bit on fresh inputs of the shape; a Q the caller still holds
+    # is never overwritten by a later replay; the inputs untouched; 90 rows (not a multiple
+    # of 16) take the padded copy inside the graph.
+    import adaptqr.graphs as graphs
+    from adaptqr import config
+
+    g = torch.Generator(device="cuda").manual_seed(19)
+    As = [torch.randn(*shape, device="cuda", generator=g) for _ in range(5)]
+    ins = [originals.geqrf(A) for A in As]
+    want = [adaptqr.householder_product(h, t) for h, t in ins]  # knob off: eager
+    graphs.reset_stats()
+    with config.experiment(qform_graph_max_input=8 << 20):
+        held = []
+        for (h, t), w in zip(ins, want):
+            h0, t0 = h.clone(), t.clone()
+            Q = adaptqr.householder_product(h, t)
+            assert torch.equal(Q, w) and Q.stride() == w.stride()
+            assert torch.equal(h, h0) and torch.equal(t, t0)
+            held.append(Q)
+        assert graphs.stats()["hits"] >= 1
+        for Q, w in zip(held, want):
+            assert torch.equal(Q, w)
+        for A in As:
+            Q, R = adaptqr.linalg.qr(A)
+            assert _ortho(Q) <= HALF_GATE
+            res = ((Q.double() @ R.double() - A.double()).abs().amax()
+                   / (A.abs().amax() * max(shape[-2:]) * EPS32)).item()
+            assert res <= HALF_GATE
