@@ -121,8 +121,8 @@ class Knobs:
     formation's T kernel's ``V^T V`` products and warps), ``qform_graph_max_input``
     (``qform.QFORM_GRAPH_MAX_INPUT``: 0, 1 MiB or 8 MiB, the largest ``(A, tau)`` whose Q a
     public eager call forms through the graph cache), ``route_lanes``
-    (``schedules.ROUTE_LANES``: 0 to 3, the FP32 route's update launches on a side stream
-    in graph captures, always, or for row-split updates in captures), ``gram_panel``
+    (``schedules.ROUTE_LANES``: 0, 1 or 3, the FP32 route's update launches on a side
+    stream in graph captures, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are)."""
@@ -272,7 +272,7 @@ KNOB_CHOICES = {
     "qform_t_prec": ("ieee", "tf32x3"),
     "qform_t_warps": (1, 2, 4),
     "qform_graph_max_input": (0, 1 << 20, 8 << 20),
-    "route_lanes": (0, 1, 2, 3),
+    "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
 }

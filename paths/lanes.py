@@ -117,13 +117,13 @@ def side_stream(parent: torch.cuda.Stream) -> torch.cuda.Stream:
 class RouteLanes:
     """Where one trailing update's launches go (``Schedule.route_lanes`` as ``mode``,
     EXPERIMENTS.md N19): with the FP16 route's two launches a kernel (``two_routes``) and
-    route lanes on (1: while a CUDA graph is being captured, 2: always, 3: in a capture for
-    a row-split update (``row_split``) only), the FP32 route's
+    route lanes on (1: while a CUDA graph is being captured, 3: in a capture for a
+    row-split update (``row_split``) only), the FP32 route's
     (``F16_SKIP``) on a side stream forked from the current one and joined by :meth:`join`;
     otherwise all in order on the current stream. The two launches update disjoint sets of
     matrices (each program takes its matrix's route), so they need no order between them.
 
-    >>> lanes = RouteLanes(2, torch.zeros(1), True)  # CPU tensors: one stream
+    >>> lanes = RouteLanes(1, torch.zeros(1), True)  # CPU tensors: one stream
     >>> lanes.side is None
     True
     """
@@ -133,7 +133,9 @@ class RouteLanes:
         self.side = None
         if not (two_routes and mode and H.is_cuda) or (mode == 3 and not row_split):
             return
-        if mode in (1, 3) and not torch.cuda.is_current_stream_capturing():
+        # Eager calls keep one stream: two event waits an update cost host time (N19's
+        # mode 2, rejected).
+        if not torch.cuda.is_current_stream_capturing():
             return
         self.cur = torch.cuda.current_stream(H.device)
         self.side = side_stream(self.cur)

@@ -115,13 +115,13 @@ LOOKAHEAD = 1
 #: takes exits at once but still holds its place on the chain (N16, N18: ~1.5 us each,
 #: 468 of them at 2x4096). 1: in a CUDA graph capture, the FP32 route's launches go on a
 #: side stream of the current one, beside the FP16 route's (the routes update different
-#: matrices), joined after; 2: in eager calls too (their event waits cost host time);
-#: 0: off; 3: as 1, for row-split updates only. Run 0819 (side by side): 1 took 2x4096
-#: 10.69 -> 10.45 ms, 1x4096 8.71 -> 8.24, 1x3072 6.17 -> 5.75, 2x4096 mixed 14.35 ->
-#: 11.54, 8x2048 unchanged; 2 was no better than 1. Run 0840 (0 / 1 / 3 side by side): 1
-#: cost the tile updates of 60x1024 dense 5 % (3.76 / 3.95 / 3.77 ms) while 3 kept the
-#: row-split gains (2x4096 10.68 / 10.38 / 10.35, 1x3072 6.20 / 5.74 / 5.73); 12-case
-#: geomean 2.407 / 2.403 / 2.394. Knob ``route_lanes``.
+#: matrices), joined after; 0: off; 3: as 1, for row-split updates only. Run 0819 (side
+#: by side): 1 took 2x4096 10.69 -> 10.45 ms, 1x4096 8.71 -> 8.24, 1x3072 6.17 -> 5.75,
+#: 2x4096 mixed 14.35 -> 11.54, 8x2048 unchanged; 2 (eager calls too, two event waits an
+#: update in host time) was no better than 1 and was removed. Run 0840 (0 / 1 / 3 side by
+#: side): 1 cost the tile updates of 60x1024 dense 5 % (3.76 / 3.95 / 3.77 ms) while 3
+#: kept the row-split gains (2x4096 10.68 / 10.38 / 10.35, 1x3072 6.20 / 5.74 / 5.73);
+#: 12-case geomean 2.407 / 2.403 / 2.394. Knob ``route_lanes``.
 ROUTE_LANES = 3
 
 
@@ -350,8 +350,7 @@ class Schedule:
     # the constant.
     lookahead: int | None = None
     # The FP32 route's update launches on a side stream (ROUTE_LANES: 0, 1 in graph
-    # captures, 2 always, 3 row-split updates in captures); None: the knob, else the
-    # constant.
+    # captures, 3 row-split updates in captures); None: the knob, else the constant.
     route_lanes: int | None = None
     # Fewest rows of a row-split update's slice (TRAILING_SLICE_MIN_ROWS, 0: the split
     # threshold's); None: the knob, else the constant.

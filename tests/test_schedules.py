@@ -388,9 +388,9 @@ def test_small_n_nb_knob():
 
 
 def test_route_lanes_knob():
-    # EXPERIMENTS.md N19: 3 (row-split updates in graph captures) by default; 0, 1 (every
-    # update in captures) and 2 (always) under the knob.
-    _knob_resolves("route_lanes", schedules.ROUTE_LANES, 2, 4)
+    # EXPERIMENTS.md N19: 3 (row-split updates in graph captures) by default; 0 and 1 (every
+    # update in captures) under the knob; 2 (eager calls too) was removed.
+    _knob_resolves("route_lanes", schedules.ROUTE_LANES, 1, 2)
     assert schedules.ROUTE_LANES == 3
 
 
@@ -403,7 +403,7 @@ class _Tensor:
     (0, True, True),        # off
     (1, False, True),       # no FP16 route: one launch a kernel, nothing beside it
     (1, True, False),       # 1 outside a capture: eager calls keep one stream
-    (2, False, False),
+    (3, True, False),       # 3 outside a capture
     (3, True, True),        # 3: row-split updates only; this one is a tile update
     (None, True, True),     # a schedule the knobs never resolved
 ])
@@ -425,4 +425,4 @@ def test_route_lanes_stay_on_the_current_stream(mode, two_routes, capturing, mon
 def test_route_lanes_off_the_gpu():
     from adaptqr.paths.lanes import RouteLanes
 
-    assert RouteLanes(2, torch.zeros(1), True).side is None
+    assert RouteLanes(1, torch.zeros(1), True).side is None
