@@ -8,10 +8,11 @@
 #      $SWEEP_CASES (no torch baseline) with $SWEEP, then the wide cases with $WIDE (each
 #      skipped if empty)
 #   3e/3f. with $HP, householder_product on $HP_CASES (default cases_qf7.json; no baseline); with $QR, linalg.qr
-#      on 8x2048, 2x4096 and batch 1 (against torch's)
+#      on $QR_CASES (default 8x2048 and 2x4096) and batch 1 (against torch's)
+#   0. (first, with $HP_HOST, e.g. 20x32) hp_host.py: the host's share of householder_product
 #   4. trace.py on the shapes of $TRACE (e.g. "2x4096,640x512") with $TRACE_KNOBS
 # Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
-# Back under $OUT: log.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json,
+# Back under $OUT: log.txt, hp_host.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json,
 # sweep/*.json, wide/*.json, hp/*.json, qr/*.json, qr1/*.json, trace.txt, trace.json.
 # Session 17's candidates (EXPERIMENTS.md OC9: H15, H16, G4; run 0138):
 #   TESTS_K="fill or clusters" \
@@ -69,9 +70,19 @@
 #   SWEEP_CASES=bench/devscripts/cases_n18.json SWEEP="--knobs rl1:route_lanes=1" HP_CASES=bench \
 #   HP="--knobs s2:qform_stages=2 --knobs s4:qform_stages=4 --knobs f32:qform_fuse=32 \
 #   --knobs f64:qform_fuse=64" bash bench/devscripts/variants_call.sh
+# Session 27: N19 kept at route_lanes 3, QF17 and QF18 rejected (runs 0819-0840). Built, not
+# run: QF19 (Q of small inputs through the graph cache), with hp_host.py's host times first:
+#   HP_HOST=20x32 TESTS_K="graph_cache" HP_CASES=bench \
+#   HP="--knobs g1:qform_graph_max_input=1048576 --knobs g8:qform_graph_max_input=8388608" \
+#   QR_CASES=bench QR="--knobs g8:qform_graph_max_input=8388608" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+if [ -n "${HP_HOST:-}" ]; then
+  echo "== 0. host time, $HP_HOST  (t=$(( $(date +%s) - T0 ))s)"
+  timeout 60 python3 bench/devscripts/hp_host.py --shape "$HP_HOST" > "$OUT/hp_host.txt" 2>&1
+  echo "hp_host: exit $?"; head -n 2 "$OUT/hp_host.txt"
+fi
 if [ -n "${TESTS_K:-}" ]; then
   echo "== 1. variant tests  (t=$(( $(date +%s) - T0 ))s)"
   timeout 150 python3 -m pytest -q -m "gpu and variant" -k "$TESTS_K" tests/gpu -p no:cacheprovider \
@@ -114,10 +125,10 @@ if [ -n "${HP:-}" ]; then
     --out "$OUT/hp" --cases "${HP_CASES:-bench/devscripts/cases_qf7.json}" $HP 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${QR:-}" ]; then
-  echo "== 3f. linalg.qr, 8x2048, 2x4096 and batch 1  (t=$(( $(date +%s) - T0 ))s)"
+  echo "== 3f. linalg.qr, ${QR_CASES:-8x2048 and 2x4096}, and batch 1  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
   timeout 100 python3 -m adaptqr bench --op qr --budget 0.3 --out "$OUT/qr" \
-    --cases bench/devscripts/cases_big.json $QR 2>&1 | grep -E "geomean|wrote|FAIL|rror"
+    --cases "${QR_CASES:-bench/devscripts/cases_big.json}" $QR 2>&1 | grep -E "geomean|wrote|FAIL|rror"
   # shellcheck disable=SC2086
   timeout 100 python3 -m adaptqr bench --op qr --budget 0.3 --out "$OUT/qr1" --cases single \
     $QR 2>&1 | grep -E "geomean|wrote|FAIL|rror"
