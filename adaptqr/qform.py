@@ -52,6 +52,7 @@ from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
+from adaptqr.paths.kernels import qform_cuda
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
@@ -129,6 +130,10 @@ QFORM_ROW_ALIGN = 16
 #: geqrf's replayed 0.03. 0: off, until measured (EXPERIMENTS.md QF19). Knob
 #: ``qform_graph_max_input``.
 QFORM_GRAPH_MAX_INPUT = 0
+#: The strip kernel in CUDA C, the strip in shared memory (``paths.kernels.qform_cuda``), in
+#: strips of this many columns (16 or 32) where cupy compiles it and the strip fits; 0:
+#: the Triton strip kernel, until measured (EXPERIMENTS.md QF20). Knob ``qform_cuda``.
+QFORM_CUDA = 0
 
 
 class QFormTiles(NamedTuple):
@@ -405,6 +410,11 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
         TW = tau  # unread
     else:
         TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
+        bn = knobs.get("qform_cuda", QFORM_CUDA)
+        if (bn and tiles is None and t.nb == qform_cuda.NB and qform_cuda.available()
+                and qform_cuda.fits(m, bn, Ht.device.index)):
+            qform_cuda.launch(Ht, TW, Qt, m, n, k, n_tw, bn)
+            return
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps)

@@ -71,10 +71,12 @@
 #   HP="--knobs s2:qform_stages=2 --knobs s4:qform_stages=4 --knobs f32:qform_fuse=32 \
 #   --knobs f64:qform_fuse=64" bash bench/devscripts/variants_call.sh
 # Session 27: N19 kept at route_lanes 3, QF17 and QF18 rejected (runs 0819-0840). Built, not
-# run: QF19 (Q of small inputs through the graph cache), with hp_host.py's host times first:
-#   HP_HOST=20x32 TESTS_K="graph_cache" HP_CASES=bench \
-#   HP="--knobs g1:qform_graph_max_input=1048576 --knobs g8:qform_graph_max_input=8388608" \
-#   QR_CASES=bench QR="--knobs g8:qform_graph_max_input=8388608" bash bench/devscripts/variants_call.sh
+# run: QF19 (Q of small inputs through the graph cache; hp_host.py's host times first) and
+# QF20 (the Q strip kernel in CUDA C, the strip in shared memory):
+#   HP_HOST=20x32 TESTS_K="graph_cache or cuda_strip or (q_kernel_variants and qform_cuda)" \
+#   HP_CASES=bench HP="--knobs g8:qform_graph_max_input=8388608 --knobs c32:qform_cuda=32 \
+#   --knobs c16:qform_cuda=16" QR_CASES=bench \
+#   QR="--knobs g8:qform_graph_max_input=8388608 --knobs c32:qform_cuda=32" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

@@ -73,14 +73,15 @@ def test_unpadded_rows_at_the_half_gate(shape, k):
 
 @pytest.mark.variant
 @pytest.mark.parametrize("knobs", [{"qform_t_prec": "ieee"}, {"qform_t_warps": 1},
-                                   {"qform_t_warps": 4}],
+                                   {"qform_t_warps": 4}, {"qform_cuda": 32},
+                                   {"qform_cuda": 16}],
                          ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
 @pytest.mark.parametrize("shape,k", [((640, 512, 512), None), ((60, 1000, 1000), None),
                                      ((3, 700, 500), 300), ((40, 176, 176), None)],
                          ids=_shape_id)
 def test_q_kernel_variants_at_the_half_gate(shape, k, knobs):
     # EXPERIMENTS.md QF16: the T kernel's V^T V in IEEE (the default: tf32x3), on 1 or 4
-    # warps (the default: 2).
+    # warps (the default: 2); QF20: the strip kernel in CUDA C, strips of 32 or 16 columns.
     _q_at_the_half_gate(shape, k, **knobs)
 
 
@@ -231,3 +232,26 @@ def test_small_q_replayed_from_the_graph_cache(shape):
             res = ((Q.double() @ R.double() - A.double()).abs().amax()
                    / (A.abs().amax() * max(shape[-2:]) * EPS32)).item()
             assert res <= HALF_GATE
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("bn", [32, 16])
+def test_cuda_strip_kernel_runs_and_agrees_with_triton(bn, monkeypatch):
+    # EXPERIMENTS.md QF20: under the knob the CUDA C strip kernel runs (no silent fall back
+    # to Triton's) and forms the Triton kernel's Q to float32 rounding; the input untouched.
+    from adaptqr import config
+    from adaptqr.paths.kernels import qform_cuda
+
+    assert qform_cuda.available()
+    calls = []
+    real = qform_cuda.launch
+    monkeypatch.setattr(qform_cuda, "launch", lambda *a: calls.append(a[-1]) or real(*a))
+    g = torch.Generator(device="cuda").manual_seed(20)
+    h, tau = originals.geqrf(torch.randn(8, 1000, 600, device="cuda", generator=g))
+    h0 = h.clone()
+    Q0 = adaptqr.householder_product(h, tau)
+    with config.experiment(qform_cuda=bn):
+        Q = adaptqr.householder_product(h, tau)
+    assert calls == [bn]
+    assert float((Q - Q0).abs().amax()) < 1e-5
+    assert torch.equal(h, h0)

@@ -1,0 +1,136 @@
+"""CUDA C kernels of the library run on the host, for tests without a GPU.
+
+A kernel's source is compiled by the host's C++20 compiler under a shim: each CTA's
+threads run as host threads, ``__syncthreads`` is a barrier among them, and dynamic shared
+memory is a host buffer filled with NaN (a read of a slot nothing wrote shows). The
+kernel's indexing, masks and barriers run as written; the GPU's memory model, warps and
+timing do not. Each kernel gets a ``main`` of its own; :func:`qform_launch` is
+:func:`adaptqr.paths.kernels.qform_cuda.launch`'s (EXPERIMENTS.md QF20).
+
+Example (where ``g++`` is on the path)::
+
+    >>> import shutil, torch
+    >>> from adaptqr.testing import cuda_host
+    >>> if shutil.which("g++"):
+    ...     Qt = torch.empty(1, 2, 3)
+    ...     cuda_host.qform_launch(torch.zeros(1, 2, 3), torch.zeros(1, 1, 32, 32), Qt, 3, 2, 0, 0)
+    ...     print(Qt[0].tolist())
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import torch
+
+SHIM = r"""
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+struct dim3_ { unsigned x, y, z; };
+static thread_local dim3_ threadIdx;
+static dim3_ blockIdx, gridDim;
+static std::barrier<>* g_bar;
+static float* g_smem;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __syncthreads() g_bar->arrive_and_wait()
+using std::min;
+static std::vector<float> read_floats(const char* path, size_t count) {
+    std::vector<float> v(count);
+    FILE* f = std::fopen(path, "rb");
+    if (!f || std::fread(v.data(), sizeof(float), count, f) != count) std::exit(2);
+    std::fclose(f);
+    return v;
+}
+static void write_floats(const char* path, const std::vector<float>& v) {
+    FILE* f = std::fopen(path, "wb");
+    if (!f || std::fwrite(v.data(), sizeof(float), v.size(), f) != v.size()) std::exit(3);
+    std::fclose(f);
+}
+// Every CTA of the grid in turn, its NTH threads at once.
+template <int NTH, class F> static void run_grid(size_t smem_bytes, F body) {
+    std::vector<float> shared(smem_bytes / sizeof(float), NAN);
+    g_smem = shared.data();
+    for (unsigned by = 0; by < gridDim.y; ++by)
+        for (unsigned bx = 0; bx < gridDim.x; ++bx) {
+            blockIdx = {bx, by, 0};
+            std::fill(shared.begin(), shared.end(), NAN);
+            std::barrier<> bar(NTH);
+            g_bar = &bar;
+            std::vector<std::thread> threads;
+            for (int t = 0; t < NTH; ++t)
+                threads.emplace_back([&, t] { threadIdx = {(unsigned)t, 0, 0}; body(); });
+            for (auto& th : threads) th.join();
+        }
+}
+"""
+
+QFORM_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const int k = std::atoi(argv[4]), n_tw = std::atoi(argv[5]);
+    const size_t smem = std::atol(argv[6]);
+    std::vector<float> H = read_floats(argv[7], (size_t)B * n * m);
+    std::vector<float> T = read_floats(argv[8], (size_t)B * std::max(n_tw, 1) * NB * NB);
+    std::vector<float> Q = read_floats(argv[9], (size_t)B * n * m);
+    gridDim = {(unsigned)((n + BN - 1) / BN), (unsigned)B, 1};
+    run_grid<NT>(smem, [&] { qform_cuda(H.data(), T.data(), Q.data(), m, n, k, n_tw); });
+    write_floats(argv[9], Q);
+    return 0;
+}
+"""
+
+
+def available() -> bool:
+    """Whether a host C++ compiler is on the path."""
+    return shutil.which("g++") is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _binary(src: str, main: str, defines: tuple) -> str:
+    """The host build of ``src`` (``extern __shared__`` made the shim's buffer) with
+    ``main``, cached for the process."""
+    body = src.replace("extern __shared__ float smem[];", "float* smem = g_smem;")
+    head = "".join(f"#define {k} {v}\n" for k, v in defines)
+    d = tempfile.mkdtemp(prefix="adaptqr_cuda_host_")
+    path = os.path.join(d, "kernel")
+    with open(path + ".cpp", "w") as f:
+        f.write(head + SHIM + body + main)
+    subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-o", path, path + ".cpp"],
+                   check=True, capture_output=True)
+    return path
+
+
+def qform_launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
+                 k: int, n_tw: int, bn: int = 32) -> None:
+    """:func:`adaptqr.paths.kernels.qform_cuda.launch` on the host: ``Qt`` ``(B, n, m)``
+    (float32, CPU, contiguous) written from ``Ht`` ``(B, n, m)`` and ``TW``
+    ``(B, n_tw, 32, 32)`` as the kernel would."""
+    from adaptqr.paths.kernels import qform_cuda
+
+    B = Ht.shape[0]
+    exe = _binary(qform_cuda.SRC, QFORM_MAIN, (("BN", bn),))
+    with tempfile.TemporaryDirectory(prefix="adaptqr_qform_") as d:
+        h, t, q = (os.path.join(d, name) for name in ("h.bin", "t.bin", "q.bin"))
+        Ht.detach().float().contiguous().numpy().tofile(h)
+        tw = TW.detach().float().contiguous()
+        if n_tw == 0:  # unread by the kernel; the harness reads one T a matrix
+            tw = torch.zeros(B, 1, 32, 32)
+        tw.numpy().tofile(t)
+        Qt.detach().contiguous().numpy().tofile(q)
+        subprocess.run([exe, str(B), str(m), str(n), str(k), str(n_tw),
+                        str(qform_cuda.smem_bytes(m, bn)), h, t, q], check=True, timeout=600)
+        Qt.copy_(torch.from_numpy(np.fromfile(q, dtype=np.float32)).view(Qt.shape))

@@ -1,0 +1,52 @@
+"""The CUDA C Q-formation kernel (paths/kernels/qform_cuda.py, EXPERIMENTS.md QF20) on the
+CPU, through :mod:`adaptqr.testing.cuda_host` (its source under a host-thread shim: the
+kernel's indexing, masks, chunking and barriers run as written; the GPU variant test runs
+it on the device). Every panel's T here is the blocked route's ``panel_t`` (larft's);
+tests/interpret/test_qform_interpret.py takes the production T kernel's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adaptqr import originals
+from adaptqr.qform import panel_t
+from adaptqr.testing import cuda_host
+
+pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
+
+
+def _kernel_q(h, tau, bn):
+    """Q by the kernel: ``h`` ``(B, m, n)`` float32 geqrf output, ``tau`` ``(B, k)``."""
+    B, m, n = h.shape
+    k = tau.shape[-1]
+    n_tw = -(-k // 32)
+    V = torch.zeros(B, m, n_tw * 32)
+    V[:, :, :k] = h[:, :, :k].tril(-1)
+    idx = torch.arange(k)
+    V[:, idx, idx] = 1.0
+    taup = torch.zeros(B, n_tw * 32)
+    taup[:, :k] = tau
+    T = panel_t(V.view(B, m, n_tw, 32).permute(0, 2, 1, 3).double(),
+                taup.view(B, n_tw, 32).double()).float()
+    Qt = torch.full((B, n, m), float("nan"))
+    cuda_host.qform_launch(h.transpose(-2, -1).contiguous(), T, Qt, m, n, k, n_tw, bn)
+    return Qt.mT
+
+
+@pytest.mark.parametrize("bn", [32, 16])
+@pytest.mark.parametrize("shape,k", [
+    ((2, 70, 70), None),     # square: three panels, the last partial; strips of both widths
+    ((1, 300, 40), None),    # tall: three chunks of V, the last partial
+    ((2, 90, 50), 20),       # k < n: the columns past k are the identity's, reflected
+    ((1, 33, 33), 0),        # k = 0: the identity
+])
+def test_emulated_kernel_equals_torch(shape, k, bn):
+    g = torch.Generator().manual_seed(20)
+    h, tau = originals.geqrf(torch.randn(*shape, generator=g))
+    if k is not None:
+        tau = tau[..., :k].contiguous()
+    got = _kernel_q(h, tau, bn)
+    want = originals.householder_product(h.double(), tau.double())
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=2e-5)
