@@ -19,7 +19,7 @@ reads only ``V``, staged in chunks of ``RC`` rows. Each panel::
 
 in float32 FMAs (as ``torch.linalg.householder_product``'s orgqr, no tensor cores).
 
-Example (GPU with cupy)::
+Example::
 
     >>> from adaptqr.paths.kernels import qform_cuda
     >>> qform_cuda.smem_bytes(512, 32)
