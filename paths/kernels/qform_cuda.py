@@ -247,9 +247,9 @@ def launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     if not fits(m, bn, dev):
         raise ValueError(f"qform_cuda: a strip of {bn} columns of {m} rows does not fit "
                          f"{smem_limit(dev)} bytes of shared memory")
-    from adaptqr.paths.kernels.panel_cuda import _stream
-
     import cupy as cp
+
+    from adaptqr.paths.kernels.panel_cuda import _stream
 
     kern = _kernel(bn, dev)
     smem = smem_bytes(m, bn)
