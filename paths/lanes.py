@@ -118,9 +118,9 @@ class RouteLanes:
     """Where one trailing update's launches go (``Schedule.route_lanes`` as ``mode``,
     EXPERIMENTS.md N19): with the FP16 route's two launches a kernel (``two_routes``) and
     route lanes on (1: while a CUDA graph is being captured, 3: in a capture for a
-    row-split update (``row_split``) only), the FP32 route's
-    (``F16_SKIP``) on a side stream forked from the current one and joined by :meth:`join`;
-    otherwise all in order on the current stream. The two launches update disjoint sets of
+    row-split update (``row_split``) only), the FP32 route's (``F16_SKIP``) on a side
+    stream forked from the current one and joined by :meth:`join`; otherwise all in order
+    on the current stream. The two launches update disjoint sets of
     matrices (each program takes its matrix's route), so they need no order between them.
 
     >>> lanes = RouteLanes(1, torch.zeros(1), True)  # CPU tensors: one stream
