@@ -45,7 +45,7 @@ static float* g_smem;
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __syncthreads() g_bar->arrive_and_wait()
 using std::min;
 static std::vector<float> read_floats(const char* path, size_t count) {

@@ -11,7 +11,8 @@ Why: the Triton strip kernel reads and writes its strip through L2 twice a panel
 registers and two CTAs an SM, bound by that chain's latency (QF8, QF13, QF17, QF18). Here the
 strip (``BN`` rows of ``Q^T``, ``m + 1`` floats each: an odd stride, so a column's entries
 fall in distinct banks) stays in shared memory from the identity to the store; a panel
-reads only ``V``, staged in chunks of ``RC`` rows. Each panel::
+reads only ``V``, staged in chunks of ``RC`` rows (each loaded into registers while the
+chunk before it is computed). Each panel::
 
     W  = C^T V        4 x 4 per thread, the rows split over WG groups, partials summed
     Y  = W T^T
@@ -51,22 +52,37 @@ SRC = r"""
 #define VS (RC + 1)
 #define WS (NB + 1)
 
-// Vs[j][rr] = V[r0 + rr][j] of the panel at column k0: unit diagonal, zero above it, zero
-// past row m and for columns at or past k (tau = 0 there).
-__device__ __forceinline__ void stage_v(float* Vs, const float* __restrict__ H, int k0,
-                                        int r0, int m, int k) {
-    for (int e = threadIdx.x; e < NB * RC; e += NT) {
+#define VPT (NB * RC / NT)
+
+// This thread's share of V's rows [r0, r0 + RC) of the panel at column k0 (element
+// e = threadIdx.x + NT i is Vs[e / RC][e % RC]): unit diagonal, zero above it, zero past
+// row m and for columns at or past k (tau = 0 there). Loaded into registers a chunk ahead
+// of its use, so that the global loads fly while the previous chunk is computed.
+__device__ __forceinline__ void load_v(float (&v)[VPT], const float* __restrict__ H, int k0,
+                                       int r0, int m, int k) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+        const int e = threadIdx.x + NT * i;
         const int j = e / RC, rr = e - j * RC;
         const int r = r0 + rr, col = k0 + j;
-        float v = 0.f;
+        float x = 0.f;
         if (col < k && r < m) {
-            v = r > col ? H[(long long)col * m + r] : (r == col ? 1.f : 0.f);
+            x = r > col ? H[(long long)col * m + r] : (r == col ? 1.f : 0.f);
         }
-        Vs[j * VS + rr] = v;
+        v[i] = x;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(NT)
+__device__ __forceinline__ void store_v(float* Vs, const float (&v)[VPT]) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+        const int e = threadIdx.x + NT * i;
+        const int j = e / RC;
+        Vs[j * VS + e - j * RC] = v[i];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NT, 2)
 qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __restrict__ Qt,
            int m, int n, int k, int n_tw) {
     extern __shared__ float smem[];
@@ -104,9 +120,12 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
         for (int a = 0; a < 4; ++a)
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[a][c] = 0.f;
+        float pre[VPT];
+        load_v(pre, H, k0, k0, m, k);
         for (int r0 = k0; r0 < m; r0 += RC) {
-            stage_v(Vs, H, k0, r0, m, k);
+            store_v(Vs, pre);
             __syncthreads();
+            if (r0 + RC < m) load_v(pre, H, k0, r0 + RC, m, k);
             const int rows = min(RC, m - r0);
             for (int s = g; s < rows; s += WG) {
                 float cv[4], vv[4];
@@ -143,9 +162,11 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
         }
         __syncthreads();
 
+        load_v(pre, H, k0, k0, m, k);
         for (int r0 = k0; r0 < m; r0 += RC) {
-            stage_v(Vs, H, k0, r0, m, k);
+            store_v(Vs, pre);
             __syncthreads();
+            if (r0 + RC < m) load_v(pre, H, k0, r0 + RC, m, k);
             float u[4][US];
 #pragma unroll
             for (int a = 0; a < 4; ++a)
