@@ -46,8 +46,33 @@ static float* g_smem;
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+// A CTA's static shared arrays: one copy for all its threads (the CTAs run one at a time).
+#define __shared__ static
 #define __syncthreads() g_bar->arrive_and_wait()
 using std::min;
+// Warps: 32 host threads that meet at a barrier of their own around every exchange.
+static std::barrier<>* g_warp_bar[32];
+static float g_xchg[32][32];
+static void __syncwarp(unsigned = 0xffffffffu) { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
+static float warp_exchange(float v, int src) {
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+    g_xchg[w][l] = v;
+    g_warp_bar[w]->arrive_and_wait();
+    const float r = g_xchg[w][src & 31];
+    g_warp_bar[w]->arrive_and_wait();
+    return r;
+}
+static float __shfl_xor_sync(unsigned, float v, int mask) {
+    return warp_exchange(v, (threadIdx.x % 32) ^ mask);
+}
+static float __shfl_sync(unsigned, float v, int src) { return warp_exchange(v, src); }
+static bool __all_sync(unsigned, int pred) {
+    bool all = true;
+    const float mine = pred ? 1.f : 0.f;
+    for (int l = 0; l < 32; ++l) all = all && warp_exchange(mine, l) != 0.f;
+    return all;
+}
 static std::vector<float> read_floats(const char* path, size_t count) {
     std::vector<float> v(count);
     FILE* f = std::fopen(path, "rb");
@@ -70,10 +95,13 @@ template <int NTH, class F> static void run_grid(size_t smem_bytes, F body) {
             std::fill(shared.begin(), shared.end(), NAN);
             std::barrier<> bar(NTH);
             g_bar = &bar;
+            std::vector<std::barrier<>*> warps;
+            for (int w = 0; w < (NTH + 31) / 32; ++w) warps.push_back(g_warp_bar[w] = new std::barrier<>(32));
             std::vector<std::thread> threads;
             for (int t = 0; t < NTH; ++t)
                 threads.emplace_back([&, t] { threadIdx = {(unsigned)t, 0, 0}; body(); });
             for (auto& th : threads) th.join();
+            for (auto* w : warps) delete w;
         }
 }
 """
@@ -89,6 +117,30 @@ int main(int argc, char** argv) {
     gridDim = {(unsigned)((n + BN - 1) / BN), (unsigned)B, 1};
     run_grid<NT>(smem, [&] { qform_cuda(H.data(), T.data(), Q.data(), m, n, k, n_tw); });
     write_floats(argv[9], Q);
+    return 0;
+}
+"""
+
+
+PANEL_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const int k = std::atoi(argv[4]), pw = std::atoi(argv[5]), tw_index = std::atoi(argv[6]);
+    const int n_tw = std::atoi(argv[7]), has_na = std::atoi(argv[8]);
+    const float floor_ = (float)std::atof(argv[9]);
+    std::vector<float> H = read_floats(argv[10], (size_t)B * n * m);
+    std::vector<float> tau = read_floats(argv[11], (size_t)B * n);
+    std::vector<float> T = read_floats(argv[12], (size_t)B * n_tw * NB * NB);
+    std::vector<float> naf = read_floats(argv[13], (size_t)B);
+    std::vector<int> na(naf.begin(), naf.end());
+    gridDim = {(unsigned)B, 1, 1};
+    run_grid<NT>(0, [&] {
+        panel_cuda(H.data(), tau.data(), T.data(), na.data(), k, m, n, pw, tw_index, n_tw,
+                   has_na, floor_);
+    });
+    write_floats(argv[10], H);
+    write_floats(argv[11], tau);
+    write_floats(argv[12], T);
     return 0;
 }
 """
@@ -134,3 +186,24 @@ def qform_launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n
         subprocess.run([exe, str(B), str(m), str(n), str(k), str(n_tw),
                         str(qform_cuda.smem_bytes(m, bn)), h, t, q], check=True, timeout=600)
         Qt.copy_(torch.from_numpy(np.fromfile(q, dtype=np.float32)).view(Qt.shape))
+
+
+def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
+                 k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
+                 has_na: bool, floor: float, fuse: bool = False) -> None:
+    """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host, one CTA a matrix (no
+    clusters, no Gram build): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW``
+    ``(B, n_tw, 32, 32)`` (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``."""
+    from adaptqr.paths.kernels import panel_cuda
+
+    nt, r = panel_cuda.threads_rows(mb)
+    exe = _binary(panel_cuda.SRC, PANEL_MAIN, (("NT", nt), ("R", r), ("FUSE", int(fuse))))
+    B = Ht.shape[0]
+    with tempfile.TemporaryDirectory(prefix="adaptqr_panel_") as d:
+        paths = [os.path.join(d, f"{name}.bin") for name in ("h", "tau", "t", "na")]
+        for path, x in zip(paths, (Ht, tau, TW, na)):
+            x.detach().float().contiguous().numpy().tofile(path)
+        subprocess.run([exe, str(B), str(m), str(n), str(k), str(pw), str(tw_index), str(n_tw),
+                        str(int(has_na)), repr(float(floor))] + paths, check=True, timeout=600)
+        for path, x in zip(paths[:3], (Ht, tau, TW)):
+            x.copy_(torch.from_numpy(np.fromfile(path, dtype=np.float32)).view(x.shape))

@@ -1,0 +1,73 @@
+"""The CUDA C register panel (paths/kernels/panel_cuda.py, the default panel on the GPU;
+EXPERIMENTS.md H12, H17) on the CPU, through :mod:`adaptqr.testing.cuda_host`: its source
+under the host-thread shim (each warp's shuffles an exchange among 32 host threads), one
+CTA a matrix. The panel's reflectors, R and tau against LAPACK's geqrf of the same
+columns, and its T against larft's; the clusters and the Gram build stay GPU-tested."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adaptqr import originals
+from adaptqr.qform import panel_t
+from adaptqr.testing import cuda_host
+
+pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
+
+
+def _panel(X, k, pw, fuse, na=None):
+    """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
+    path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``."""
+    B, m, n = X.shape
+    n_tw = -(-n // 32)
+    Ht = X.transpose(-2, -1).contiguous()
+    tau = torch.full((B, n), float("nan"))
+    TW = torch.zeros(B, n_tw, 32, 32)
+    nav = torch.full((B,), float(n if na is None else na))
+    mb = max(16, 1 << (m - k - 1).bit_length())
+    cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
+                           0.0, fuse)
+    return Ht.transpose(-2, -1), tau, TW[:, k // 32]
+
+
+def _larft(h, tau):
+    """larft's T of the reflectors below the diagonal of ``h`` ``(B, r, pw)``, padded to 32."""
+    B, r, pw = h.shape
+    V = torch.zeros(B, r, 32, dtype=torch.float64)
+    V[:, :, :pw] = h.tril(-1)
+    V[:, torch.arange(pw), torch.arange(pw)] = 1.0
+    taup = torch.zeros(B, 32, dtype=torch.float64)
+    taup[:, :pw] = tau
+    return panel_t(V[:, None], taup[:, None])[:, 0]
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+@pytest.mark.parametrize("m,n,k,pw", [
+    (100, 64, 0, 32),     # 128 padded rows, one row a thread
+    (300, 70, 32, 32),    # a later panel: 268 rows, 512 padded, two rows a thread
+    (90, 40, 32, 8),      # the last, partial panel
+])
+def test_emulated_panel_equals_lapack(m, n, k, pw, fuse):
+    g = torch.Generator().manual_seed(m + k)
+    X = torch.randn(2, m, n, generator=g)
+    X[1, :, k + 3] = 0.0          # a zero column: tau 0
+    X[1, :, k + 5] *= 1e-30       # a tiny one: the scaled sum of squares
+    H, tau, T = _panel(X, k, pw, fuse)
+    h, t = originals.geqrf(X[:, k:, k:k + pw].double())
+    got = H[:, k:, k:k + pw].double()
+    torch.testing.assert_close(got.triu(), h.triu(), rtol=1e-5, atol=1e-5 * h.abs().amax())
+    torch.testing.assert_close(got.tril(-1), h.tril(-1), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(tau[:, k:k + pw].double(), t, rtol=1e-5, atol=1e-6)
+    assert float(tau[1, k + 3]) == 0.0
+    torch.testing.assert_close(T.double(), _larft(h, t), rtol=1e-4, atol=1e-4)
+    # Outside the panel's columns and rows, the matrix is as it was.
+    assert torch.equal(H[:, :, k + pw:], X[:, :, k + pw:])
+    assert torch.equal(H[:, :k, k:k + pw], X[:, :k, k:k + pw])
+
+
+def test_emulated_panel_past_n_active_writes_zero_taus():
+    X = torch.randn(1, 80, 64, generator=torch.Generator().manual_seed(3))
+    H, tau, _ = _panel(X, 32, 32, False, na=20)
+    assert torch.equal(tau[:, 32:], torch.zeros(1, 32))
+    assert torch.equal(H, X)
