@@ -2,7 +2,8 @@
 EXPERIMENTS.md H12, H17) on the CPU, through :mod:`adaptqr.testing.cuda_host`: its source
 under the host-thread shim (each warp's shuffles an exchange among 32 host threads), one
 CTA a matrix. The panel's reflectors, R and tau against LAPACK's geqrf of the same
-columns, and its T against larft's; the clusters and the Gram build stay GPU-tested."""
+columns, and its T against larft's; the Gram build's too (and its fall back to the column
+steps); the clusters stay GPU-tested."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None):
+def _panel(X, k, pw, fuse, na=None, gram=False):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
     path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``."""
     B, m, n = X.shape
@@ -27,7 +28,7 @@ def _panel(X, k, pw, fuse, na=None):
     nav = torch.full((B,), float(n if na is None else na))
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse)
+                           0.0, fuse, gram)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -71,3 +72,32 @@ def test_emulated_panel_past_n_active_writes_zero_taus():
     H, tau, _ = _panel(X, 32, 32, False, na=20)
     assert torch.equal(tau[:, 32:], torch.zeros(1, 32))
     assert torch.equal(H, X)
+
+
+@pytest.mark.parametrize("m,k", [(100, 0), (300, 32)])
+def test_emulated_gram_panel(m, k):
+    # EXPERIMENTS.md H22: the Gram build (CholeskyQR2 rebuilt into Householder form) takes a
+    # well-conditioned panel: LAPACK's reflectors, R and tau, and T, by other arithmetic than
+    # the column steps (its bits differ from theirs). A panel with a repeated column fails
+    # its pivot test and is factored by the column steps from the untouched input: their
+    # bits exactly.
+    from adaptqr.paths.kernels.panel_gram import gram_build
+
+    g = torch.Generator().manual_seed(m)
+    X = torch.randn(2, m, 64, generator=g)
+    X[1, :, k + 7] = X[1, :, k + 2]
+    mb = max(16, 1 << (m - k - 1).bit_length())
+    from adaptqr.paths.kernels import panel_cuda
+
+    assert gram_build(panel_cuda.threads_rows(mb)[0], 32, 32)
+    H, tau, T = _panel(X, k, 32, True, gram=True)
+    H0, tau0, T0 = _panel(X, k, 32, True)
+    h, t = originals.geqrf(X[:1, k:, k:k + 32].double())
+    got = H[:1, k:, k:k + 32].double()
+    torch.testing.assert_close(got.triu(), h.triu(), rtol=1e-5, atol=1e-5 * h.abs().amax())
+    torch.testing.assert_close(got.tril(-1), h.tril(-1), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(tau[:1, k:k + 32].double(), t, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(T[:1].double(), _larft(h, t), rtol=1e-4, atol=1e-4)
+    assert not torch.equal(H[0], H0[0])
+    assert torch.equal(H[1], H0[1]) and torch.equal(T[1], T0[1])
+    assert torch.equal(tau[1, k:k + 32], tau0[1, k:k + 32])

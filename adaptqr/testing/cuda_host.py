@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -46,7 +47,7 @@ static float* g_smem;
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 // A CTA's static shared arrays: one copy for all its threads (the CTAs run one at a time).
 #define __shared__ static
 #define __syncthreads() g_bar->arrive_and_wait()
@@ -67,6 +68,9 @@ static float __shfl_xor_sync(unsigned, float v, int mask) {
     return warp_exchange(v, (threadIdx.x % 32) ^ mask);
 }
 static float __shfl_sync(unsigned, float v, int src) { return warp_exchange(v, src); }
+struct alignas(16) float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static bool __all_sync(unsigned, int pred) {
     bool all = true;
     const float mine = pred ? 1.f : 0.f;
@@ -134,7 +138,7 @@ int main(int argc, char** argv) {
     std::vector<float> naf = read_floats(argv[13], (size_t)B);
     std::vector<int> na(naf.begin(), naf.end());
     gridDim = {(unsigned)B, 1, 1};
-    run_grid<NT>(0, [&] {
+    run_grid<NT>((size_t)std::atol(argv[14]), [&] {
         panel_cuda(H.data(), tau.data(), T.data(), na.data(), k, m, n, pw, tw_index, n_tw,
                    has_na, floor_);
     });
@@ -155,7 +159,9 @@ def available() -> bool:
 def _binary(src: str, main: str, defines: tuple) -> str:
     """The host build of ``src`` (``extern __shared__`` made the shim's buffer) with
     ``main``, cached for the process."""
-    body = src.replace("extern __shared__ float smem[];", "float* smem = g_smem;")
+    # Dynamic shared memory: the shim's buffer.
+    body = re.sub(r"extern __shared__ (__align__\(\d+\) )?float (\w+)\[\];",
+                  r"float* \2 = g_smem;", src)
     head = "".join(f"#define {k} {v}\n" for k, v in defines)
     d = tempfile.mkdtemp(prefix="adaptqr_cuda_host_")
     path = os.path.join(d, "kernel")
@@ -190,20 +196,26 @@ def qform_launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n
 
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
-                 has_na: bool, floor: float, fuse: bool = False) -> None:
+                 has_na: bool, floor: float, fuse: bool = False, gram: bool = False) -> None:
     """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host, one CTA a matrix (no
-    clusters, no Gram build): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW``
-    ``(B, n_tw, 32, 32)`` (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``."""
+    clusters): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
+    (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
+    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it)."""
     from adaptqr.paths.kernels import panel_cuda
+    from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
     nt, r = panel_cuda.threads_rows(mb)
-    exe = _binary(panel_cuda.SRC, PANEL_MAIN, (("NT", nt), ("R", r), ("FUSE", int(fuse))))
+    if gram and not gram_build(nt, pw, 32):
+        raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
+    exe = _binary(panel_cuda.SRC, PANEL_MAIN,
+                  (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
     B = Ht.shape[0]
     with tempfile.TemporaryDirectory(prefix="adaptqr_panel_") as d:
         paths = [os.path.join(d, f"{name}.bin") for name in ("h", "tau", "t", "na")]
         for path, x in zip(paths, (Ht, tau, TW, na)):
             x.detach().float().contiguous().numpy().tofile(path)
         subprocess.run([exe, str(B), str(m), str(n), str(k), str(pw), str(tw_index), str(n_tw),
-                        str(int(has_na)), repr(float(floor))] + paths, check=True, timeout=600)
+                        str(int(has_na)), repr(float(floor))] + paths
+                       + [str(gram_smem(nt) if gram else 0)], check=True, timeout=600)
         for path, x in zip(paths[:3], (Ht, tau, TW)):
             x.copy_(torch.from_numpy(np.fromfile(path, dtype=np.float32)).view(x.shape))
