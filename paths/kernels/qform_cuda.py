@@ -30,9 +30,12 @@ Example::
 from __future__ import annotations
 
 import functools
+import logging
 
 import numpy as np
 import torch
+
+logger = logging.getLogger("adaptqr.paths")
 
 #: Threads a CTA, rows of ``V`` staged a chunk, and the panel width (``T``'s).
 NT, RC, NB = 256, 128, 32
@@ -209,8 +212,8 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
 def smem_bytes(m: int, bn: int) -> int:
     """Dynamic shared memory of one CTA: the strip, a chunk of ``V``, ``W``'s partials, ``T``
     and ``Y`` (float32)."""
-    wg = NT // ((bn // 4) * (32 // 4))
-    return 4 * (bn * (m + 1) + 32 * (RC + 1) + wg * bn * 33 + 32 * 33 + bn * 33)
+    wg = NT // ((bn // 4) * (NB // 4))
+    return 4 * (bn * (m + 1) + NB * (RC + 1) + (wg * bn + NB + bn) * (NB + 1))
 
 
 #: Shared memory a CTA may take where the device cannot say (an H200's opt-in: 227 KB).
@@ -237,13 +240,19 @@ def fits(m: int, bn: int, device_index: int | None = None) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def available() -> bool:
-    """Whether cupy imports, a CUDA device is there and the kernel compiles for it."""
+    """Whether cupy imports, a CUDA device is there and the kernel compiles for it (else
+    the Triton strip kernel runs, with one warning logged where the compile failed)."""
     if not torch.cuda.is_available():
         return False
     try:
         import cupy  # noqa: F401
-        _kernel(32, torch.cuda.current_device())
     except Exception:
+        return False
+    try:
+        _kernel(32, torch.cuda.current_device())
+    except Exception as exc:  # an NVRTC or driver too old for the kernel, say
+        logger.warning("adaptqr: the CUDA C Q strip kernel did not compile (%s: %s); the "
+                       "Triton kernel runs instead", type(exc).__name__, str(exc)[:200])
         return False
     return True
 
