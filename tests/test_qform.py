@@ -270,3 +270,23 @@ def test_q_through_the_graph_cache_only_under_its_bound(fake_graphs):
     with config.experiment(qform_graph_max_input=8 << 20):
         adaptqr.householder_product(*big)
     assert fake_graphs.stats()["misses"] == 1
+
+
+def test_a_failed_kernel_compile_warns_and_says_what_runs_instead(caplog):
+    # The CUDA C kernels' compile probe (panel_cuda.compiles: the panel, its clusters and
+    # QF20's Q strip kernel): a build that raises gives False and one warning naming the
+    # kernel, the error and what runs instead; one that builds gives True, silently.
+    import logging
+
+    from adaptqr.paths.kernels.panel_cuda import compiles
+
+    def fails():
+        raise RuntimeError("NVRTC_ERROR_COMPILATION")
+
+    with caplog.at_level(logging.WARNING, logger="adaptqr.paths"):
+        assert compiles(lambda: None, "CUDA C Q strip kernel", "the Triton kernel runs instead")
+        assert caplog.records == []
+        assert not compiles(fails, "CUDA C Q strip kernel", "the Triton kernel runs instead")
+    assert [r.getMessage() for r in caplog.records] == [
+        "adaptqr: the CUDA C Q strip kernel did not compile (RuntimeError: "
+        "NVRTC_ERROR_COMPILATION); the Triton kernel runs instead"]

@@ -666,6 +666,18 @@ def cluster_shape(mb: int, cta_rows: int) -> tuple[int, int, int]:
 logger = logging.getLogger("adaptqr.paths")
 
 
+def compiles(build, what: str, instead: str) -> bool:
+    """Whether ``build()`` (a kernel's NVRTC compile through cupy) succeeds; else one warning
+    naming ``what`` did not compile and what runs ``instead``."""
+    try:
+        build()
+    except Exception as exc:  # an NVRTC or driver too old for the kernel, say
+        logger.warning("adaptqr: the %s did not compile (%s: %s); %s", what,
+                       type(exc).__name__, str(exc)[:200], instead)
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def available() -> bool:
     """Whether cupy imports, a CUDA device is there and the kernel compiles for it (NVRTC,
@@ -676,13 +688,8 @@ def available() -> bool:
         import cupy  # noqa: F401
     except Exception:
         return False
-    try:
-        _kernel(*threads_rows(512), torch.cuda.current_device())
-    except Exception as exc:  # an NVRTC or driver too old for the kernel, say
-        logger.warning("adaptqr: the CUDA C panel did not compile (%s: %s); the Triton panel "
-                       "runs instead", type(exc).__name__, str(exc)[:200])
-        return False
-    return True
+    return compiles(lambda: _kernel(*threads_rows(512), torch.cuda.current_device()),
+                    "CUDA C panel", "the Triton panel runs instead")
 
 
 @functools.lru_cache(maxsize=None)
@@ -693,13 +700,8 @@ def cluster_available() -> bool:
         return False
     if torch.cuda.get_device_capability() < (9, 0):
         return False
-    try:
-        _kernel(256, 2, torch.cuda.current_device(), False, 2)
-    except Exception as exc:
-        logger.warning("adaptqr: the CUDA C cluster panel did not compile (%s: %s); tall "
-                       "panels stay row-split", type(exc).__name__, str(exc)[:200])
-        return False
-    return True
+    return compiles(lambda: _kernel(256, 2, torch.cuda.current_device(), False, 2),
+                    "CUDA C cluster panel", "tall panels stay row-split")
 
 
 @functools.lru_cache(maxsize=None)

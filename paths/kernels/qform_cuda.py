@@ -30,12 +30,9 @@ Example::
 from __future__ import annotations
 
 import functools
-import logging
 
 import numpy as np
 import torch
-
-logger = logging.getLogger("adaptqr.paths")
 
 #: Threads a CTA, rows of ``V`` staged a chunk, and the panel width (``T``'s).
 NT, RC, NB = 256, 128, 32
@@ -248,13 +245,10 @@ def available() -> bool:
         import cupy  # noqa: F401
     except Exception:
         return False
-    try:
-        _kernel(32, torch.cuda.current_device())
-    except Exception as exc:  # an NVRTC or driver too old for the kernel, say
-        logger.warning("adaptqr: the CUDA C Q strip kernel did not compile (%s: %s); the "
-                       "Triton kernel runs instead", type(exc).__name__, str(exc)[:200])
-        return False
-    return True
+    from adaptqr.paths.kernels.panel_cuda import compiles
+
+    return compiles(lambda: _kernel(32, torch.cuda.current_device()),
+                    "CUDA C Q strip kernel", "the Triton kernel runs instead")
 
 
 @functools.lru_cache(maxsize=None)
