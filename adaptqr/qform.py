@@ -309,6 +309,30 @@ def panel_t(V: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
                                          unitriangular=True)
 
 
+def reflector_panels(A: torch.Tensor, tau: torch.Tensor, nb: int) -> tuple:
+    """``(V, tau)`` by panels of ``nb``: ``V`` ``(B, npan, m, nb)`` from the Householder
+    vectors below the diagonal of ``A`` ``(B, m, n)`` (unit diagonal, zeros above it) and
+    ``tau`` ``(B, npan, nb)`` from ``tau`` ``(B, k)``, with ``tau = 0`` past ``k`` (identity
+    reflectors, whatever their ``V``); :func:`panel_t` takes them.
+
+    >>> V, t = reflector_panels(torch.zeros(1, 4, 3), torch.ones(1, 2), 2)
+    >>> V.shape, t.tolist()
+    (torch.Size([1, 1, 4, 2]), [[[1.0, 1.0]]])
+    """
+    B, m, _ = A.shape
+    k = tau.shape[-1]
+    npan = -(-k // nb)
+    kp = npan * nb
+    V = torch.zeros(B, m, kp, dtype=A.dtype, device=A.device)
+    V[:, :, :k] = A[:, :, :k].tril(-1)
+    # fill_ rather than an indexed assignment: the latter copies a CPU scalar tensor, which a
+    # CUDA graph capture (torch.compile's reduce-overhead) refuses.
+    V.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+    taup = torch.zeros(B, kp, dtype=A.dtype, device=A.device)
+    taup[:, :k] = tau
+    return V.view(B, m, npan, nb).permute(0, 2, 1, 3), taup.view(B, npan, nb)
+
+
 def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QFORM_NB
                                 ) -> torch.Tensor:
     """``householder_product(A, tau)`` by blocked compact WY, in torch ops, on any device and
@@ -324,24 +348,12 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
     Qt = torch.eye(n, m, dtype=A.dtype, device=A.device).expand(B, n, m).contiguous()
     if B == 0 or k == 0:
         return Qt.mT.reshape(*batch, m, n)
-    A3 = A.reshape(B, m, n)
-    t3 = tau.reshape(B, k)
     # No wider than the reflectors, in whole 32s: a panel past k is zero columns' work.
     nb = min(nb, -(-k // 32) * 32)
     npan = -(-k // nb)
-    kp = npan * nb
-    # Every panel's V in one (B, m, kp) tensor: unit diagonal, zeros above it, and zero
-    # columns (tau = 0) past k.
-    V = torch.zeros(B, m, kp, dtype=A.dtype, device=A.device)
-    V[:, :, :k] = A3[:, :, :k].tril(-1)
-    # fill_ rather than an indexed assignment: the latter copies a CPU scalar tensor, which a
-    # CUDA graph capture (torch.compile's reduce-overhead) refuses.
-    V.diagonal(dim1=-2, dim2=-1).fill_(1.0)
-    taup = torch.zeros(B, kp, dtype=A.dtype, device=A.device)
-    taup[:, :k] = t3
     with full_fp32_matmul():
-        Vp = V.view(B, m, npan, nb).permute(0, 2, 1, 3)             # (B, npan, m, nb)
-        T = panel_t(Vp, taup.view(B, npan, nb))                      # (B, npan, nb, nb)
+        Vp, taup = reflector_panels(A.reshape(B, m, n), tau.reshape(B, k), nb)
+        T = panel_t(Vp, taup)                                        # (B, npan, nb, nb)
         Yt = (Vp @ T).mT                                             # (B, npan, nb, m)
         first = True
         for p in reversed(range(npan)):

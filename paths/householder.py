@@ -776,7 +776,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     lanes.join()
 
 
-
 #: Above torch's and reference's: the default for what :func:`capable` accepts.
 PRIORITY = 100
 

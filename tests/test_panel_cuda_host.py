@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from adaptqr import originals
-from adaptqr.qform import panel_t
+from adaptqr.qform import panel_t, reflector_panels
 from adaptqr.testing import cuda_host
 
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
@@ -34,13 +34,7 @@ def _panel(X, k, pw, fuse, na=None, gram=False):
 
 def _larft(h, tau):
     """larft's T of the reflectors below the diagonal of ``h`` ``(B, r, pw)``, padded to 32."""
-    B, r, pw = h.shape
-    V = torch.zeros(B, r, 32, dtype=torch.float64)
-    V[:, :, :pw] = h.tril(-1)
-    V[:, torch.arange(pw), torch.arange(pw)] = 1.0
-    taup = torch.zeros(B, 32, dtype=torch.float64)
-    taup[:, :pw] = tau
-    return panel_t(V[:, None], taup[:, None])[:, 0]
+    return panel_t(*reflector_panels(h, tau, 32))[:, 0]
 
 
 @pytest.mark.parametrize("fuse", [False, True])

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from adaptqr import originals
-from adaptqr.qform import panel_t
+from adaptqr.qform import panel_t, reflector_panels
 from adaptqr.testing import cuda_host
 
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
@@ -21,14 +21,7 @@ def _kernel_q(h, tau, bn):
     B, m, n = h.shape
     k = tau.shape[-1]
     n_tw = -(-k // 32)
-    V = torch.zeros(B, m, n_tw * 32)
-    V[:, :, :k] = h[:, :, :k].tril(-1)
-    idx = torch.arange(k)
-    V[:, idx, idx] = 1.0
-    taup = torch.zeros(B, n_tw * 32)
-    taup[:, :k] = tau
-    T = panel_t(V.view(B, m, n_tw, 32).permute(0, 2, 1, 3).double(),
-                taup.view(B, n_tw, 32).double()).float()
+    T = panel_t(*reflector_panels(h.double(), tau.double(), 32)).float()
     Qt = torch.full((B, n, m), float("nan"))
     cuda_host.qform_launch(h.transpose(-2, -1).contiguous(), T, Qt, m, n, k, n_tw, bn)
     return Qt.mT

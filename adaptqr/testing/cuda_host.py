@@ -121,12 +121,12 @@ int main(int argc, char** argv) {
     const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
     const int k = std::atoi(argv[4]), n_tw = std::atoi(argv[5]);
     const size_t smem = std::atol(argv[6]);
-    std::vector<float> H = read_floats(argv[7], (size_t)B * n * m);
-    std::vector<float> T = read_floats(argv[8], (size_t)B * std::max(n_tw, 1) * NB * NB);
-    std::vector<float> Q = read_floats(argv[9], (size_t)B * n * m);
+    std::vector<float> Q = read_floats(argv[7], (size_t)B * n * m);
+    std::vector<float> H = read_floats(argv[8], (size_t)B * n * m);
+    std::vector<float> T = read_floats(argv[9], (size_t)B * std::max(n_tw, 1) * NB * NB);
     gridDim = {(unsigned)((n + BN - 1) / BN), (unsigned)B, 1};
     run_grid<NT>(smem, [&] { qform_cuda(H.data(), T.data(), Q.data(), m, n, k, n_tw); });
-    write_floats(argv[9], Q);
+    write_floats(argv[7], Q);
     return 0;
 }
 """
@@ -178,6 +178,19 @@ def _binary(src: str, main: str, defines: tuple) -> str:
     return path
 
 
+def _run(exe: str, before: list, tensors: tuple, after: list, written: int) -> None:
+    """Run ``exe`` on ``before``, one file a tensor of ``tensors`` (float32), ``after``;
+    then copy the files of the first ``written`` tensors back into them."""
+    with tempfile.TemporaryDirectory(prefix="adaptqr_cuda_host_") as d:
+        paths = [os.path.join(d, f"{i}.bin") for i in range(len(tensors))]
+        for path, x in zip(paths, tensors):
+            x.detach().float().contiguous().numpy().tofile(path)
+        subprocess.run([exe] + [str(a) for a in before] + paths + [str(a) for a in after],
+                       check=True, timeout=600)
+        for path, x in zip(paths[:written], tensors):
+            x.copy_(torch.from_numpy(np.fromfile(path, dtype=np.float32)).view(x.shape))
+
+
 def qform_launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
                  k: int, n_tw: int, bn: int = 32) -> None:
     """:func:`adaptqr.paths.kernels.qform_cuda.launch` on the host: ``Qt`` ``(B, n, m)``
@@ -187,17 +200,9 @@ def qform_launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n
 
     B = Ht.shape[0]
     exe = _binary(qform_cuda.SRC, QFORM_MAIN, (("BN", bn),))
-    with tempfile.TemporaryDirectory(prefix="adaptqr_qform_") as d:
-        h, t, q = (os.path.join(d, name) for name in ("h.bin", "t.bin", "q.bin"))
-        Ht.detach().float().contiguous().numpy().tofile(h)
-        tw = TW.detach().float().contiguous()
-        if n_tw == 0:  # unread by the kernel; the harness reads one T a matrix
-            tw = torch.zeros(B, 1, 32, 32)
-        tw.numpy().tofile(t)
-        Qt.detach().contiguous().numpy().tofile(q)
-        subprocess.run([exe, str(B), str(m), str(n), str(k), str(n_tw),
-                        str(qform_cuda.smem_bytes(m, bn)), h, t, q], check=True, timeout=600)
-        Qt.copy_(torch.from_numpy(np.fromfile(q, dtype=np.float32)).view(Qt.shape))
+    # With n_tw = 0, TW is unread by the kernel; the harness reads one T a matrix.
+    tw = torch.zeros(B, 1, 32, 32) if n_tw == 0 else TW
+    _run(exe, [B, m, n, k, n_tw, qform_cuda.smem_bytes(m, bn)], (Qt, Ht, tw), [], 1)
 
 
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
@@ -215,13 +220,5 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = _binary(panel_cuda.SRC, PANEL_MAIN,
                   (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
-    B = Ht.shape[0]
-    with tempfile.TemporaryDirectory(prefix="adaptqr_panel_") as d:
-        paths = [os.path.join(d, f"{name}.bin") for name in ("h", "tau", "t", "na")]
-        for path, x in zip(paths, (Ht, tau, TW, na)):
-            x.detach().float().contiguous().numpy().tofile(path)
-        subprocess.run([exe, str(B), str(m), str(n), str(k), str(pw), str(tw_index), str(n_tw),
-                        str(int(has_na)), repr(float(floor))] + paths
-                       + [str(gram_smem(nt) if gram else 0)], check=True, timeout=600)
-        for path, x in zip(paths[:3], (Ht, tau, TW)):
-            x.copy_(torch.from_numpy(np.fromfile(path, dtype=np.float32)).view(x.shape))
+    _run(exe, [Ht.shape[0], m, n, k, pw, tw_index, n_tw, int(has_na), repr(float(floor))],
+         (Ht, tau, TW, na), [gram_smem(nt) if gram else 0], 3)
