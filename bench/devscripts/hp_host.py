@@ -1,5 +1,5 @@
 """Issue 25's small case: where one eager ``householder_product`` call's host time goes,
-beside ``geqrf``'s (graph-replayed) on the same shape.
+beside ``geqrf``'s (graph-replayed) and ``linalg.qr``'s on the same shape.
 
 Per op: 5 warm-up calls, then 20 calls timed as host enqueue time (perf_counter until the
 op returns, GPU idle before) and whole-call time (until synchronized), medians; then 50
@@ -43,12 +43,23 @@ def main():
     A = generate(b, n, 1, 5, "dense")
     H, tau = adaptqr.geqrf(A)
     ops = {"geqrf": lambda: adaptqr.geqrf(A),
-           "householder_product": lambda: adaptqr.householder_product(H, tau)}
+           "householder_product": lambda: adaptqr.householder_product(H, tau),
+           "linalg.qr": lambda: adaptqr.linalg.qr(A)}
     for name, fn in ops.items():
         for _ in range(5):
             fn()
         enq, whole = _times(fn)
         print(f"{args.shape} {name}: host enqueue {enq:.1f} us, whole call {whole:.1f} us")
+    for name, fn in ops.items():
+        # Back to back, as the bench's repeats: the host's time a call when nothing waits.
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        print(f"{args.shape} {name}: back to back {(t1 - t0) / 200 * 1e6:.1f} us a call (host), "
+              f"{(time.perf_counter() - t0) / 200 * 1e6:.1f} us with the GPU's tail")
     for name, fn in ops.items():
         pr = cProfile.Profile()
         pr.enable()
@@ -57,7 +68,7 @@ def main():
         pr.disable()
         torch.cuda.synchronize()
         s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
+        pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(30)
         print(f"== cProfile, 50 calls of {name}\n" + s.getvalue())
 
 

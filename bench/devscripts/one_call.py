@@ -4,7 +4,8 @@
 ``python3 bench/devscripts/one_call.py 640x512 [cond] [case]``: batch x n, the generator's
 column scaling ``cond`` (default 2 for n <= 1024, else 1) and profile (default dense).
 With ``ONE_CALL_OP=householder_product`` in the environment, the profiled call is
-``adaptqr.householder_product`` of the batch's factors instead.
+``adaptqr.householder_product`` of the batch's factors instead. ``ONE_CALL_KNOBS=k=v[,k=v]``
+sets experiment knobs (integers) for both calls.
 """
 
 import os
@@ -13,6 +14,7 @@ import sys
 import torch
 
 import adaptqr
+from adaptqr import config
 from adaptqr.testing import generate
 
 B, n = (int(x) for x in sys.argv[1].split("x"))
@@ -24,10 +26,12 @@ if os.environ.get("ONE_CALL_OP", "geqrf") == "householder_product":
     call = lambda: adaptqr.householder_product(H, tau)  # noqa: E731
 else:
     call = lambda: adaptqr.geqrf(A)  # noqa: E731
-call()
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_push("profile")
-call()
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_pop()
+knobs = dict(kv.split("=") for kv in filter(None, os.environ.get("ONE_CALL_KNOBS", "").split(",")))
+with config.experiment(**{k: int(v) for k, v in knobs.items()}):
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("profile")
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
 print(f"{B}x{n} cond {cond} {case}: done")

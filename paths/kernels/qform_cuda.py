@@ -1,30 +1,32 @@
 """Q formation's strip kernel in CUDA C (cupy, compiled at first use by NVRTC), with the
-strip in shared memory (EXPERIMENTS.md QF20).
+strip in shared memory and float4 shared loads (EXPERIMENTS.md QF20, QF21).
 
 Same contract as :func:`adaptqr.paths.kernels.qform.qform_kernel`'s chunked branch:
 ``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the strip's ``BN`` columns ``c``, from the
 reflectors in ``Ht`` ``(B, n, m)`` contiguous and every panel's ``T`` in ``TW``
 ``(B, n_tw, 32, 32)`` (row-major, :func:`~adaptqr.paths.kernels.qform.qform_t_kernel`'s);
-``Qt`` ``(B, n, m)`` contiguous. Grid ``(cdiv(n, BN), B)``, 256 threads.
+``Qt`` ``(B, n, m)`` contiguous, ``m`` a multiple of 4 (Q formation pads rows to 16).
+Grid ``(cdiv(n, BN), B)``, ``8 BN`` threads.
 
 Why: the Triton strip kernel reads and writes its strip through L2 twice a panel, at 255
 registers and two CTAs an SM, bound by that chain's latency (QF8, QF13, QF17, QF18). Here the
-strip (``BN`` rows of ``Q^T``, ``m + 1`` floats each: an odd stride, so a column's entries
-fall in distinct banks) stays in shared memory from the identity to the store; a panel
-reads only ``V``, staged in chunks of ``RC`` rows (each loaded into registers while the
-chunk before it is computed). Each panel::
+strip (``BN`` rows of ``Q^T``, ``m + 4`` floats each) stays in shared memory from the
+identity to the store; a panel reads only ``V``, staged in chunks of ``RC`` rows (each
+loaded into registers while the chunk before it is computed). Each panel::
 
-    W  = C^T V        4 x 4 per thread, the rows split over WG groups, partials summed
+    W  = C^T V        4 x 4 per thread over 4 rows a step, the rows split over WG groups
     Y  = W T^T
-    C^T -= Y V^T      4 x US per thread
+    C^T -= Y V^T      4 columns x 4 rows per thread
 
-in float32 FMAs (as ``torch.linalg.householder_product``'s orgqr, no tensor cores).
+in float32 FMAs (as ``torch.linalg.householder_product``'s orgqr, no tensor cores), every
+shared read a float4 (QF20's scalar reads left the kernel issue-bound on its address
+arithmetic: ncu, run 1133).
 
 Example::
 
     >>> from adaptqr.paths.kernels import qform_cuda
-    >>> qform_cuda.smem_bytes(512, 32)
-    107520
+    >>> qform_cuda.smem_bytes(512, 32), qform_cuda.fits(510, 32)
+    (108672, False)
 """
 
 from __future__ import annotations
@@ -34,64 +36,86 @@ import functools
 import numpy as np
 import torch
 
-#: Threads a CTA, rows of ``V`` staged a chunk, and the panel width (``T``'s).
-NT, RC, NB = 256, 128, 32
+#: Rows of ``V`` staged a chunk, the panel width (``T``'s) and the row-split groups of the
+#: ``W`` phase; a CTA has :func:`threads` threads.
+RC, NB, WG = 128, 32, 4
+
+
+def threads(bn: int) -> int:
+    """Threads a CTA of a strip of ``bn`` columns: ``bn / 4`` groups of 32 lanes."""
+    return 8 * bn
 
 SRC = r"""
 #ifndef BN
 #define BN 32
 #endif
 #define NB 32
-#define NT 256
+// U phase: BN / 4 column groups of 32 lanes, each lane 4 consecutive rows of the chunk.
+#define NT (8 * BN)
 #define RC 128
-// W = C^T V: 4 x 4 tiles, (BN / 4) x (NB / 4) of them, the chunk's rows split over WG groups.
-#define WG (NT / ((BN / 4) * (NB / 4)))
-// C^T -= Y V^T: 4 rows of C^T a thread, the chunk's rows over UR lanes, US rows a lane.
-#define UR (NT / (BN / 4))
-#define US (RC / UR)
-#define VS (RC + 1)
+// Row strides in floats, multiples of 4 (float4) and 4 mod 32: a warp's float4 reads of
+// 8 reflectors (or 4 strip rows) at one row offset fall in distinct banks.
+#define VS (RC + 4)
 #define WS (NB + 1)
+#define YS (BN + 4)
+// W phase: a thread's 4 x 4 tile is the strip rows i0 + TI a and the reflectors j0 + 8 c
+// (strided, for the banks above) over 4 consecutive chunk rows a step; WG groups of WT
+// threads take every WG-th step.
+#define TI (BN / 4)
+#define WT (2 * BN)
+#define WG (NT / WT)
+// float4s of V a thread stages a chunk.
+#define VQ (NB * RC / 4 / NT)
 
-#define VPT (NB * RC / NT)
-
-// This thread's share of V's rows [r0, r0 + RC) of the panel at column k0 (element
-// e = threadIdx.x + NT i is Vs[e / RC][e % RC]): unit diagonal, zero above it, zero past
-// row m and for columns at or past k (tau = 0 there). Loaded into registers a chunk ahead
-// of its use, so that the global loads fly while the previous chunk is computed.
-__device__ __forceinline__ void load_v(float (&v)[VPT], const float* __restrict__ H, int k0,
+// This thread's share of V's rows [r0, r0 + RC) of the panel at column k0 (quad
+// e = threadIdx.x + NT i is rows 4 (e % (RC / 4)) .. + 3 of reflector e / (RC / 4)): unit
+// diagonal, zero above it, zero past row m (a multiple of 4) and for columns at or past
+// k (tau = 0 there). Loaded into registers a chunk ahead of its use, so that the global
+// loads fly while the previous chunk is computed.
+__device__ __forceinline__ void load_v(float4 (&v)[VQ], const float* __restrict__ H, int k0,
                                        int r0, int m, int k) {
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
+    for (int i = 0; i < VQ; ++i) {
         const int e = threadIdx.x + NT * i;
-        const int j = e / RC, rr = e - j * RC;
-        const int r = r0 + rr, col = k0 + j;
-        float x = 0.f;
+        const int j = e / (RC / 4);
+        const int r = r0 + 4 * (e - j * (RC / 4)), col = k0 + j;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
         if (col < k && r < m) {
-            x = r > col ? H[(long long)col * m + r] : (r == col ? 1.f : 0.f);
+            const float* h = H + (long long)col * m + r;
+            if (r > col) {
+                x = *reinterpret_cast<const float4*>(h);
+            } else {
+                float t[4];
+#pragma unroll
+                for (int q = 0; q < 4; ++q) t[q] = r + q > col ? h[q] : (r + q == col ? 1.f : 0.f);
+                x = make_float4(t[0], t[1], t[2], t[3]);
+            }
         }
         v[i] = x;
     }
 }
 
-__device__ __forceinline__ void store_v(float* Vs, const float (&v)[VPT]) {
+__device__ __forceinline__ void store_v(float* Vs, const float4 (&v)[VQ]) {
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
+    for (int i = 0; i < VQ; ++i) {
         const int e = threadIdx.x + NT * i;
-        const int j = e / RC;
-        Vs[j * VS + e - j * RC] = v[i];
+        const int j = e / (RC / 4);
+        *reinterpret_cast<float4*>(Vs + j * VS + 4 * (e - j * (RC / 4))) = v[i];
     }
 }
+
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 extern "C" __global__ void __launch_bounds__(NT, 2)
 qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __restrict__ Qt,
            int m, int n, int k, int n_tw) {
-    extern __shared__ float smem[];
-    const int cs = m + 1;
+    extern __shared__ __align__(16) float smem[];
+    const int cs = m + 4;                  // m % 16 == 0: cs is 4 or 20 mod 32
     float* C = smem;                       // [BN][cs]: the strip, Q^T's rows c0 .. c0 + BN
     float* Vs = C + BN * cs;               // [NB][VS]
     float* Wp = Vs + NB * VS;              // [WG][BN][WS]: partial W; W in group 0's
     float* Ts = Wp + WG * BN * WS;         // [NB][WS]
-    float* Ys = Ts + NB * WS;              // [BN][WS]
+    float* Ys = Ts + NB * WS;              // [NB][YS]: Y^T
 
     const int tid = threadIdx.x;
     // The strips at the right do the most panels: they start first.
@@ -101,13 +125,16 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
     float* Q = Qt + b * (long long)n * m;
 
     for (int i = 0; i < BN; ++i)
-        for (int r = tid; r < m; r += NT) C[i * cs + r] = (c0 + i == r) ? 1.f : 0.f;
+        for (int r = 4 * tid; r < m; r += 4 * NT) {
+            const int d = c0 + i - r;
+            *reinterpret_cast<float4*>(C + i * cs + r) =
+                make_float4(d == 0 ? 1.f : 0.f, d == 1 ? 1.f : 0.f, d == 2 ? 1.f : 0.f, d == 3 ? 1.f : 0.f);
+        }
 
     const int npan = (k + NB - 1) / NB;
     const int p_top = min(npan, (c0 + BN - 1) / NB + 1) - 1;
-    const int g = tid / (NT / WG);
-    const int wi = ((tid % (NT / WG)) / (NB / 4)) * 4, wj = (tid % (NB / 4)) * 4;
-    const int ui = (tid / UR) * 4, ur = tid % UR;
+    const int g = tid / WT, i0 = (tid % WT) / 8, j0 = tid % 8;
+    const int ui = 4 * (tid / 32), lane = tid % 32;
     __syncthreads();
 
     for (int p = p_top; p >= 0; --p) {
@@ -120,30 +147,37 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
         for (int a = 0; a < 4; ++a)
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[a][c] = 0.f;
-        float pre[VPT];
+        float4 pre[VQ];
         load_v(pre, H, k0, k0, m, k);
         for (int r0 = k0; r0 < m; r0 += RC) {
             store_v(Vs, pre);
             __syncthreads();
             if (r0 + RC < m) load_v(pre, H, k0, r0 + RC, m, k);
-            const int rows = min(RC, m - r0);
-            for (int s = g; s < rows; s += WG) {
-                float cv[4], vv[4];
+            const int quads = min(RC, m - r0) / 4;
+            const float* Cr = C + i0 * cs + r0;
+            const float* Vr = Vs + j0 * VS;
+            for (int q = g; q < quads; q += WG) {
+                float4 cv[4], vv[4];
 #pragma unroll
-                for (int a = 0; a < 4; ++a) cv[a] = C[(wi + a) * cs + r0 + s];
+                for (int a = 0; a < 4; ++a) cv[a] = ld4(Cr + TI * a * cs + 4 * q);
 #pragma unroll
-                for (int c = 0; c < 4; ++c) vv[c] = Vs[(wj + c) * VS + s];
+                for (int c = 0; c < 4; ++c) vv[c] = ld4(Vr + 8 * c * VS + 4 * q);
 #pragma unroll
                 for (int a = 0; a < 4; ++a)
 #pragma unroll
-                    for (int c = 0; c < 4; ++c) acc[a][c] = fmaf(cv[a], vv[c], acc[a][c]);
+                    for (int c = 0; c < 4; ++c) {
+                        float t = fmaf(cv[a].x, vv[c].x, acc[a][c]);
+                        t = fmaf(cv[a].y, vv[c].y, t);
+                        t = fmaf(cv[a].z, vv[c].z, t);
+                        acc[a][c] = fmaf(cv[a].w, vv[c].w, t);
+                    }
             }
             __syncthreads();
         }
 #pragma unroll
         for (int a = 0; a < 4; ++a)
 #pragma unroll
-            for (int c = 0; c < 4; ++c) Wp[(g * BN + wi + a) * WS + wj + c] = acc[a][c];
+            for (int c = 0; c < 4; ++c) Wp[(g * BN + i0 + TI * a) * WS + j0 + 8 * c] = acc[a][c];
         __syncthreads();
         for (int e = tid; e < BN * NB; e += NT) {
             const int i = e / NB, j = e % NB;
@@ -154,11 +188,11 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
         }
         __syncthreads();
         for (int e = tid; e < BN * NB; e += NT) {
-            const int i = e / NB, jj = e % NB;
+            const int i = e % BN, jj = e / BN;
             float y = 0.f;
 #pragma unroll 8
             for (int l = 0; l < NB; ++l) y = fmaf(Wp[i * WS + l], Ts[jj * WS + l], y);
-            Ys[i * WS + jj] = y;
+            Ys[jj * YS + i] = y;
         }
         __syncthreads();
 
@@ -167,40 +201,34 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
             store_v(Vs, pre);
             __syncthreads();
             if (r0 + RC < m) load_v(pre, H, k0, r0 + RC, m, k);
-            float u[4][US];
+            const int r = r0 + 4 * lane;
+            if (r < m) {
+                float4 u[4];
 #pragma unroll
-            for (int a = 0; a < 4; ++a)
+                for (int a = 0; a < 4; ++a) u[a] = ld4(C + (ui + a) * cs + r);
+#pragma unroll 8
+                for (int j = 0; j < NB; ++j) {
+                    const float4 y = ld4(Ys + j * YS + ui), v = ld4(Vs + j * VS + 4 * lane);
+                    const float ya[4] = {y.x, y.y, y.z, y.w};
 #pragma unroll
-                for (int s = 0; s < US; ++s) {
-                    const int r = r0 + ur + UR * s;
-                    u[a][s] = r < m ? C[(ui + a) * cs + r] : 0.f;
+                    for (int a = 0; a < 4; ++a) {
+                        u[a].x = fmaf(-ya[a], v.x, u[a].x);
+                        u[a].y = fmaf(-ya[a], v.y, u[a].y);
+                        u[a].z = fmaf(-ya[a], v.z, u[a].z);
+                        u[a].w = fmaf(-ya[a], v.w, u[a].w);
+                    }
                 }
-#pragma unroll 4
-            for (int j = 0; j < NB; ++j) {
-                float yv[4], vv[US];
 #pragma unroll
-                for (int a = 0; a < 4; ++a) yv[a] = Ys[(ui + a) * WS + j];
-#pragma unroll
-                for (int s = 0; s < US; ++s) vv[s] = Vs[j * VS + ur + UR * s];
-#pragma unroll
-                for (int a = 0; a < 4; ++a)
-#pragma unroll
-                    for (int s = 0; s < US; ++s) u[a][s] = fmaf(-yv[a], vv[s], u[a][s]);
+                for (int a = 0; a < 4; ++a) *reinterpret_cast<float4*>(C + (ui + a) * cs + r) = u[a];
             }
-#pragma unroll
-            for (int a = 0; a < 4; ++a)
-#pragma unroll
-                for (int s = 0; s < US; ++s) {
-                    const int r = r0 + ur + UR * s;
-                    if (r < m) C[(ui + a) * cs + r] = u[a][s];
-                }
             __syncthreads();
         }
     }
 
     for (int i = 0; i < BN; ++i) {
         if (c0 + i >= n) break;
-        for (int r = tid; r < m; r += NT) Q[(long long)(c0 + i) * m + r] = C[i * cs + r];
+        for (int r = 4 * tid; r < m; r += 4 * NT)
+            *reinterpret_cast<float4*>(Q + (long long)(c0 + i) * m + r) = ld4(C + i * cs + r);
     }
 }
 """
@@ -209,8 +237,7 @@ qform_cuda(const float* __restrict__ Ht, const float* __restrict__ TW, float* __
 def smem_bytes(m: int, bn: int) -> int:
     """Dynamic shared memory of one CTA: the strip, a chunk of ``V``, ``W``'s partials, ``T``
     and ``Y`` (float32)."""
-    wg = NT // ((bn // 4) * (NB // 4))
-    return 4 * (bn * (m + 1) + NB * (RC + 1) + (wg * bn + NB + bn) * (NB + 1))
+    return 4 * (bn * (m + 4) + NB * (RC + 4) + (WG * bn + NB) * (NB + 1) + NB * (bn + 4))
 
 
 #: Shared memory a CTA may take where the device cannot say (an H200's opt-in: 227 KB).
@@ -232,7 +259,7 @@ def smem_limit(device_index: int | None = None) -> int:
 def fits(m: int, bn: int, device_index: int | None = None) -> bool:
     """Whether a strip of ``bn`` columns (16 or 32) of ``m`` rows fits one CTA's shared
     memory on the device."""
-    return bn in (16, 32) and smem_bytes(m, bn) <= smem_limit(device_index)
+    return bn in (16, 32) and m % 4 == 0 and smem_bytes(m, bn) <= smem_limit(device_index)
 
 
 @functools.lru_cache(maxsize=None)
@@ -283,4 +310,4 @@ def launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
             np.int32(m), np.int32(n), np.int32(k), np.int32(n_tw))
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     with cp.cuda.Device(dev), stream:
-        kern(grid, (NT,), args, shared_mem=smem)
+        kern(grid, (threads(bn),), args, shared_mem=smem)
