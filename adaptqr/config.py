@@ -118,10 +118,7 @@ class Knobs:
     (``qform.QFORM_ROW_ALIGN``: 0 / 16, Q of reflectors whose rows are not a multiple of it
     formed from a copy padded with zero rows), ``qform_t_prec`` / ``qform_t_warps``
     (``qform.QFORM_T_PREC`` / ``QFORM_T_WARPS``: "ieee" / "tf32x3" and 1 / 2 / 4, the Q
-    formation's T kernel's ``V^T V`` products and warps), ``qform_graph_max_input``
-    (``qform.QFORM_GRAPH_MAX_INPUT``: 0, 1 MiB or 8 MiB, the largest ``(A, tau)`` whose Q a
-    public eager call forms through the graph cache), ``qform_cuda`` (``qform.QFORM_CUDA``:
-    0, 16 or 32, the Q strip kernel in CUDA C in strips of that many columns), ``route_lanes``
+    formation's T kernel's ``V^T V`` products and warps), ``route_lanes``
     (``schedules.ROUTE_LANES``: 0, 1 or 3, the FP32 route's update launches on a side
     stream in graph captures, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
@@ -149,8 +146,6 @@ class Knobs:
     qform_row_align: int | None = None
     qform_t_prec: str | None = None
     qform_t_warps: int | None = None
-    qform_graph_max_input: int | None = None
-    qform_cuda: int | None = None
     route_lanes: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
@@ -273,8 +268,6 @@ KNOB_CHOICES = {
     "qform_row_align": (0, 16),
     "qform_t_prec": ("ieee", "tf32x3"),
     "qform_t_warps": (1, 2, 4),
-    "qform_graph_max_input": (0, 1 << 20, 8 << 20),
-    "qform_cuda": (0, 16, 32),
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),

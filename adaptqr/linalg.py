@@ -81,7 +81,7 @@ def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
         if A.requires_grad and torch.is_grad_enabled():
             Q, R = _QRFunction.apply(A, mode)
         else:
-            Q, R = _qr(A, mode, graph=True)
+            Q, R = _qr(A, mode)
     if out is not None:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise TypeError("linalg.qr(): out must be a tuple of two tensors (Q, R)")
@@ -97,9 +97,8 @@ def dispatched(A: torch.Tensor) -> bool:
     return A.is_cuda
 
 
-def _qr(A: torch.Tensor, mode: str, graph: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(Q, R)`` of a CUDA ``A`` (``mode`` as :func:`qr`); ``graph``: a public eager call,
-    whose Q of a small input may come from a graph replay (:func:`qform.form_q`)."""
+def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(Q, R)`` of a CUDA ``A`` (``mode`` as :func:`qr`)."""
     m, n = A.shape[-2], A.shape[-1]
     k = min(m, n)
     if _augmented_applies(A, mode):
@@ -112,9 +111,9 @@ def _qr(A: torch.Tensor, mode: str, graph: bool = False) -> tuple[torch.Tensor, 
         # Q is m x m: the k vectors in the leading columns of an m x m matrix.
         H = torch.zeros(*A.shape[:-1], m, dtype=A.dtype, device=A.device)
         H[..., :, :k] = a[..., :, :k]
-        Q = form_q(H, tau, queued=True, graph=graph)
+        Q = form_q(H, tau, queued=True)
     else:
-        Q = form_q(a[..., :, :k], tau, queued=True, graph=graph)
+        Q = form_q(a[..., :, :k], tau, queued=True)
     return Q, R
 
 

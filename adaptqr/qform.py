@@ -47,12 +47,10 @@ from typing import NamedTuple
 import torch
 import triton
 
-import adaptqr.graphs as graphs
 from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
-from adaptqr.paths.kernels import qform_cuda
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
 
@@ -124,16 +122,6 @@ QFORM_ONE_MAX_N = 2048
 #: 40x350 0.751 / 0.273, 16x1000 4.74 / 1.55, 1x1000 2.37 / 0.845; the aligned neighbours
 #: (60x1008, 640x496, 40x352) within 0.5 %. Knob ``qform_row_align`` (0 / 16).
 QFORM_ROW_ALIGN = 16
-#: Q of inputs up to this many bytes (``A`` and ``tau`` together) through the graph cache
-#: (``adaptqr.graphs``: captured on a shape's second call, replayed after), for the public
-#: eager calls: at 20x32 one call's host time (~0.06 ms, runs 0631-0834) is above
-#: geqrf's replayed 0.03. 0: off, until measured (EXPERIMENTS.md QF19). Knob
-#: ``qform_graph_max_input``.
-QFORM_GRAPH_MAX_INPUT = 0
-#: The strip kernel in CUDA C, the strip in shared memory (``paths.kernels.qform_cuda``), in
-#: strips of this many columns (16 or 32) where cupy compiles it and the strip fits; 0:
-#: the Triton strip kernel, until measured (EXPERIMENTS.md QF20). Knob ``qform_cuda``.
-QFORM_CUDA = 0
 
 
 class QFormTiles(NamedTuple):
@@ -179,16 +167,14 @@ def householder_product(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor
     if torch.compiler.is_compiling() and out is None:
         # Traced: the op is opaque to the compiler (adaptqr.custom_ops).
         return torch.ops.adaptqr.householder_product(A, tau)
-    return form_q(A, tau, out=out, graph=True)
+    return form_q(A, tau, out=out)
 
 
 def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = None,
-           queued: bool = False, graph: bool = False) -> torch.Tensor:
+           queued: bool = False) -> torch.Tensor:
     """:func:`householder_product` (same arguments, not traced); ``queued``: the call follows
     work of the caller's still running on the GPU (``linalg.qr``'s factorization), behind
-    which the host's launches hide (:func:`blas_width`); ``graph``: a public eager call,
-    whose Q of a small input may be a graph replay's (:data:`QFORM_GRAPH_MAX_INPUT`; not
-    the custom op's, whose outputs torch's CUDA graphs want allocated in its own call)."""
+    which the host's launches hide (:func:`blas_width`)."""
     if not (_blocked_applies(A, tau) and _shapes_ok(A, tau)):
         # torch's function, with its errors and messages for what the route rejects.
         if out is None:
@@ -197,12 +183,7 @@ def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = Non
     settings = config.snapshot()
     fn = _formation(A, queued, settings.knobs)
     with on_device(A.device):
-        if graph and _graphed(A, tau, settings.knobs):
-            key = ("adaptqr.householder_product", tuple(A.shape), tuple(tau.shape),
-                   A.get_device(), queued, settings)
-            (Q,) = graphs.run(key, lambda inp: (fn(*inp),), (A, tau))
-        else:
-            Q = fn(A, tau)
+        Q = fn(A, tau)
     if out is None:
         return Q
     _check_out(out, Q)
@@ -244,13 +225,6 @@ def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:
     if n >= QFORM_BLAS_MIN_N and B * triton.cdiv(n, QFORM_BN) <= QFORM_BLAS_MAX_STRIPS * sm_count:
         return QFORM_BLAS_NB
     return 0
-
-
-def _graphed(A: torch.Tensor, tau: torch.Tensor, knobs: config.Knobs) -> bool:
-    """Whether Q of ``(A, tau)`` goes through the graph cache (:data:`QFORM_GRAPH_MAX_INPUT`,
-    the knob): small enough for the host's time to be what the call costs."""
-    limit = knobs.get("qform_graph_max_input", QFORM_GRAPH_MAX_INPUT)
-    return bool(limit) and (A.numel() + tau.numel()) * A.element_size() <= limit
 
 
 def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:
@@ -422,11 +396,6 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
         TW = tau  # unread
     else:
         TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
-        bn = knobs.get("qform_cuda", QFORM_CUDA)
-        if (bn and tiles is None and t.nb == qform_cuda.NB and qform_cuda.available()
-                and qform_cuda.fits(m, bn, Ht.device.index)):
-            qform_cuda.launch(Ht, TW, Qt, m, n, k, n_tw, bn)
-            return
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
                                             PREC=DEFAULT_PREC, num_warps=t.warps)

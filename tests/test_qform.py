@@ -202,80 +202,10 @@ def test_blas_width_rule(B, n, queued, nb):
     assert qform.blas_width(B, n, 132, queued) == nb
 
 
-class _ReplayByRerun:
-    """A graph backend for CPU tensors: a "replay" reruns the captured thunk into its outputs."""
-
-    accepts = staticmethod(lambda A: True)
-    is_capturing = staticmethod(lambda A: False)
-    warmup = staticmethod(lambda fn, A: tuple(fn(A)))
-
-    def capture(self, thunk, device):
-        outs = tuple(thunk())
-        return (thunk, outs), outs, 0
-
-    def replay(self, h):
-        for o, f in zip(h[1], h[0]()):
-            o.copy_(f)
-
-    begin = end = release = staticmethod(lambda h: None)
-
-
-@pytest.fixture
-def fake_graphs(forced_route, monkeypatch):
-    import dataclasses
-
-    from adaptqr import config
-    from adaptqr.graphs.cache import GraphCache
-
-    cache = GraphCache(backend=_ReplayByRerun(), get_config=lambda: dataclasses.replace(
-        config.get(), graphs=True, graph_entries=16, graph_bytes=1 << 30))
-    monkeypatch.setattr(qform.graphs, "run", cache.run)
-    return cache
-
-
-def test_small_q_through_the_graph_cache(fake_graphs):
-    # EXPERIMENTS.md QF19 (knob qform_graph_max_input): the public eager call forms Q of a
-    # small (A, tau) through the graph cache, captured on the shape's second call and
-    # replayed after; each call's Q is its own inputs', its inputs untouched.
-    from adaptqr import config
-
-    ins = [_factors((3, 9, 6), seed=s) for s in range(5)]
-    copies = [(h.clone(), t.clone()) for h, t in ins]
-    with config.experiment(qform_graph_max_input=1 << 20):
-        outs = [adaptqr.householder_product(h, t).clone() for h, t in ins]
-    st = fake_graphs.stats()
-    assert (st["captures"], st["hits"]) == (1, 3)
-    for (h, t), (h0, t0), Q in zip(ins, copies, outs):
-        torch.testing.assert_close(Q, originals.householder_product(h, t), rtol=0, atol=1e-12)
-        assert torch.equal(h, h0) and torch.equal(t, t0)
-    assert not torch.equal(outs[3], outs[4])
-
-
-def test_q_through_the_graph_cache_only_under_its_bound(fake_graphs):
-    # Off by default (until measured); with the knob, only inputs of at most its bytes (A and
-    # tau together); the custom op's call (form_q without graph) never.
-    from adaptqr import config
-
-    small = _factors((3, 9, 6))
-    big = _factors((2, 300, 300))  # 1.45 MB of float64
-    assert qform.QFORM_GRAPH_MAX_INPUT == 0
-    for _ in range(3):
-        adaptqr.householder_product(*small)
-    with config.experiment(qform_graph_max_input=1 << 20):
-        for _ in range(3):
-            adaptqr.householder_product(*big)
-            qform.form_q(*small)
-    st = fake_graphs.stats()
-    assert st["hits"] + st["misses"] == 0
-    with config.experiment(qform_graph_max_input=8 << 20):
-        adaptqr.householder_product(*big)
-    assert fake_graphs.stats()["misses"] == 1
-
-
 def test_a_failed_kernel_compile_warns_and_says_what_runs_instead(caplog):
-    # The CUDA C kernels' compile probe (panel_cuda.compiles: the panel, its clusters and
-    # QF20's Q strip kernel): a build that raises gives False and one warning naming the
-    # kernel, the error and what runs instead; one that builds gives True, silently.
+    # The CUDA C kernels' compile probe (panel_cuda.compiles: the panel and its clusters):
+    # a build that raises gives False and one warning naming the kernel, the error and what
+    # runs instead; one that builds gives True, silently.
     import logging
 
     from adaptqr.paths.kernels.panel_cuda import compiles

@@ -7,21 +7,22 @@ are one copy for the CTA (the CTAs run one at a time), and dynamic shared memory
 buffer filled with NaN (a read of a slot nothing wrote shows). The kernel's indexing,
 masks, barriers and warp exchanges run as written; the GPU's memory model, lockstep and
 timing do not, nor do clusters. Each kernel gets a ``main`` of its own:
-:func:`qform_launch` is :func:`adaptqr.paths.kernels.qform_cuda.launch`'s (EXPERIMENTS.md
-QF20), :func:`panel_launch` :func:`adaptqr.paths.kernels.panel_cuda.launch`'s without
-clusters.
+:func:`panel_launch` is :func:`adaptqr.paths.kernels.panel_cuda.launch`'s without clusters.
 
-Example (where ``g++`` is on the path)::
+Example (where ``g++`` is on the path): one 32-column panel of a 40 x 32 matrix, whose
+R's first entry is minus the first column's norm (LAPACK's sign)::
 
     >>> import torch
     >>> from adaptqr.testing import cuda_host
-    >>> Qt = torch.empty(1, 2, 3)
+    >>> X = torch.ones(1, 40, 32) + torch.eye(40, 32)
+    >>> Ht, tau, TW = X.mT.contiguous(), torch.zeros(1, 32), torch.zeros(1, 1, 32, 32)
     >>> if cuda_host.available():
-    ...     cuda_host.qform_launch(torch.zeros(1, 2, 3), torch.zeros(1, 1, 32, 32), Qt, 3, 2, 0, 0)
+    ...     cuda_host.panel_launch(Ht, tau, TW, torch.full((1,), 32.0), 0, 40, 32, 32, 0, 1,
+    ...                            64, False, 0.0)
     ... else:
-    ...     Qt = torch.eye(2, 3)[None]
-    >>> Qt[0].tolist()
-    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    ...     Ht[0, 0, 0] = -X[0, :, 0].norm()
+    >>> round(Ht[0, 0, 0].item(), 4) == round(-X[0, :, 0].norm().item(), 4)
+    True
 """
 
 from __future__ import annotations
@@ -116,22 +117,6 @@ template <int NTH, class F> static void run_grid(size_t smem_bytes, F body) {
 }
 """
 
-QFORM_MAIN = r"""
-int main(int argc, char** argv) {
-    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
-    const int k = std::atoi(argv[4]), n_tw = std::atoi(argv[5]);
-    const size_t smem = std::atol(argv[6]);
-    std::vector<float> Q = read_floats(argv[7], (size_t)B * n * m);
-    std::vector<float> H = read_floats(argv[8], (size_t)B * n * m);
-    std::vector<float> T = read_floats(argv[9], (size_t)B * std::max(n_tw, 1) * NB * NB);
-    gridDim = {(unsigned)((n + BN - 1) / BN), (unsigned)B, 1};
-    run_grid<NT>(smem, [&] { qform_cuda(H.data(), T.data(), Q.data(), m, n, k, n_tw); });
-    write_floats(argv[7], Q);
-    return 0;
-}
-"""
-
-
 PANEL_MAIN = r"""
 int main(int argc, char** argv) {
     const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
@@ -189,20 +174,6 @@ def _run(exe: str, before: list, tensors: tuple, after: list, written: int) -> N
                        check=True, timeout=600)
         for path, x in zip(paths[:written], tensors):
             x.copy_(torch.from_numpy(np.fromfile(path, dtype=np.float32)).view(x.shape))
-
-
-def qform_launch(Ht: torch.Tensor, TW: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
-                 k: int, n_tw: int, bn: int = 32) -> None:
-    """:func:`adaptqr.paths.kernels.qform_cuda.launch` on the host: ``Qt`` ``(B, n, m)``
-    (float32, CPU, contiguous) written from ``Ht`` ``(B, n, m)`` and ``TW``
-    ``(B, n_tw, 32, 32)`` as the kernel would."""
-    from adaptqr.paths.kernels import qform_cuda
-
-    B = Ht.shape[0]
-    exe = _binary(qform_cuda.SRC, QFORM_MAIN, (("BN", bn),))
-    # With n_tw = 0, TW is unread by the kernel; the harness reads one T a matrix.
-    tw = torch.zeros(B, 1, 32, 32) if n_tw == 0 else TW
-    _run(exe, [B, m, n, k, n_tw, qform_cuda.smem_bytes(m, bn)], (Qt, Ht, tw), [], 1)
 
 
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,

@@ -77,6 +77,8 @@
 #   HP_CASES=bench HP="--knobs g8:qform_graph_max_input=8388608 --knobs c32:qform_cuda=32 \
 #   --knobs c16:qform_cuda=16" QR_CASES=bench \
 #   QR="--knobs g8:qform_graph_max_input=8388608 --knobs c32:qform_cuda=32" bash bench/devscripts/variants_call.sh
+# Session 28: QF19 rejected, QF20 and QF21 (float4 shared reads) rejected, all removed
+# (runs 1121, 1150).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader

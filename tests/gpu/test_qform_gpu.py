@@ -73,15 +73,14 @@ def test_unpadded_rows_at_the_half_gate(shape, k):
 
 @pytest.mark.variant
 @pytest.mark.parametrize("knobs", [{"qform_t_prec": "ieee"}, {"qform_t_warps": 1},
-                                   {"qform_t_warps": 4}, {"qform_cuda": 32},
-                                   {"qform_cuda": 16}],
+                                   {"qform_t_warps": 4}],
                          ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
 @pytest.mark.parametrize("shape,k", [((640, 512, 512), None), ((60, 1000, 1000), None),
                                      ((3, 700, 500), 300), ((40, 176, 176), None)],
                          ids=_shape_id)
 def test_q_kernel_variants_at_the_half_gate(shape, k, knobs):
     # EXPERIMENTS.md QF16: the T kernel's V^T V in IEEE (the default: tf32x3), on 1 or 4
-    # warps (the default: 2); QF20: the strip kernel in CUDA C, strips of 32 or 16 columns.
+    # warps (the default: 2).
     _q_at_the_half_gate(shape, k, **knobs)
 
 
@@ -197,61 +196,3 @@ def test_a_device_that_is_not_current(shape):
     assert Q.device == Q2.device == R.device == A.device
     assert _ortho(Q) <= HALF_GATE and _ortho(Q2) <= HALF_GATE
     torch.testing.assert_close(Q2 @ R, A, rtol=0, atol=1e-4 * A.abs().amax().item())
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("shape", [(20, 32, 32), (3, 90, 50), (40, 176, 176)], ids=_shape_id)
-def test_small_q_replayed_from_the_graph_cache(shape):
-    # EXPERIMENTS.md QF19 (knob qform_graph_max_input): Q of a small input through the graph
-    # cache, in householder_product and linalg.qr. Eager, capturing and replayed calls give
-    # the eager call's Q bit for bit on fresh inputs of the shape; a Q the caller still holds
-    # is never overwritten by a later replay; the inputs untouched; 90 rows (not a multiple
-    # of 16) take the padded copy inside the graph.
-    import adaptqr.graphs as graphs
-    from adaptqr import config
-
-    g = torch.Generator(device="cuda").manual_seed(19)
-    As = [torch.randn(*shape, device="cuda", generator=g) for _ in range(5)]
-    ins = [originals.geqrf(A) for A in As]
-    want = [adaptqr.householder_product(h, t) for h, t in ins]  # knob off: eager
-    graphs.reset_stats()
-    with config.experiment(qform_graph_max_input=8 << 20):
-        held = []
-        for (h, t), w in zip(ins, want):
-            h0, t0 = h.clone(), t.clone()
-            Q = adaptqr.householder_product(h, t)
-            assert torch.equal(Q, w) and Q.stride() == w.stride()
-            assert torch.equal(h, h0) and torch.equal(t, t0)
-            held.append(Q)
-        assert graphs.stats()["hits"] >= 1
-        for Q, w in zip(held, want):
-            assert torch.equal(Q, w)
-        for A in As:
-            Q, R = adaptqr.linalg.qr(A)
-            assert _ortho(Q) <= HALF_GATE
-            res = ((Q.double() @ R.double() - A.double()).abs().amax()
-                   / (A.abs().amax() * max(shape[-2:]) * EPS32)).item()
-            assert res <= HALF_GATE
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("bn", [32, 16])
-def test_cuda_strip_kernel_runs_and_agrees_with_triton(bn, monkeypatch):
-    # EXPERIMENTS.md QF20: under the knob the CUDA C strip kernel runs (no silent fall back
-    # to Triton's) and forms the Triton kernel's Q to float32 rounding; the input untouched.
-    from adaptqr import config
-    from adaptqr.paths.kernels import qform_cuda
-
-    assert qform_cuda.available()
-    calls = []
-    real = qform_cuda.launch
-    monkeypatch.setattr(qform_cuda, "launch", lambda *a: calls.append(a[-1]) or real(*a))
-    g = torch.Generator(device="cuda").manual_seed(20)
-    h, tau = originals.geqrf(torch.randn(8, 1000, 600, device="cuda", generator=g))
-    h0 = h.clone()
-    Q0 = adaptqr.householder_product(h, tau)
-    with config.experiment(qform_cuda=bn):
-        Q = adaptqr.householder_product(h, tau)
-    assert calls == [bn]
-    assert float((Q - Q0).abs().amax()) < 1e-5
-    assert torch.equal(h, h0)

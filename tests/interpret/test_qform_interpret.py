@@ -132,38 +132,3 @@ def test_apply_qt_equals_torch(B, m, nc):
     want = originals.householder_product(h, tau).mT @ C
     qform.apply_qt(h, tau, C)  # the Triton kernels: column-major h, contiguous columns of C
     torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
-
-
-@pytest.mark.parametrize("bn", [32, 16])
-@pytest.mark.parametrize("shape,k", [((2, 150, 110), None), ((1, 90, 50), 20), ((2, 100, 70), None)])
-def test_cuda_strip_kernel_in_the_q_formation(shape, k, bn, monkeypatch):
-    # EXPERIMENTS.md QF20 (knob qform_cuda): the Q formation (the T kernel's T, QF15's padded
-    # rows) hands the strip to the CUDA C kernel, run here on the host
-    # (adaptqr.testing.cuda_host); torch's Q, the input untouched. Off by default, and
-    # explicit tiles keep the Triton kernel.
-    from adaptqr import config
-    from adaptqr.paths.kernels import qform_cuda
-    from adaptqr.testing import cuda_host
-
-    if not cuda_host.available():
-        pytest.skip("needs a C++20 compiler")
-    calls = []
-
-    def launch(*args):
-        calls.append(args[3:])
-        cuda_host.qform_launch(*args)
-
-    monkeypatch.setattr(qform_cuda, "available", lambda: True)
-    monkeypatch.setattr(qform_cuda, "launch", launch)
-    h, tau = _factors(shape, k)
-    h0 = h.clone()
-    assert qform.QFORM_CUDA == 0
-    triton_householder_product(h, tau)
-    assert calls == []
-    with config.experiment(qform_cuda=bn):
-        got = triton_householder_product(h, tau)
-        triton_householder_product(h, tau, TILES["chunked"])
-    m = -(-shape[-2] // 16) * 16
-    assert calls == [(m, shape[-1], tau.shape[-1], -(-tau.shape[-1] // 32), bn)]
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
-    assert torch.equal(h, h0)
