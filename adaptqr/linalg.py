@@ -104,7 +104,10 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
     if _augmented_applies(A, mode):
         return _qr_augmented(A.detach())
     a, tau = dispatch.run(A.detach(), None, op="qr")
-    R = _column_major((a if mode == "complete" else a[..., :k, :]).triu())
+    src = a if mode == "complete" else a[..., :k, :]
+    # R column-major (torch's layout), written by the one triu launch.
+    R = A.new_empty(*src.shape[:-2], src.shape[-1], src.shape[-2]).mT
+    torch.triu(src, out=R)
     if mode == "r":
         return A.new_empty(0), R
     if mode == "complete" and m > n:
@@ -160,11 +163,6 @@ def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     Rt = torch.empty(*batch, n, k, dtype=A.dtype, device=A.device)  # R column-major
     torch.triu(a[..., :k, :n], out=Rt.view(B, n, k).mT)
     return Qt.mT, Rt.mT
-
-
-def _column_major(x: torch.Tensor) -> torch.Tensor:
-    """``x`` with each matrix column-major (torch.linalg.qr's layout of R)."""
-    return x.mT.contiguous().mT
 
 
 class _QRFunction(torch.autograd.Function):
