@@ -306,14 +306,14 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 T = _t_from_w(_load_w_rows(TW, b, tw_index, n_tw, NB), taus, keep, NB, LOG2NB)
                 tl.debug_barrier()  # every thread has read the rows T overwrites
             else:
-                T = _build_t(_vtv(P, rows, cols, keep[:, None] & rowvalid[None, :]), taus, NB)
+                T = _build_t(_vtv(P, rows, cols, keep[:, None] & rowvalid[None, :], "ieee"), taus, NB)
             _store_t(TW, b, tw_index, n_tw, T, NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
 
 
 @triton.jit
-def _vtv(P, rows, cols, msk, PREC: tl.constexpr = "ieee"):
+def _vtv(P, rows, cols, msk, PREC: tl.constexpr):
     """``V V^T`` of stored reflectors ``P`` (``[NB, len(rows)]``: column ``cols[i]``'s rows
     ``rows``): unit diagonal and zeros above it implied, entries outside ``msk`` are 0.
     Products in ``PREC`` (``input_precision``)."""
@@ -324,7 +324,7 @@ def _vtv(P, rows, cols, msk, PREC: tl.constexpr = "ieee"):
 
 @triton.jit
 def _stored_vtv(base, cols, keep, k, m, NB: tl.constexpr, CH: tl.constexpr,
-                PREC: tl.constexpr = "ieee"):
+                PREC: tl.constexpr):
     """``V^T V`` (NB x NB) of the reflectors stored in columns ``cols`` of one matrix (unit
     diagonal implied, rows ``[k, m)`` read in chunks of CH; columns not in ``keep`` are 0),
     products in ``PREC``."""
@@ -364,7 +364,7 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         if FROM_S:
             T = _t_from_w(Sw, taus, keep, NB, 0)
         else:
-            T = _build_t(_stored_vtv(base, cols, keep, k, m, NB, CH), taus, NB)
+            T = _build_t(_stored_vtv(base, cols, keep, k, m, NB, CH, "ieee"), taus, NB)
         _store_t(TW, b, tw_index, n_tw, T, NB)
 
 
@@ -443,7 +443,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             tl.debug_barrier()
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
-            S = _stored_vtv(base, cols, colvalid & (cols < na), k, m, NB, CH)
+            S = _stored_vtv(base, cols, colvalid & (cols < na), k, m, NB, CH, "ieee")
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
@@ -625,7 +625,7 @@ def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
     if WRITE_T:
         keep = colvalid & (cols < na)
-        S_p = _vtv(P_, rows, cols, keep[:, None] & rowvalid[None, :])
+        S_p = _vtv(P_, rows, cols, keep[:, None] & rowvalid[None, :], "ieee")
         spb = SP + b.to(tl.int64) * PMAX * NB * NB
         tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
         _grid_barrier(cntb, 2 * n + k, P)
