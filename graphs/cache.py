@@ -27,10 +27,6 @@ Two kinds of plan ``fn``:
   the graph and captures only ``body``. No static input and no copy of ``A`` into it: a
   replay moves one pass of data less than with a plain callable.
 
-The input ``A`` is one tensor or a tuple of tensors on one device (``householder_product``'s
-``(A, tau)``): a plain callable then gets the tuple of static copies, its bounds and checks
-count every tensor, and a replay copies each.
-
 Outputs: each key is captured ``OUTPUT_SLOTS`` times, every capture with its own static
 outputs (sharing the static input). A replay picks a slot whose outputs nobody outside the
 cache references any more (the storages' use counts are back to what they were right after
@@ -192,9 +188,9 @@ class _Entry:
 
     key: Hashable
     slots: list
-    static_in: torch.Tensor | tuple | None  # None for an in-place plan
+    static_in: torch.Tensor | None  # None for an in-place plan
     nbytes: int
-    in_meta: tuple  # (shape, dtype, device) of each input tensor the graph was captured for
+    in_meta: tuple  # (shape, dtype, device) of the input the graph was captured for
     load: Callable | None = None  # an in-place plan's load(A, outs); None: copy into static_in
     handout: bool = False  # replays return the slot's outputs (else clones of slot 0's)
     # Held from copy-in to hand-out so two callers of one key never interleave.
@@ -211,34 +207,8 @@ def _clone_like(t: torch.Tensor) -> torch.Tensor:
     return out.copy_(t)
 
 
-def inputs(A) -> tuple:
-    """The tensors of an input: ``A`` itself, or the tensors of a tuple input."""
-    return A if isinstance(A, tuple) else (A,)
-
-
 def _meta(t: torch.Tensor) -> tuple:
     return (tuple(t.shape), t.dtype, t.device)
-
-
-def _in_meta(A) -> tuple:
-    return tuple(_meta(t) for t in inputs(A))
-
-
-def _check_inputs(A, want: tuple) -> None:
-    got = inputs(A)
-    if len(got) != len(want):
-        raise ValueError(f"adaptqr.graphs: input has {len(got)} tensors; expected {len(want)}")
-    for i, (t, w) in enumerate(zip(got, want)):
-        _check_same("input" if len(want) == 1 else f"input[{i}]", t, w)
-
-
-def _static_copy(A):
-    """A static copy of the input: same strides where dense (preserve_format falls back to
-    a contiguous buffer for an expanded, overlapping tensor, which ``copy_`` into an
-    overlapping ``empty_strided`` buffer would reject)."""
-    copies = tuple(torch.empty_like(t, memory_format=torch.preserve_format).copy_(t)
-                   for t in inputs(A))
-    return copies if isinstance(A, tuple) else copies[0]
 
 
 def _check_same(what: str, got: torch.Tensor, want: tuple) -> None:
@@ -393,10 +363,9 @@ class GraphCache:
             return REASON_NOT_CUDA
         if self.backend.is_capturing(A):
             return REASON_CALLER_CAPTURING
-        ts = inputs(A)
-        if sum(t.numel() * t.element_size() for t in ts) > cfg.graph_max_input:
+        if A.numel() * A.element_size() > cfg.graph_max_input:
             return REASON_LARGE_INPUT
-        if any(t.requires_grad for t in ts) and torch.is_grad_enabled():
+        if A.requires_grad and torch.is_grad_enabled():
             return REASON_REQUIRES_GRAD
         return None
 
@@ -433,7 +402,7 @@ class GraphCache:
         with entry.lock:
             if entry.released:
                 return None
-            _check_inputs(A, entry.in_meta)
+            _check_same("input", A, entry.in_meta)
             if entry.handout:
                 slot = next((s for s in entry.slots if s.free()), None)
                 if slot is None:
@@ -446,8 +415,7 @@ class GraphCache:
             if entry.load is not None:
                 entry.load(A, slot.static_out)
             else:
-                for dst, src in zip(inputs(entry.static_in), inputs(A)):
-                    dst.copy_(src)
+                entry.static_in.copy_(A)
             self.backend.replay(slot.handle)
             if out is not None:
                 result = _deliver(slot.static_out, out)
@@ -500,7 +468,6 @@ class GraphCache:
         handout = _use_count is not None
         n_slots = self.output_slots if handout else 1
         slots: list[_Slot] = []
-        device = inputs(A)[0].device
         try:
             if is_inplace_plan(fn):
                 nbytes = 0
@@ -512,15 +479,18 @@ class GraphCache:
                         fn.body(outs)
                         return outs
 
-                    handle, static_out, pool = self.backend.capture(thunk, device)
+                    handle, static_out, pool = self.backend.capture(thunk, A.device)
                     slots.append(_Slot(handle, tuple(static_out)))
                     nbytes += sum(t.nbytes for t in outs) + int(pool)  # outs: outside the pool
                 static_in, load = None, fn.load
             else:
-                static_in = _static_copy(A)
-                nbytes = sum(t.nbytes for t in inputs(static_in))
+                # preserve_format keeps A's strides when A is dense, and falls back to a
+                # contiguous buffer for an expanded (overlapping) A, which copy_ into an
+                # overlapping empty_strided buffer would reject.
+                static_in = torch.empty_like(A, memory_format=torch.preserve_format).copy_(A)
+                nbytes = static_in.nbytes
                 for _ in range(n_slots):
-                    handle, static_out, pool = self.backend.capture(lambda: fn(static_in), device)
+                    handle, static_out, pool = self.backend.capture(lambda: fn(static_in), A.device)
                     static_out = tuple(static_out)
                     slots.append(_Slot(handle, static_out))
                     # The outputs live in the pool; when it cannot be measured, count them.
@@ -533,7 +503,7 @@ class GraphCache:
         if handout:
             for sl in slots:
                 sl.marks = _marks(sl.static_out)
-        return _Entry(key, slots, static_in, nbytes, _in_meta(A), load, handout)
+        return _Entry(key, slots, static_in, nbytes, _meta(A), load, handout)
 
     def _insert(self, entry: _Entry, cfg: config.GraphSettings) -> None:
         evicted = []

@@ -35,8 +35,6 @@ from typing import Callable
 
 import torch
 
-from adaptqr.graphs.cache import inputs
-
 # Other threads may keep running eager CUDA work while one thread captures: "global" mode
 # would make their cudaMalloc/synchronize calls fail that capture.
 CAPTURE_ERROR_MODE = "thread_local"
@@ -110,22 +108,18 @@ class CudaGraphBackend:
         return s
 
     # -------------------------------------------------------------- interface
-    def accepts(self, A) -> bool:
-        """Whether ``A`` (a tensor, or a tuple of them) is all CUDA tensors of one device."""
-        ts = inputs(A)
-        return (len(ts) > 0 and all(isinstance(t, torch.Tensor) and t.is_cuda for t in ts)
-                and all(t.device == ts[0].device for t in ts))
+    def accepts(self, A: torch.Tensor) -> bool:
+        return isinstance(A, torch.Tensor) and A.is_cuda
 
-    def is_capturing(self, A) -> bool:
-        with DeviceGuard(inputs(A)[0].device):
+    def is_capturing(self, A: torch.Tensor) -> bool:
+        with DeviceGuard(A.device):
             return torch.cuda.is_current_stream_capturing()
 
-    def warmup(self, fn: Callable, A) -> tuple:
+    def warmup(self, fn: Callable, A: torch.Tensor) -> tuple:
         """Run ``fn(A)`` eagerly on this thread's side stream, ordered with the caller's."""
-        dev = inputs(A)[0].device
-        with DeviceGuard(dev):
+        with DeviceGuard(A.device):
             cur = torch.cuda.current_stream()
-            side = self._side_stream(dev)
+            side = self._side_stream(A.device)
             side.wait_stream(cur)
             with torch.cuda.stream(side):
                 outs = tuple(fn(A))
@@ -134,8 +128,7 @@ class CudaGraphBackend:
             for t in outs:
                 if isinstance(t, torch.Tensor) and t.is_cuda:
                     t.record_stream(cur)
-            for t in inputs(A):
-                t.record_stream(side)
+            A.record_stream(side)
         return outs
 
     def capture(self, thunk: Callable[[], tuple], dev: torch.device):
