@@ -16,7 +16,9 @@ for the sizes it is not offered at yet).
 ``--knobs NAME:KNOB=VALUE[,KNOB=VALUE]`` (repeatable, as ``adaptqr bench``'s): also the
 public call with these experiment knobs set, after the default one.
 
-A shape ``BxMxN`` (wide, ``M < N``) gets the public call only.
+A shape ``BxMxN`` (wide, ``M < N``) gets the public call only. ``--op qr`` or
+``--op householder_product``: the public call is that op's (``adaptqr.linalg.qr(A)``, or
+``householder_product`` of ``A``'s factors), and the path alone is skipped.
 
 Run there: ``python3 bench/devscripts/trace.py --shapes 2x4096,8x2048``.
 """
@@ -100,6 +102,18 @@ def _host_profile(fn):
     print(buf.getvalue()[-6000:])
 
 
+def _public(op: str, A: torch.Tensor):
+    """The public call of ``op`` on ``A`` (``householder_product``: of ``A``'s factors)."""
+    import adaptqr
+
+    if op == "qr":
+        return lambda: adaptqr.linalg.qr(A)
+    if op == "householder_product":
+        h, tau = adaptqr.geqrf(A)
+        return lambda: adaptqr.householder_product(h, tau)
+    return lambda: adaptqr.geqrf(A)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="2x4096,8x2048")
@@ -108,10 +122,10 @@ def main():
     ap.add_argument("--fp16-compare", action="store_true")
     ap.add_argument("--fp16-max-n", type=int, default=0)
     ap.add_argument("--knobs", action="append")
+    ap.add_argument("--op", choices=("geqrf", "qr", "householder_product"), default="geqrf")
     args = ap.parse_args()
     import importlib
 
-    import adaptqr
     from adaptqr import config
     from adaptqr.cli import _parse_knob_variants
     from adaptqr.paths import householder
@@ -127,19 +141,18 @@ def main():
         A = torch.randn(B, m, n, device="cuda")
         if args.cond:
             A *= torch.logspace(0, -args.cond, n, device="cuda")
-        out.append(_summary(f"{shape} public", _kernels(lambda: adaptqr.geqrf(A), flush)))
+        call = _public(args.op, A)
+        out.append(_summary(f"{shape} public", _kernels(call, flush)))
         for name, knobs in _parse_knob_variants(args.knobs):
             with config.experiment(**knobs):
-                out.append(_summary(f"{shape} public [{name}]",
-                                    _kernels(lambda: adaptqr.geqrf(A), flush)))
+                out.append(_summary(f"{shape} public [{name}]", _kernels(call, flush)))
         if args.fp16_compare:
             os.environ["ADAPTQR_FP16"] = "0"
-            out.append(_summary(f"{shape} public fp32 route",
-                                _kernels(lambda: adaptqr.geqrf(A), flush)))
+            out.append(_summary(f"{shape} public fp32 route", _kernels(call, flush)))
             del os.environ["ADAPTQR_FP16"]
         if args.cprofile:
-            _host_profile(lambda: adaptqr.geqrf(A))
-        if m != n:
+            _host_profile(call)
+        if m != n or args.op != "geqrf":
             continue  # the path alone is the square householder's
         H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
         tau = torch.empty(B, n, device="cuda")
