@@ -19,22 +19,13 @@ Used for EXPERIMENTS.md B1 and H14.
 
 import argparse
 import importlib
-import inspect
 import os
 import subprocess
 import tempfile
 
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
-#: Pointer arguments by name, and their element types (everything else is an i32 scalar).
-POINTERS = {"Ht": "*fp32", "TAU": "*fp32", "TW": "*fp32", "TB": "*fp32", "W": "*fp32", "SC": "*fp32",
-            "WS": "*fp32", "SP": "*fp32", "S": "*fp32", "Y": "*fp32", "C": "*fp32", "TG": "*fp32",
-            "Qt": "*fp32",
-            "NA": "*i32", "NZ": "*i32", "CNT": "*i32", "C16": "*fp16"}
-#: Scalars the device's launches pass as 1 (specialized to a constant there).
-ONES = {"npan": 1}
+from adaptqr.testing.offline_compile import compile_kernel
 
 
 def value(text: str):
@@ -55,21 +46,16 @@ def main() -> None:
     args = ap.parse_intermixed_args()
     mod, name = args.kernel.rsplit(".", 1)
     kernel = getattr(importlib.import_module(f"adaptqr.paths.kernels.{mod}"), name)
-    params = list(inspect.signature(kernel.fn).parameters)
-    cx = dict(ONES, **{k: value(v) for k, v in (a.split("=", 1) for a in args.constexprs)})
-    cx = {k: v for k, v in cx.items() if k in params}
-    sig = {p: "constexpr" if p in cx else POINTERS.get(p, "i32") for p in params}
-    attrs = {(params.index(p),): [["tt.divisibility", 16]] for p, t in sig.items() if t != "constexpr"}
-    c = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=cx, attrs=attrs),
-                       target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": args.warps, "num_stages": args.stages})
+    # npan: 1 as the device's launches pass it (a constant there).
+    cx = dict(npan=1, **{k: value(v) for k, v in (a.split("=", 1) for a in args.constexprs)})
+    c = compile_kernel(kernel, cx, args.warps, args.stages)
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(c.asm["cubin"])
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
     os.unlink(f.name)
     usage = next((line.strip() for line in out.splitlines() if "REG:" in line), out.strip())
-    print(f"triton {triton.__version__} {args.kernel} {cx} warps {args.warps}: {usage}")
+    print(f"triton {triton.__version__} {args.kernel} {args.constexprs} warps {args.warps}: {usage}")
 
 
 if __name__ == "__main__":
