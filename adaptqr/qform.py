@@ -180,8 +180,7 @@ def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = Non
         if out is None:
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
-    settings = config.snapshot()
-    fn = _formation(A, queued, settings.knobs)
+    fn = _formation(A, queued, config.snapshot().knobs)
     with on_device(A.device):
         Q = fn(A, tau)
     if out is None:
