@@ -81,6 +81,9 @@
 # (runs 1121, 1150).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
+# Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
+# variants ran past 3a's fixed 70 s and wrote nothing).
+nv() { grep -o -- "--knobs\|--env" <<< "$1" | wc -l; }
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 if [ -n "${HP_HOST:-}" ]; then
   echo "== 0. host time, $HP_HOST  (t=$(( $(date +%s) - T0 ))s)"
@@ -101,13 +104,14 @@ fi
 if [ -n "${BIG:-}" ]; then
   echo "== 3a. 8x2048, 2x4096  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
-  timeout 70 python3 -m adaptqr bench --budget 0.5 --out "$OUT/big" --cases bench/devscripts/cases_big.json \
+  timeout $(( 40 + 15 * ($(nv "$BIG") + 1) )) python3 -m adaptqr bench --budget 0.5 --out "$OUT/big" \
+    --cases bench/devscripts/cases_big.json \
     $BIG 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${SINGLE:-}" ]; then
   echo "== 3b. batch 1  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
-  timeout 80 python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single \
+  timeout $(( 50 + 10 * ($(nv "$SINGLE") + 1) )) python3 -m adaptqr bench --budget 0.5 --out "$OUT/single" --cases single \
     $SINGLE 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${SWEEP_CASES:-}" ]; then
