@@ -105,9 +105,7 @@ def _qr(A: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
         return _qr_augmented(A.detach())
     a, tau = dispatch.run(A.detach(), None, op="qr")
     src = a if mode == "complete" else a[..., :k, :]
-    # R column-major (torch's layout), written by the one triu launch.
-    R = A.new_empty(*src.shape[:-2], src.shape[-1], src.shape[-2]).mT
-    torch.triu(src, out=R)
+    R = _upper(src, src.shape[:-2])
     if mode == "r":
         return A.new_empty(0), R
     if mode == "complete" and m > n:
@@ -160,9 +158,16 @@ def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     a, _ = dispatch.run(X, None, op="qr")
     Qt = torch.empty(*batch, k, m, dtype=A.dtype, device=A.device)
     torch.div(a[..., :k, n:], c.view(B, 1, 1), out=Qt.view(B, k, m))
-    Rt = torch.empty(*batch, n, k, dtype=A.dtype, device=A.device)  # R column-major
-    torch.triu(a[..., :k, :n], out=Rt.view(B, n, k).mT)
-    return Qt.mT, Rt.mT
+    return Qt.mT, _upper(a[..., :k, :n], batch)
+
+
+def _upper(x: torch.Tensor, batch) -> torch.Tensor:
+    """``x.triu()`` ``(*batch, k, n)`` (``x``: any batch shape of as many matrices) with each
+    matrix column-major (torch.linalg.qr's layout of R), in one launch."""
+    k, n = x.shape[-2:]
+    R = x.new_empty(*batch, n, k)
+    torch.triu(x, out=R.view(*x.shape[:-2], n, k).mT)
+    return R.mT
 
 
 class _QRFunction(torch.autograd.Function):

@@ -1,9 +1,12 @@
-"""Every Triton kernel of the library compiled for sm_90 on the CPU, in the configurations
-the GPU launches (EXPERIMENTS.md CI2): the interpreter runs the kernels' arithmetic but
-never their code generation, where a kernel can fail on the GPU alone. Constants come
-from the modules that launch them, so the configurations follow the schedules."""
+"""Kernels compiled without a GPU. Every Triton kernel of the library for sm_90, in the
+configurations the GPU launches (EXPERIMENTS.md CI2): the interpreter runs the kernels'
+arithmetic but never their code generation, where a kernel can fail on the GPU alone.
+Constants come from the modules that launch them, so the configurations follow the
+schedules. And the CUDA C kernels' compile probe, which falls back when NVRTC fails."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
@@ -15,8 +18,8 @@ from adaptqr.paths.kernels import qform as qk
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.testing import offline_compile
 
-pytestmark = pytest.mark.skipif(not offline_compile.available(),
-                                reason="triton without its NVIDIA backend")
+needs_backend = pytest.mark.skipif(not offline_compile.available(),
+                                   reason="triton without its NVIDIA backend")
 
 S = schedules.schedule_for(512, 512)
 _TRAIL = dict(NB=S.nb, BM=S.bm, HAS_NA=1, PREC=S.prec, PREC_TAIL=S.tail_prec, BM16=S.bm)
@@ -60,8 +63,27 @@ CASES = [
 ]
 
 
+@needs_backend
 @pytest.mark.parametrize("kernel,constexprs,warps,stages", CASES,
                          ids=[f"{c[0].fn.__name__}-{i}" for i, c in enumerate(CASES)])
 def test_kernel_compiles_for_sm90(kernel, constexprs, warps, stages):
     compiled = offline_compile.compile_kernel(kernel, constexprs, warps, stages)
     assert compiled.asm["cubin"] and ".entry" in compiled.asm["ptx"]
+
+
+def test_a_failed_cuda_compile_warns_and_says_what_runs_instead(caplog):
+    # The CUDA C kernels' compile probe (panel_cuda.compiles: the panel and its clusters):
+    # a build that raises gives False and one warning naming the kernel, the error and what
+    # runs instead; one that builds gives True, silently.
+    from adaptqr.paths.kernels.panel_cuda import compiles
+
+    def fails():
+        raise RuntimeError("NVRTC_ERROR_COMPILATION")
+
+    with caplog.at_level(logging.WARNING, logger="adaptqr.paths"):
+        assert compiles(lambda: None, "CUDA C panel", "the Triton panel runs instead")
+        assert caplog.records == []
+        assert not compiles(fails, "CUDA C panel", "the Triton panel runs instead")
+    assert [r.getMessage() for r in caplog.records] == [
+        "adaptqr: the CUDA C panel did not compile (RuntimeError: "
+        "NVRTC_ERROR_COMPILATION); the Triton panel runs instead"]

@@ -201,22 +201,3 @@ def test_wide_path_hands_on_the_calls_settings(monkeypatch):
 def test_blas_width_rule(B, n, queued, nb):
     assert qform.blas_width(B, n, 132, queued) == nb
 
-
-def test_a_failed_kernel_compile_warns_and_says_what_runs_instead(caplog):
-    # The CUDA C kernels' compile probe (panel_cuda.compiles: the panel and its clusters):
-    # a build that raises gives False and one warning naming the kernel, the error and what
-    # runs instead; one that builds gives True, silently.
-    import logging
-
-    from adaptqr.paths.kernels.panel_cuda import compiles
-
-    def fails():
-        raise RuntimeError("NVRTC_ERROR_COMPILATION")
-
-    with caplog.at_level(logging.WARNING, logger="adaptqr.paths"):
-        assert compiles(lambda: None, "CUDA C Q strip kernel", "the Triton kernel runs instead")
-        assert caplog.records == []
-        assert not compiles(fails, "CUDA C Q strip kernel", "the Triton kernel runs instead")
-    assert [r.getMessage() for r in caplog.records] == [
-        "adaptqr: the CUDA C Q strip kernel did not compile (RuntimeError: "
-        "NVRTC_ERROR_COMPILATION); the Triton kernel runs instead"]
