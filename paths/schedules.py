@@ -86,10 +86,13 @@ GRAM_PANEL_MAX_BATCH = 32
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
 #: through global memory; 0: off. Against off, same run (EXPERIMENTS.md H16, run 0138):
 #: 8x2048 8.96 -> 7.83 ms, 2x4096 20.90 -> 19.28, 1x3072 10.58 -> 9.62, 1x4096 16.47 ->
-#: 14.89; CTAs of 256 rows (8x2048 8.07, 2x4096 19.50) and 1024 (8.55, 20.91) less. Knob
+#: 14.89. CTAs of 256 rows lost there (8x2048 8.07, 2x4096 19.50) but gained once the
+#: Gram panels and the FP16 route to 4096 were in (EXPERIMENTS.md H25, run 1218, 512 / 256
+#: rows, ms): 8x2048 5.539 / 5.451, 2x4096 10.474 / 10.324, 1x3072 5.755 / 5.628, 1x4096
+#: 8.166 / 8.064; 1024 rows lost in H16 (8.55, 20.91). Knob
 #: ``cuda_panel_cluster``; with the knob ``cuda_panel_rows=256`` it splits the panels of 512
 #: and 1024 rows too (batch 1, CTAs of 128 rows: 1x768 2.03 -> 1.87, 1x1024 3.02 -> 2.74).
-CUDA_PANEL_CLUSTER = 512
+CUDA_PANEL_CLUSTER = 256
 #: Batches of at most this many matrices take clusters for their panels of
 #: ``CLUSTER_SMALL_ROWS`` + 1 to ``CUDA_PANEL_MAX_ROWS`` rows too, in CTAs of
 #: ``CLUSTER_SMALL_CTA_ROWS`` rows (4 or 8 a matrix), so that few matrices use more SMs.

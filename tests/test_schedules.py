@@ -261,13 +261,13 @@ def test_gram_panel():
 
 
 def test_cuda_panel_cluster(monkeypatch):
-    # H16: panels taller than the one-CTA CUDA C panel's in clusters of CTAs of 512 rows
-    # by default; only with CUDA C panels, and only where the cluster build compiles.
+    # H16, H25: panels taller than the one-CTA CUDA C panel's in clusters of CTAs of 256
+    # rows by default; only with CUDA C panels, and only where the cluster build compiles.
     from adaptqr import config
     from adaptqr.paths.kernels import panel_cuda
 
-    assert schedules.CUDA_PANEL_CLUSTER == 512
-    _knob_resolves("cuda_panel_cluster", 512, 0, 1, 2048)
+    assert schedules.CUDA_PANEL_CLUSTER == 256
+    _knob_resolves("cuda_panel_cluster", 256, 0, 1, 2048)
     s = schedules.schedule_for(2048, 2048)
     # (CTAs a cluster, threads, rows a thread): CTAs of the rows asked for, at most 8.
     shape = panel_cuda.cluster_shape
