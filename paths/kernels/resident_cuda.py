@@ -46,6 +46,11 @@ SRC = r"""
 #define FULL 0xffffffffu
 // NW, RPL and CPW come from the compile options.
 #define NT (NW * 32)
+// SKIPROWS 1: a step's sums and updates skip the row slots wholly above it (v is 0 there).
+#ifndef SKIPROWS
+#define SKIPROWS 0
+#endif
+#define LIVE(i, k) (!SKIPROWS || 32 * (i) + 31 >= (k))
 #define SAFE_LO 8.673617379884035e-19f
 #define SAFE_HI 1.152921504606847e18f
 #define SAFE_UP 1.2089258196146292e24f
@@ -185,10 +190,10 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
                 if (upd) {
                     float s = 0.0f;
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) s += a[q][i] * v[i];
+                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) s += a[q][i] * v[i];
                     const float tw = tau * warp_sum(s);
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) a[q][i] -= tw * v[i];
+                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) a[q][i] -= tw * v[i];
                 }
 #pragma unroll
                 for (int i = 0; i < RPL; ++i) stage[lane + 32 * i] = a[q][i];
@@ -204,10 +209,10 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
                 if (c > k + (next ? 1 : 0) && c < n) {
                     float s = 0.0f;
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) s += a[q][i] * v[i];
+                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) s += a[q][i] * v[i];
                     const float tw = tau * warp_sum(s);
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) a[q][i] -= tw * v[i];
+                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) a[q][i] -= tw * v[i];
                 }
             }
         }
@@ -247,11 +252,11 @@ def shape_for(m: int, n: int, warps: int = WARPS) -> tuple[int, int, int] | None
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(nw: int, rpl: int, cpw: int, device_index: int):
+def _kernel(nw: int, rpl: int, cpw: int, device_index: int, extra: tuple = ()):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        opts = ("-std=c++17", f"-DNW={nw}", f"-DRPL={rpl}", f"-DCPW={cpw}")
+        opts = ("-std=c++17", f"-DNW={nw}", f"-DRPL={rpl}", f"-DCPW={cpw}") + extra
         return cp.RawModule(code=SRC, options=opts).get_function("resident_qr")
 
 
@@ -268,18 +273,19 @@ def available() -> bool:
 
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, na: torch.Tensor, m: int, n: int,
-           has_na: bool, floor: float, warps: int = WARPS) -> None:
+           has_na: bool, floor: float, warps: int = WARPS, extra: tuple = ()) -> None:
     """geqrf of the ``Ht.shape[0]`` matrices ``Ht`` ``(B, n, m)`` in place, ``tau`` ``(B, n)``
     written; one launch on torch's current stream (capturable: no allocation, no sync).
     ``na``: ``n_active`` (read where ``has_na``); ``floor``: a sub-column norm below it
-    gives no reflector (``panel.NEGLIGIBLE_SUBCOLUMN`` or 0)."""
+    gives no reflector (``panel.NEGLIGIBLE_SUBCOLUMN`` or 0); ``extra``: compile options
+    of a variant under measurement (``("-DSKIPROWS=1",)``)."""
     from adaptqr.paths.kernels.panel_cuda import _stream
 
     shape = shape_for(m, n, warps)
     if shape is None:
         raise ValueError(f"resident_cuda: a {m}x{n} matrix does not fit one CTA of {warps} warps")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(*shape, dev)
+    kern = _kernel(*shape, dev, tuple(extra))
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(na.data_ptr()),
             np.int32(m), np.int32(n), np.int32(1 if has_na else 0), np.float32(floor))
