@@ -41,6 +41,8 @@ def _assert_geqrf(H, tau, X):
     (70, 50, 4),    # three rows a lane, 13 columns a warp (the last warp 11), m > n
     (40, 40, 4),    # square: the last column's tau is 0
     (33, 7, 2),     # a padded lane row, a warp with fewer columns than the other
+    (64, 60, 2),    # 30 columns a warp: the batched sums over 32 slots
+    (40, 12, 8),    # 2 columns a warp (the last two warps 1)
 ])
 def test_resident_equals_lapack(m, n, warps):
     g = torch.Generator().manual_seed(m * n)

@@ -224,6 +224,5 @@ def resident_launch(Ht: torch.Tensor, tau: torch.Tensor, na: torch.Tensor, m: in
     shape = resident_cuda.shape_for(m, n, warps)
     if shape is None:
         raise ValueError(f"resident_cuda: {m}x{n} does not fit {warps} warps")
-    nw, rpl, cpw = shape
-    exe = _binary(resident_cuda.SRC, RESIDENT_MAIN, (("NW", nw), ("RPL", rpl), ("CPW", cpw)))
+    exe = _binary(resident_cuda.SRC, RESIDENT_MAIN, resident_cuda.defines(*shape))
     _run(exe, [Ht.shape[0], m, n, int(has_na), repr(float(floor))], (Ht, tau, na), [], 2)

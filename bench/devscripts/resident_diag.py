@@ -4,9 +4,8 @@ rotated over 8 copies (past L2 at these sizes), median of ``REPEATS``.
 
 ``python3 bench/devscripts/resident_diag.py 40x176 132x176 16x256x128 ...``: batch x n
 (square) or batch x m x n. For each shape: the blocked schedule, then the kernel at each of
-``RESIDENT_WARPS`` (default "8,16") warps where the matrix fits, as built and with
-``SKIPROWS`` (the row slots above the step skipped); each output is checked at the half
-gate first.
+``RESIDENT_WARPS`` (default "8,16") warps where the matrix fits; each output is checked at
+the half gate first.
 """
 
 import dataclasses
@@ -65,9 +64,8 @@ def main():
         for w in warps:
             if resident_cuda.shape_for(m, n, w) is None:
                 continue
-            for tag, extra in (("", ()), ("skip", ("-DSKIPROWS=1",))):
-                variants.append((f"w{w}{tag}", lambda w=w, extra=extra: resident_cuda.launch(
-                    H.mT, tau, na, m, n, False, 0.0, w, extra)))
+            variants.append((f"w{w}", lambda w=w: resident_cuda.launch(H.mT, tau, na, m, n,
+                                                                        False, 0.0, w)))
         for name, fn in variants:
             H.copy_(inputs[0])
             fn()

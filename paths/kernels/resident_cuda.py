@@ -44,13 +44,8 @@ from adaptqr.paths.kernels.panel_cuda import compiles
 
 SRC = r"""
 #define FULL 0xffffffffu
-// NW, RPL and CPW come from the compile options.
+// NW, RPL, CPW and CP2 (the power of two >= CPW, at most 32) come from the compile options.
 #define NT (NW * 32)
-// SKIPROWS 1: a step's sums and updates skip the row slots wholly above it (v is 0 there).
-#ifndef SKIPROWS
-#define SKIPROWS 0
-#endif
-#define LIVE(i, k) (!SKIPROWS || 32 * (i) + 31 >= (k))
 #define SAFE_LO 8.673617379884035e-19f
 #define SAFE_HI 1.152921504606847e18f
 #define SAFE_UP 1.2089258196146292e24f
@@ -73,15 +68,52 @@ __device__ __forceinline__ float warp_max(float x) {
     return x;
 }
 
-// Reflector of column c (this warp's; lane l staged rows l + 32 i of it in `stage`): its v
-// (unit top, zeros above) into vout, tau into tout[0] and TAU, and the column as geqrf
-// leaves it (R's entries, then v below the top) into col, rows < m. Every lane computes the
-// scalars from the same butterfly sums, so they are warp-uniform.
+// One round of the transposing butterfly (panel_cuda's): lanes with bit H keep the upper
+// H values, the others the lower H, each adding its partner's copy of the half it keeps.
+template <int H>
+__device__ __forceinline__ void fold(float* pp, int lane) {
+    const bool up = (lane & H) != 0;
+#pragma unroll
+    for (int q = 0; q < H; ++q) {
+        const float send = up ? pp[q] : pp[q + H];
+        const float keep = up ? pp[q + H] : pp[q];
+        pp[q] = keep + __shfl_xor_sync(FULL, send, H);
+    }
+}
+
+// The warp sums of CP2 values a lane at once: lane l (< CP2) ends with value l's. CP2 - 1
+// shuffles and 5 - log2 CP2 more, against 5 CP2 summed one by one.
+__device__ __forceinline__ float warp_sums(float* pp, int lane) {
+    if constexpr (CP2 >= 32) fold<16>(pp, lane);
+    if constexpr (CP2 >= 16) fold<8>(pp, lane);
+    if constexpr (CP2 >= 8) fold<4>(pp, lane);
+    if constexpr (CP2 >= 4) fold<2>(pp, lane);
+    if constexpr (CP2 >= 2) fold<1>(pp, lane);
+    float x = pp[0];
+#pragma unroll
+    for (int o = 16; o >= CP2; o >>= 1) x += __shfl_xor_sync(FULL, x, o);
+    return x;
+}
+
+// Column c (this warp's; lane l staged rows l + 32 i of it in `stage`, as step c - 1 found
+// it): H_{c-1} applied (`upd`: tau != 0; v, tau its reflector), then its reflector: v (unit
+// top, zeros above) into vout, tau into tout[0] and TAU, and the column as geqrf leaves it
+// (R's entries, then v below the top) into col, rows < m. Every lane computes the scalars
+// from the same butterfly sums, so they are warp-uniform.
 __device__ __forceinline__ void reflect(const float* stage, int c, int lane, int m, float floor_,
+                                        const float (&v)[RPL], float tau_prev, bool upd,
                                         float* vout, float* tout, float* tau_g, float* col) {
     float x[RPL];
 #pragma unroll
     for (int i = 0; i < RPL; ++i) x[i] = stage[lane + 32 * i];
+    if (upd) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < RPL; ++i) s += x[i] * v[i];
+        const float tw = tau_prev * warp_sum(s);
+#pragma unroll
+        for (int i = 0; i < RPL; ++i) x[i] -= tw * v[i];
+    }
     float ap = 0.0f, sp = 0.0f;
 #pragma unroll
     for (int i = 0; i < RPL; ++i) {
@@ -163,56 +195,59 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
     const int na = has_na ? NA[b] : n;
     const int kend = na < n ? (na > 0 ? na : 0) : n;
     for (int c = kend + t; c < n; c += NT) tau_g[c] = 0.0f;
-    // A reflected column is stored at once (final from then on); its registers go unused.
+    // This warp's slots of columns < n; a reflected column is stored at once (final from
+    // then on) and its registers go unused.
+    const int qhi = (n - warp + NW - 1) / NW;
+    float v[RPL];
+#pragma unroll
+    for (int i = 0; i < RPL; ++i) v[i] = 0.0f;
     if (kend > 0 && warp == 0) {
 #pragma unroll
         for (int i = 0; i < RPL; ++i) stage[lane + 32 * i] = a[0][i];
-        reflect(stage, 0, lane, m, floor_, vbuf[0], &tbuf[0], tau_g, base);
+        reflect(stage, 0, lane, m, floor_, v, 0.0f, false, vbuf[0], &tbuf[0], tau_g, base);
     }
 #pragma unroll 1
     for (int k = 0; k < kend; ++k) {
         __syncthreads();
         const int par = k & 1;
         const float tau = tbuf[par];
-        // H_k = I where tau is 0 (a zero or negligible column): only column k + 1's
-        // reflector is left to make.
+        // H_k = I where tau is 0 (a zero or negligible column).
         const bool upd = tau != 0.0f;
-        float v[RPL];
 #pragma unroll
         for (int i = 0; i < RPL; ++i) v[i] = vbuf[par][lane + 32 * i];
-        // Column k + 1 first, staged for its reflector (one inlined copy, registers indexed
-        // statically), then this warp's other columns after k.
-        const bool next = (k + 1) % NW == warp && k + 1 < kend;
+        // This warp's columns <= k are done: slots from qlo on are left.
+        int qlo = k >= warp ? (k - warp) / NW + 1 : 0;
+        // Column k + 1 first, if it is this warp's (its slot qlo): staged as it is, then
+        // updated and reflected from the stage (one inlined reflector, no register array
+        // indexed at run time), while the other warps update their columns.
+        if ((k + 1) % NW == warp && k + 1 < kend) {
 #pragma unroll
-        for (int q = 0; q < CPW; ++q) {
-            const int c = warp + NW * q;
-            if (c == k + 1 && next) {
-                if (upd) {
-                    float s = 0.0f;
+            for (int q = 0; q < CPW; ++q)
+                if (q == qlo)
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) s += a[q][i] * v[i];
-                    const float tw = tau * warp_sum(s);
-#pragma unroll
-                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) a[q][i] -= tw * v[i];
-                }
-#pragma unroll
-                for (int i = 0; i < RPL; ++i) stage[lane + 32 * i] = a[q][i];
-            }
+                    for (int i = 0; i < RPL; ++i) stage[lane + 32 * i] = a[q][i];
+            reflect(stage, k + 1, lane, m, floor_, v, tau, upd, vbuf[par ^ 1], &tbuf[par ^ 1],
+                    tau_g, base + (long long)(k + 1) * m);
+            ++qlo;
         }
-        if (next)
-            reflect(stage, k + 1, lane, m, floor_, vbuf[par ^ 1], &tbuf[par ^ 1], tau_g,
-                    base + (long long)(k + 1) * m);
         if (upd) {
+            float pp[CP2];
+#pragma unroll
+            for (int q = 0; q < CP2; ++q) {
+                float s = 0.0f;
+                if (q < CPW && q >= qlo && q < qhi) {
+#pragma unroll
+                    for (int i = 0; i < RPL; ++i) s += a[q < CPW ? q : 0][i] * v[i];
+                }
+                pp[q] = s;
+            }
+            const float w = warp_sums(pp, lane);
 #pragma unroll
             for (int q = 0; q < CPW; ++q) {
-                const int c = warp + NW * q;
-                if (c > k + (next ? 1 : 0) && c < n) {
-                    float s = 0.0f;
+                if (q >= qlo && q < qhi) {
+                    const float tw = tau * __shfl_sync(FULL, w, q);
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) s += a[q][i] * v[i];
-                    const float tw = tau * warp_sum(s);
-#pragma unroll
-                    for (int i = 0; i < RPL; ++i) if (LIVE(i, k)) a[q][i] -= tw * v[i];
+                    for (int i = 0; i < RPL; ++i) a[q][i] -= tw * v[i];
                 }
             }
         }
@@ -240,23 +275,33 @@ WARPS = 16
 def shape_for(m: int, n: int, warps: int = WARPS) -> tuple[int, int, int] | None:
     """``(NW, RPL, CPW)`` of the build that holds an ``m x n`` matrix (``m >= n``) in one CTA
     of ``warps`` warps, or None where it would hold more than :data:`MAX_HELD` entries a
-    thread.
+    thread (or more than 32 columns a warp, the batched sums' most).
 
     >>> shape_for(176, 176), shape_for(128, 100), shape_for(300, 300)
     ((16, 6, 11), (16, 4, 7), None)
     """
     rpl, cpw = -(-m // 32), -(-n // warps)
-    if rpl * cpw > MAX_HELD:
+    if rpl * cpw > MAX_HELD or cpw > 32:
         return None
     return warps, rpl, cpw
 
 
+def defines(nw: int, rpl: int, cpw: int) -> tuple:
+    """The build's compile-time constants for :func:`shape_for`'s ``(NW, RPL, CPW)``, with
+    ``CP2``, the power of two the warp's batched sums pad ``CPW`` to (at most 32).
+
+    >>> defines(16, 6, 11)
+    (('NW', 16), ('RPL', 6), ('CPW', 11), ('CP2', 16))
+    """
+    return ("NW", nw), ("RPL", rpl), ("CPW", cpw), ("CP2", 1 << (cpw - 1).bit_length())
+
+
 @functools.lru_cache(maxsize=None)
-def _kernel(nw: int, rpl: int, cpw: int, device_index: int, extra: tuple = ()):
+def _kernel(nw: int, rpl: int, cpw: int, device_index: int):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        opts = ("-std=c++17", f"-DNW={nw}", f"-DRPL={rpl}", f"-DCPW={cpw}") + extra
+        opts = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines(nw, rpl, cpw))
         return cp.RawModule(code=SRC, options=opts).get_function("resident_qr")
 
 
@@ -273,19 +318,18 @@ def available() -> bool:
 
 
 def launch(Ht: torch.Tensor, tau: torch.Tensor, na: torch.Tensor, m: int, n: int,
-           has_na: bool, floor: float, warps: int = WARPS, extra: tuple = ()) -> None:
+           has_na: bool, floor: float, warps: int = WARPS) -> None:
     """geqrf of the ``Ht.shape[0]`` matrices ``Ht`` ``(B, n, m)`` in place, ``tau`` ``(B, n)``
     written; one launch on torch's current stream (capturable: no allocation, no sync).
     ``na``: ``n_active`` (read where ``has_na``); ``floor``: a sub-column norm below it
-    gives no reflector (``panel.NEGLIGIBLE_SUBCOLUMN`` or 0); ``extra``: compile options
-    of a variant under measurement (``("-DSKIPROWS=1",)``)."""
+    gives no reflector (``panel.NEGLIGIBLE_SUBCOLUMN`` or 0)."""
     from adaptqr.paths.kernels.panel_cuda import _stream
 
     shape = shape_for(m, n, warps)
     if shape is None:
         raise ValueError(f"resident_cuda: a {m}x{n} matrix does not fit one CTA of {warps} warps")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(*shape, dev, tuple(extra))
+    kern = _kernel(*shape, dev)
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(na.data_ptr()),
             np.int32(m), np.int32(n), np.int32(1 if has_na else 0), np.float32(floor))

@@ -73,7 +73,7 @@ def test_resident_degenerate_columns_scales_and_n_active():
     A[5] *= 1e36           # huge: w = v^T a would overflow unscaled
     na = torch.tensor([n, n, n, 103, n, n], dtype=torch.int32, device="cuda")
     e = torch.tensor([0, 0, 0, 0, 126, -120], dtype=torch.int32, device="cuda")
-    H, tau = _factor(A, _Info({"n_active": na, "prescale": e}), resident_max_batch=64)
+    H, tau = _factor(A, _Info({"n_active": na, "prescale": e}), resident_max_batch=132)
     assert torch.isfinite(H).all() and (tau[3, 103:] == 0).all()
     keep = [0, 1, 2, 4, 5]  # matrix 3: columns past n_active left as Q1^T A_tail
     _bar(A[keep], H[keep], tau[keep])
@@ -86,7 +86,7 @@ def test_public_call_takes_it_and_logs_it():
     A[5] *= 1e-30                   # the probe's prescale
     A[6, :, 3] = float("nan")
     A0 = A.clone()
-    with config.experiment(resident_max_batch=64):
+    with config.experiment(resident_max_batch=132):
         H, tau = adaptqr.geqrf(A)
         kinds = householder.panel_kinds(40, 176, 176, A.device)
     assert torch.equal(A, A0)
@@ -104,7 +104,7 @@ def test_resident_captures_in_a_graph():
     A = torch.randn(8, 160, 160, device="cuda")
     H = torch.empty_strided(A.shape, (160 * 160, 1, 160), device="cuda")
     tau = torch.empty(8, 160, device="cuda")
-    s = dataclasses.replace(schedules.schedule_for(160, 160), resident_max_batch=64)
+    s = dataclasses.replace(schedules.schedule_for(160, 160), resident_max_batch=132)
     H.copy_(A)
     householder.factor_householder(H, tau, _Info(), schedule=s)  # compiles outside the capture
     graph = torch.cuda.CUDAGraph()
