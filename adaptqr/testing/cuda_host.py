@@ -40,6 +40,7 @@ import torch
 
 SHIM = r"""
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdio>
@@ -59,6 +60,8 @@ static float* g_smem;
 // A CTA's static shared arrays: one copy for all its threads (the CTAs run one at a time).
 #define __shared__ static
 #define __syncthreads() g_bar->arrive_and_wait()
+#define __threadfence_block() std::atomic_thread_fence(std::memory_order_seq_cst)
+#define SPIN_PAUSE() std::this_thread::yield()
 using std::min;
 // Warps: 32 host threads that meet at a barrier of their own around every exchange.
 static std::barrier<>* g_warp_bar[32];

@@ -173,15 +173,35 @@ __device__ __forceinline__ void reflect(const float* stage, int c, int lane, int
     }
 }
 
+// Reflectors travel through a ring of RING buffers with two counters instead of a CTA
+// barrier a step: `pub`, the reflectors published (the owner of column k + 1 raises it to
+// k + 2 once v_{k+1} and tau_{k+1} are written), and `cons[w]`, the reflectors warp w has
+// read. A warp waits only for the reflector it needs, and the owner of k + 1 waits only
+// for every warp to have read v_{k+1-RING}, whose buffer it reuses: the warps run up to
+// RING - 1 steps apart instead of in lockstep.
+#define RING 4
+// The host shim (adaptqr.testing.cuda_host) yields its thread here.
+#ifndef SPIN_PAUSE
+#define SPIN_PAUSE()
+#endif
+
+__device__ __forceinline__ void wait_at_least(volatile int* x, int target) {
+    while (*x < target) SPIN_PAUSE();
+    __threadfence_block();
+}
+
 extern "C" __global__ void __launch_bounds__(NT)
 resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restrict__ NA,
             int m, int n, int has_na, float floor_) {
-    __shared__ float vbuf[2][RPL * 32];
-    __shared__ float stage[RPL * 32];
-    __shared__ float tbuf[2];
+    __shared__ float vbuf[RING][RPL * 32];
+    __shared__ float stage[NW][RPL * 32];
+    __shared__ float tbuf[RING];
+    __shared__ volatile int pub;
+    __shared__ volatile int cons[NW];
     const int b = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
     float* tau_g = TAU + (long long)b * n;
+    float* my_stage = stage[warp];
     float a[CPW][RPL];
 #pragma unroll
     for (int q = 0; q < CPW; ++q) {
@@ -195,6 +215,9 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
     const int na = has_na ? NA[b] : n;
     const int kend = na < n ? (na > 0 ? na : 0) : n;
     for (int c = kend + t; c < n; c += NT) tau_g[c] = 0.0f;
+    if (t == 0) pub = 0;
+    if (t < NW) cons[t] = 0;
+    __syncthreads();
     // This warp's slots of columns < n; a reflected column is stored at once (final from
     // then on) and its registers go unused.
     const int qhi = (n - warp + NW - 1) / NW;
@@ -203,18 +226,24 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
     for (int i = 0; i < RPL; ++i) v[i] = 0.0f;
     if (kend > 0 && warp == 0) {
 #pragma unroll
-        for (int i = 0; i < RPL; ++i) stage[lane + 32 * i] = a[0][i];
-        reflect(stage, 0, lane, m, floor_, v, 0.0f, false, vbuf[0], &tbuf[0], tau_g, base);
+        for (int i = 0; i < RPL; ++i) my_stage[lane + 32 * i] = a[0][i];
+        reflect(my_stage, 0, lane, m, floor_, v, 0.0f, false, vbuf[0], &tbuf[0], tau_g, base);
+        __threadfence_block();
+        __syncwarp();
+        if (lane == 0) pub = 1;
     }
 #pragma unroll 1
     for (int k = 0; k < kend; ++k) {
-        __syncthreads();
-        const int par = k & 1;
-        const float tau = tbuf[par];
+        wait_at_least(&pub, k + 1);
+        const int slot = k % RING;
+        const float tau = tbuf[slot];
         // H_k = I where tau is 0 (a zero or negligible column).
         const bool upd = tau != 0.0f;
 #pragma unroll
-        for (int i = 0; i < RPL; ++i) v[i] = vbuf[par][lane + 32 * i];
+        for (int i = 0; i < RPL; ++i) v[i] = vbuf[slot][lane + 32 * i];
+        __threadfence_block();
+        __syncwarp();
+        if (lane == 0) cons[warp] = k + 1;
         // This warp's columns <= k are done: slots from qlo on are left.
         int qlo = k >= warp ? (k - warp) / NW + 1 : 0;
         // Column k + 1 first, if it is this warp's (its slot qlo): staged as it is, then
@@ -225,9 +254,15 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
             for (int q = 0; q < CPW; ++q)
                 if (q == qlo)
 #pragma unroll
-                    for (int i = 0; i < RPL; ++i) stage[lane + 32 * i] = a[q][i];
-            reflect(stage, k + 1, lane, m, floor_, v, tau, upd, vbuf[par ^ 1], &tbuf[par ^ 1],
+                    for (int i = 0; i < RPL; ++i) my_stage[lane + 32 * i] = a[q][i];
+            const int slot1 = (k + 1) % RING;
+            if (lane < NW) wait_at_least(&cons[lane], k + 2 - RING);
+            __syncwarp();
+            reflect(my_stage, k + 1, lane, m, floor_, v, tau, upd, vbuf[slot1], &tbuf[slot1],
                     tau_g, base + (long long)(k + 1) * m);
+            __threadfence_block();
+            __syncwarp();
+            if (lane == 0) pub = k + 2;
             ++qlo;
         }
         if (upd) {

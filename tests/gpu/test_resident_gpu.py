@@ -89,7 +89,7 @@ def test_public_call_takes_it_and_logs_it():
     with config.experiment(resident_max_batch=132):
         H, tau = adaptqr.geqrf(A)
         kinds = householder.panel_kinds(40, 176, 176, A.device)
-    assert torch.equal(A, A0)
+    assert torch.allclose(A, A0, rtol=0.0, atol=0.0, equal_nan=True)  # the input untouched
     assert kinds == (176, [householder.PANEL_RESIDENT_CUDA])
     ok = [i for i in range(40) if i != 6]
     _bar(A[ok], H[ok], tau[ok])
