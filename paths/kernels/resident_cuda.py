@@ -180,9 +180,11 @@ __device__ __forceinline__ void reflect(const float* stage, int c, int lane, int
 // for every warp to have read v_{k+1-RING}, whose buffer it reuses: the warps run up to
 // RING - 1 steps apart instead of in lockstep.
 #define RING 4
-// The host shim (adaptqr.testing.cuda_host) yields its thread here.
+// A waiting warp sleeps a little between polls, leaving the issue slots of its scheduler
+// to the warp that makes the next reflector; the host shim (adaptqr.testing.cuda_host)
+// yields its thread instead.
 #ifndef SPIN_PAUSE
-#define SPIN_PAUSE()
+#define SPIN_PAUSE() __nanosleep(20)
 #endif
 
 __device__ __forceinline__ void wait_at_least(volatile int* x, int target) {
@@ -300,9 +302,10 @@ resident_qr(float* __restrict__ Ht, float* __restrict__ TAU, const int* __restri
 }
 """
 
-#: Most matrix entries a thread holds (``RPL * CPW``): at 512 threads (128 registers a
-#: thread) 72 held values left the rest room without spills (ptxas, sm_90).
-MAX_HELD = 72
+#: Most matrix entries a thread holds (``RPL * CPW``): at 16 warps (128 registers a thread)
+#: 72 values left the rest room without spills; at 8 warps or fewer (255 registers) 132
+#: (176 x 176: 210 registers; ptxas 13, sm_90).
+MAX_HELD, MAX_HELD_FEW_WARPS = 72, 132
 #: Warps a CTA: 16 (512 threads, one CTA an SM at ~100 registers).
 WARPS = 16
 
@@ -314,9 +317,11 @@ def shape_for(m: int, n: int, warps: int = WARPS) -> tuple[int, int, int] | None
 
     >>> shape_for(176, 176), shape_for(128, 100), shape_for(300, 300)
     ((16, 6, 11), (16, 4, 7), None)
+    >>> shape_for(176, 176, 8)
+    (8, 6, 22)
     """
     rpl, cpw = -(-m // 32), -(-n // warps)
-    if rpl * cpw > MAX_HELD or cpw > 32:
+    if rpl * cpw > (MAX_HELD if warps > 8 else MAX_HELD_FEW_WARPS) or cpw > 32:
         return None
     return warps, rpl, cpw
 
