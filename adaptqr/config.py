@@ -123,9 +123,7 @@ class Knobs:
     stream in graph captures, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
-    640, the most matrices whose panels are), ``resident_max_batch``
-    (``schedules.RESIDENT_MAX_BATCH``: 0, or 8 to 1024, the largest batch whose matrices
-    that fit one CTA's registers are factored whole in one launch)."""
+    640, the most matrices whose panels are)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -151,7 +149,6 @@ class Knobs:
     route_lanes: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
-    resident_max_batch: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -274,7 +271,6 @@ KNOB_CHOICES = {
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
-    "resident_max_batch": (0, 8, 40, 132, 264, 640, 1024),
 }
 
 

@@ -14,10 +14,6 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 
 * small (``next_pow2(n) * next_pow2(m) <= schedules.SMALL_MAX_TILE``, 4096): one launch, one program per matrix, the
   whole QR in registers (:func:`~adaptqr.paths.kernels.panel.panel_reg_kernel`).
-* resident (a batch of at most ``schedules.RESIDENT_MAX_BATCH`` matrices whose entries fit
-  one CTA's registers, :func:`resident_applies`): one launch of the CUDA C kernel
-  :mod:`~adaptqr.paths.kernels.resident_cuda`, one CTA a matrix, the whole QR resident;
-  prescaled and ``n_active``-aware as the blocked schedules are.
 * otherwise, per group of ``group`` panels of ``nb`` columns: for each panel, the panel
   kernel (registers or row-chunked) then the trailing kernel on the rest of the group;
   then one trailing launch applies the whole group to the columns after it.
@@ -72,7 +68,7 @@ import triton
 
 from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths import schedules
-from adaptqr.paths.kernels import panel_cuda, resident_cuda
+from adaptqr.paths.kernels import panel_cuda
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.paths.kernels.panel import (
     NEGLIGIBLE_SUBCOLUMN,
@@ -204,11 +200,7 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     floor = NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0
     # The wide path's after_panels reads the reflectors from H as they are made: no copy.
     mp = work_rows(m, s) if after_panels is None else m
-    if resident_applies(B, m, n, s, H.device):
-        resident_cuda.launch(Ht, tau, na_arg, m, n, has_na, floor)
-        if after_panels is not None:
-            after_panels(n)
-    elif mp == m:
+    if mp == m:
         _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_panels)
     else:
         Wt = rows_padded(Ht, mp)
@@ -216,20 +208,6 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
         Ht.copy_(Wt[:, :, :m])
     if pexp is not None:
         unscale(H, pexp)
-
-
-def resident_applies(B: int, m: int, n: int, s: schedules.Schedule, device: torch.device) -> bool:
-    """Whether ``B`` matrices ``m x n`` on ``device`` under the resolved schedule ``s`` are
-    factored whole by the resident CUDA C QR (:mod:`~adaptqr.paths.kernels.resident_cuda`):
-    a blocked schedule, at most ``s.resident_max_batch`` matrices, each fitting one CTA's
-    registers, on a GPU where the kernel compiles.
-
-    >>> s = _with_knobs(schedules.schedule_for(176, 176), None)
-    >>> resident_applies(40, 176, 176, s, torch.device("cpu"))
-    False
-    """
-    return (not s.small and 0 < B <= (s.resident_max_batch or 0) and device.type == "cuda"
-            and resident_cuda.shape_for(m, n) is not None and resident_cuda.available())
 
 
 def work_rows(m: int, s: schedules.Schedule) -> int:
@@ -540,8 +518,6 @@ class _Blocked(NamedTuple):
 #: cluster of CTAs a matrix).
 PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA = (
     "one-launch", "register", "register-cuda", "cluster-cuda")
-#: The whole QR in one CTA a matrix (kernels/resident_cuda.py; :func:`resident_applies`).
-PANEL_RESIDENT_CUDA = "resident-cuda"
 PANEL_ROW_SPLIT, PANEL_STREAMED = "row-split", "streamed"
 #: Appended to a CUDA C panel's kind where it is tried as CholeskyQR2 first (each matrix's
 #: panel that the Gram tests reject takes the column steps in the same launch; H22).
@@ -601,8 +577,6 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     if s.small:
         return s.nb, [PANEL_ONE_LAUNCH]
     s = _with_knobs(s, None, n)
-    if resident_applies(B, m, n, s, device):
-        return n, [PANEL_RESIDENT_CUDA]
     m = work_rows(m, s)
     sm = _sm_count(device) if device.type == "cuda" else None
     kinds = []

@@ -156,7 +156,6 @@ SCHEDULE_KNOBS = {
     "tile_split_rows": ("ONE_TILE_SPLIT_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
-    "resident_max_batch": ("RESIDENT_MAX_BATCH", int),
 }
 
 
@@ -238,11 +237,6 @@ FP16_GROUP = 0
 #: 0.698 / 0.629, 40x176 0.250 / 0.253, the other ten cases within 1 %. Knob
 #: ``small_n_nb`` (0: the table's 16; EXPERIMENTS.md H18).
 SMALL_N_NB = 32
-#: Batches of at most this many matrices whose ``m x n`` fits one CTA's registers
-#: (:func:`adaptqr.paths.kernels.resident_cuda.shape_for`) take the resident CUDA C QR: one
-#: launch, one CTA a matrix, no panel and update chain (EXPERIMENTS.md H26); 0: never.
-#: Knob ``resident_max_batch``.
-RESIDENT_MAX_BATCH = 0
 #: ``SMALL_N_NB`` only where n is a multiple of this; else the table's 16. Run 0828 and 0849
 #: (EXPERIMENTS.md H19), ms, 32 / 16, no baseline: n a multiple of 16, 32 won or tied at
 #: every batch (100x352 0.931 / 1.020, 300x320 1.475 / 1.750, 100x240 0.522 / 0.548,
@@ -395,9 +389,6 @@ class Schedule:
     # Panel width in place of the table's 16 (SMALL_N_NB, 0: the table's); None: the knob,
     # else the constant.
     small_n_nb: int | None = None
-    # The largest batch the resident CUDA C QR takes (RESIDENT_MAX_BATCH, 0: none); None:
-    # the knob, else the constant.
-    resident_max_batch: int | None = None
 
 
 def next_pow2(x: int) -> int:

@@ -7,8 +7,7 @@ are one copy for the CTA (the CTAs run one at a time), and dynamic shared memory
 buffer filled with NaN (a read of a slot nothing wrote shows). The kernel's indexing,
 masks, barriers and warp exchanges run as written; the GPU's memory model, lockstep and
 timing do not, nor do clusters. Each kernel gets a ``main`` of its own:
-:func:`panel_launch` is :func:`adaptqr.paths.kernels.panel_cuda.launch`'s without clusters,
-:func:`resident_launch` :func:`adaptqr.paths.kernels.resident_cuda.launch`'s.
+:func:`panel_launch` is :func:`adaptqr.paths.kernels.panel_cuda.launch`'s without clusters.
 
 Example (where ``g++`` is on the path): one 32-column panel of a 40 x 32 matrix, whose
 R's first entry is minus the first column's norm (LAPACK's sign)::
@@ -40,7 +39,6 @@ import torch
 
 SHIM = r"""
 #include <algorithm>
-#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdio>
@@ -60,8 +58,6 @@ static float* g_smem;
 // A CTA's static shared arrays: one copy for all its threads (the CTAs run one at a time).
 #define __shared__ static
 #define __syncthreads() g_bar->arrive_and_wait()
-#define __threadfence_block() std::atomic_thread_fence(std::memory_order_seq_cst)
-#define SPIN_PAUSE() std::this_thread::yield()
 using std::min;
 // Warps: 32 host threads that meet at a barrier of their own around every exchange.
 static std::barrier<>* g_warp_bar[32];
@@ -145,24 +141,6 @@ int main(int argc, char** argv) {
 """
 
 
-RESIDENT_MAIN = r"""
-int main(int argc, char** argv) {
-    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
-    const int has_na = std::atoi(argv[4]);
-    const float floor_ = (float)std::atof(argv[5]);
-    std::vector<float> H = read_floats(argv[6], (size_t)B * n * m);
-    std::vector<float> tau = read_floats(argv[7], (size_t)B * n);
-    std::vector<float> naf = read_floats(argv[8], (size_t)B);
-    std::vector<int> na(naf.begin(), naf.end());
-    gridDim = {(unsigned)B, 1, 1};
-    run_grid<NT>(0, [&] { resident_qr(H.data(), tau.data(), na.data(), m, n, has_na, floor_); });
-    write_floats(argv[6], H);
-    write_floats(argv[7], tau);
-    return 0;
-}
-"""
-
-
 def available() -> bool:
     """Whether a host C++ compiler is on the path."""
     return shutil.which("g++") is not None
@@ -215,17 +193,3 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
                   (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
     _run(exe, [Ht.shape[0], m, n, k, pw, tw_index, n_tw, int(has_na), repr(float(floor))],
          (Ht, tau, TW, na), [gram_smem(nt) if gram else 0], 3)
-
-
-def resident_launch(Ht: torch.Tensor, tau: torch.Tensor, na: torch.Tensor, m: int, n: int,
-                    has_na: bool, floor: float, warps: int) -> None:
-    """:func:`adaptqr.paths.kernels.resident_cuda.launch` on the host: ``Ht`` ``(B, n, m)`` and
-    ``tau`` ``(B, n)`` (float32, CPU, contiguous) written in place, ``na`` ``(B,)``; CTAs of
-    ``warps`` warps (few, for speed: each thread is a host thread)."""
-    from adaptqr.paths.kernels import resident_cuda
-
-    shape = resident_cuda.shape_for(m, n, warps)
-    if shape is None:
-        raise ValueError(f"resident_cuda: {m}x{n} does not fit {warps} warps")
-    exe = _binary(resident_cuda.SRC, RESIDENT_MAIN, resident_cuda.defines(*shape))
-    _run(exe, [Ht.shape[0], m, n, int(has_na), repr(float(floor))], (Ht, tau, na), [], 2)
