@@ -652,7 +652,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         panel_reg_kernel[(B,)](Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw,
                                NB=nb, MB=MB, HAS_NA=has_na, WRITE_T=not sep_t, WRITE_S=from_s,
                                LOG2NB=nb.bit_length() - 1 if from_s and not sep_t else 0,
-                               FLOOR=floor, num_warps=s.panel_warps or warps)
+                               FLOOR=floor, num_warps=warps)
     else:
         wt = not sep_t
         if kind == PANEL_ROW_SPLIT:

@@ -325,8 +325,6 @@ class Schedule:
     # 0.266 ms, 40x352 0.894 -> 0.795, 60x1024 9.365 -> 9.040. (Not in the one-warp T
     # kernel: slower there.)
     t_doubling: bool = True
-    # Warps of the register panel kernel; 0: register_panel_plan's rule.
-    panel_warps: int = 0
     # Row-split Householder panels with two columns a grid barrier (panel.split_columns_pairs):
     # True / False for every such panel; None: where a program holds at most PAIRS_MAX_RB rows.
     split_pairs: bool | None = None
