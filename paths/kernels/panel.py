@@ -84,6 +84,11 @@ SAFE_UP = tl.constexpr(1.2089258196146292e24)   # 2^80
 #: n = 1024; the interpreter was exact): its norm is then dominated by normal entries.
 #: Only where the dispatcher's probe gave the prescale exponents (else the floor is 0).
 NEGLIGIBLE_SUBCOLUMN = tl.constexpr(7.703719777548943e-34)  # 2^-110
+#: The panels' ``V^T V`` for their ``T``: IEEE FMA products (a panel's T is built once and
+#: applied to the whole trailing matrix; Q formation's T kernel chooses its own,
+#: ``qform.QFORM_T_PREC``). Passed explicitly: a string default of a jit helper does not
+#: compile on triton 3.6 (EXPERIMENTS.md CI2).
+T_PREC = tl.constexpr("ieee")
 
 
 @triton.jit
@@ -306,7 +311,7 @@ def panel_reg_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
                 T = _t_from_w(_load_w_rows(TW, b, tw_index, n_tw, NB), taus, keep, NB, LOG2NB)
                 tl.debug_barrier()  # every thread has read the rows T overwrites
             else:
-                T = _build_t(_vtv(P, rows, cols, keep[:, None] & rowvalid[None, :], "ieee"), taus, NB)
+                T = _build_t(_vtv(P, rows, cols, keep[:, None] & rowvalid[None, :], T_PREC), taus, NB)
             _store_t(TW, b, tw_index, n_tw, T, NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
@@ -364,7 +369,7 @@ def panel_t_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
         if FROM_S:
             T = _t_from_w(Sw, taus, keep, NB, 0)
         else:
-            T = _build_t(_stored_vtv(base, cols, keep, k, m, NB, CH, "ieee"), taus, NB)
+            T = _build_t(_stored_vtv(base, cols, keep, k, m, NB, CH, T_PREC), taus, NB)
         _store_t(TW, b, tw_index, n_tw, T, NB)
 
 
@@ -443,7 +448,7 @@ def panel_chunked_kernel(Ht, TAU, TW, NA, k, m, n, pw, tw_index, n_tw,
             tl.debug_barrier()
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
         if WRITE_T:
-            S = _stored_vtv(base, cols, colvalid & (cols < na), k, m, NB, CH, "ieee")
+            S = _stored_vtv(base, cols, colvalid & (cols < na), k, m, NB, CH, T_PREC)
             _store_t(TW, b, tw_index, n_tw, _build_t(S, taus, NB), NB)
     else:
         tl.store(TAU + b.to(tl.int64) * n + cols, tl.zeros((NB,), dtype=tl.float32), mask=colvalid)
@@ -625,7 +630,7 @@ def _split_finish(P_, taus, ptrs, mask, TAU, TW, SP, cntb, b, p, na, k, m, n, pw
         tl.store(TAU + b.to(tl.int64) * n + cols, taus, mask=colvalid)
     if WRITE_T:
         keep = colvalid & (cols < na)
-        S_p = _vtv(P_, rows, cols, keep[:, None] & rowvalid[None, :], "ieee")
+        S_p = _vtv(P_, rows, cols, keep[:, None] & rowvalid[None, :], T_PREC)
         spb = SP + b.to(tl.int64) * PMAX * NB * NB
         tl.store(spb + p * NB * NB + jj[:, None] * NB + jj[None, :], S_p)
         _grid_barrier(cntb, 2 * n + k, P)
