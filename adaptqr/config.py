@@ -123,7 +123,9 @@ class Knobs:
     stream in graph captures, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
-    640, the most matrices whose panels are)."""
+    640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
+    the row-split updates' ``W`` zeroed by the update before on the same stream instead of
+    by a launch of its own)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -149,6 +151,7 @@ class Knobs:
     route_lanes: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
+    w_pingpong: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -271,6 +274,7 @@ KNOB_CHOICES = {
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
+    "w_pingpong": (0, 1),
 }
 
 

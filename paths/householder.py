@@ -267,7 +267,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
-    wbuf: list[torch.Tensor] = []  # row-split trailing update's W, allocated on first use
+    wbuf: list = []  # the row-split trailing updates' W (_WSlot), allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
@@ -404,11 +404,40 @@ def _splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0,
     return npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS and rows >= floor
 
 
-def _w(f: _Blocked, slot: int) -> torch.Tensor:
+class _WSlot:
+    """The row-split updates' ``W`` of one stream. Plain: one buffer, zeroed by a launch
+    before each update. ``pingpong`` (``Schedule.w_pingpong``): two buffers, zeroed once
+    at allocation; the updates alternate between them, and each update's W kernel zeroes
+    the other one from its first column on, for the next update on this stream. The
+    zeroing launch then leaves the stream's chain (EXPERIMENTS.md T8)."""
+
+    def __init__(self, f: _Blocked, pingpong: bool):
+        make = torch.zeros if pingpong else torch.empty
+        self.bufs = [make((f.B, f.n, f.s.nb), dtype=torch.float32, device=f.Ht.device)
+                     for _ in range(2 if pingpong else 1)]
+        self.parity = 0
+        self.clean_from = 0  # bufs[parity] holds zeros from this column on
+
+    def take(self, c_start: int) -> tuple:
+        """``(W, WZ)`` for an update of the columns from ``c_start`` on: ``W`` zero there;
+        ``WZ`` the buffer its W kernel zeroes from ``c_start`` on, or None (plain: ``W``
+        zeroed here)."""
+        W = self.bufs[self.parity]
+        if len(self.bufs) == 1:
+            W.zero_()
+            return W, None
+        if c_start < self.clean_from:
+            W.zero_()  # not in this module's loops: a stream's updates only move right
+        self.parity ^= 1
+        self.clean_from = c_start
+        return W, self.bufs[self.parity]
+
+
+def _w(f: _Blocked, slot: int) -> _WSlot:
     """The row-split trailing update's ``W`` number ``slot`` (0: the main loop's; 1: the
     look-ahead stream's), allocated on first use."""
     while len(f.wbuf) <= slot:
-        f.wbuf.append(torch.empty((f.B, f.n, f.s.nb), dtype=torch.float32, device=f.Ht.device))
+        f.wbuf.append(_WSlot(f, bool(f.s.w_pingpong)))
     return f.wbuf[slot]
 
 
@@ -509,7 +538,7 @@ class _Blocked(NamedTuple):
     s: schedules.Schedule
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
-    wbuf: list            # the row-split trailing update's W, allocated on first use
+    wbuf: list            # the row-split trailing updates' W (_WSlot), allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
 
 
@@ -732,17 +761,19 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     if _splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
-        W = _w(f, w_slot)
-        W.zero_()
+        W, WZ = _w(f, w_slot).take(c_start)
         grid = (B, tiles, nsplit)
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
                       PREC_TAIL=s.tail_prec, BM16=s.bm, num_warps=schedules.TRAILING_WARPS,
                       num_stages=schedules.TRAILING_STAGES)
         lanes = RouteLanes(s.route_lanes, Ht, f16 is not None, row_split=True)
         for mode in modes:
+            # The next W zeroed by the first launch: with route lanes, the side stream's.
+            zero = WZ is not None and mode == modes[0]
             with lanes.on(mode):
                 trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                        F16=mode, **common)
+                                        WZ if zero else W, c_start, F16=mode, ZERO=zero,
+                                        **common)
         for mode in modes:
             with lanes.on(mode):
                 trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end,

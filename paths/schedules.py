@@ -126,6 +126,10 @@ LOOKAHEAD = 1
 #: kept the row-split gains (2x4096 10.68 / 10.38 / 10.35, 1x3072 6.20 / 5.74 / 5.73);
 #: 12-case geomean 2.407 / 2.403 / 2.394. Knob ``route_lanes``.
 ROUTE_LANES = 3
+#: The row-split updates' W in two buffers a stream, each update's W kernel zeroing the
+#: next one's, instead of a zeroing launch before each update (householder._WSlot;
+#: EXPERIMENTS.md T8). Knob ``w_pingpong``.
+W_PINGPONG = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -156,6 +160,7 @@ SCHEDULE_KNOBS = {
     "tile_split_rows": ("ONE_TILE_SPLIT_ROWS", int),
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
+    "w_pingpong": ("W_PINGPONG", bool),
 }
 
 
@@ -387,6 +392,9 @@ class Schedule:
     # Panel width in place of the table's 16 (SMALL_N_NB, 0: the table's); None: the knob,
     # else the constant.
     small_n_nb: int | None = None
+    # The row-split updates' W zeroed by the update before on the same stream (W_PINGPONG);
+    # None: the knob, else the constant.
+    w_pingpong: bool | None = None
 
 
 def next_pow2(x: int) -> int:

@@ -46,6 +46,8 @@ CASES = [
      householder._warps(_RES_BN * _RES_MB), schedules.TRAILING_STAGES),
     (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_ONLY.value),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
+    (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_SKIP.value, ZERO=1),
+     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     (trailing.trailing_u_kernel, dict(_TRAIL, BN=S.bn, F16=F16_SKIP.value),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     # Q formation: T, the strip kernel chunked and resident, Q^T applied (the wide path).

@@ -426,3 +426,30 @@ def test_route_lanes_off_the_gpu():
     from adaptqr.paths.lanes import RouteLanes
 
     assert RouteLanes(1, torch.zeros(1), True).side is None
+
+
+def test_w_pingpong_knob():
+    _knob_resolves("w_pingpong", schedules.W_PINGPONG, True, 2)
+
+
+@pytest.mark.parametrize("pingpong", [False, True])
+def test_w_slot_hands_out_zeros(pingpong):
+    # T8: every W handed out is zero from the update's first column on, where the W kernel
+    # of the update before zeroed the buffer it hands out next (simulated here). Plain: one
+    # buffer, zeroed at each take.
+    from types import SimpleNamespace as F
+
+    f = F(B=2, n=12, s=F(nb=4), Ht=torch.empty(0))
+    slot = hh._WSlot(f, pingpong)
+    assert len(slot.bufs) == (2 if pingpong else 1)
+    seen = set()
+    for c_start in (0, 4, 4, 8, 2, 10):
+        W, WZ = slot.take(c_start)
+        assert not W[:, c_start:].any(), c_start
+        assert (WZ is None) == (not pingpong)
+        if pingpong:
+            assert WZ is not W
+            WZ[:, c_start:] = 0.0  # what the launch's ZERO does
+        W.fill_(7.0)  # the update's sums (and stale columns left of c_start)
+        seen.add(W.data_ptr())
+    assert len(seen) == len(slot.bufs)

@@ -15,6 +15,10 @@ GPU runs behind, so this is Python and launch time only), the 25 costliest entri
 for the sizes it is not offered at yet).
 ``--knobs NAME:KNOB=VALUE[,KNOB=VALUE]`` (repeatable, as ``adaptqr bench``'s): also the
 public call with these experiment knobs set, after the default one.
+``--replay``: the public call is profiled as the bench times it, a CUDA graph replay (its
+fourth call), and its kernels are also summed by stream: on the stream of the panels, each
+step from one panel's end to the next panel's start is split into the other kernels there
+and the wait (``_chains``).
 
 A shape ``BxMxN`` (wide, ``M < N``) gets the public call only. ``--op qr`` or
 ``--op householder_product``: the public call is that op's (``adaptqr.linalg.qr(A)``, or
@@ -45,6 +49,59 @@ def _kernels(fn, flush):
     evs = [e for e in prof.events() if e.device_type.name == "CUDA"]
     rows = sorted(((e.time_range.start, e.time_range.end, e.name) for e in evs), key=lambda r: r[0])
     return [(s, t, name) for s, t, name in rows if t > s]
+
+
+def _replay_kernels(fn, flush):
+    """``[(start_us, end_us, name, stream)]`` of one graph-replayed call of ``fn`` (calls 1-3
+    warm up and capture, as ``adaptqr bench``'s), from the profiler's exported trace."""
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    flush.zero_()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        evs = json.load(open(f.name))["traceEvents"]
+    rows = [(e["ts"], e["ts"] + e["dur"], e["name"], e.get("args", {}).get("stream", -1))
+            for e in evs if e.get("cat") == "kernel" and e.get("dur", 0) > 0]
+    return sorted(rows)
+
+
+def _chains(label, rows):
+    """Per stream: kernels, busy time and span; on the panels' stream, each step between
+    two panels split into the other kernels on that stream and the time it waited."""
+    t0 = rows[0][0]
+    streams = {}
+    for r in rows:
+        streams.setdefault(r[3], []).append(r)
+    print(f"{label}: streams {len(streams)}, span {(rows[-1][1] - t0) / 1e3:.3f} ms")
+    for sid, rs in sorted(streams.items(), key=lambda kv: -len(kv[1])):
+        busy = sum(t - s for s, t, _, _ in rs)
+        names = {}
+        for _, _, nm, _ in rs:
+            names[nm[:24]] = names.get(nm[:24], 0) + 1
+        print(f"    stream {sid}: {len(rs)} kernels, busy {busy / 1e3:.3f} ms, first "
+              f"{(rs[0][0] - t0) / 1e3:.3f} last {(rs[-1][1] - t0) / 1e3:.3f} ms; {names}")
+        pans = [i for i, r in enumerate(rs) if "panel" in r[2]]
+        if len(pans) < 2:
+            continue
+        pan_t = sum(rs[i][1] - rs[i][0] for i in pans)
+        other = wait = 0.0
+        for a, b in zip(pans, pans[1:]):
+            between = rs[a + 1:b]
+            other += sum(t - s for s, t, _, _ in between)
+            wait += (rs[b][0] - rs[a][1]) - sum(t - s for s, t, _, _ in between)
+        k = len(pans) - 1
+        print(f"      panels {len(pans)}: {pan_t / len(pans):.1f} us each; between two: other "
+              f"kernels {other / k:.1f} us, waiting {wait / k:.1f} us (a step "
+              f"{(rs[pans[-1]][0] - rs[pans[0]][0]) / k:.1f} us)")
 
 
 def _summary(label, rows):
@@ -122,6 +179,7 @@ def main():
     ap.add_argument("--fp16-compare", action="store_true")
     ap.add_argument("--fp16-max-n", type=int, default=0)
     ap.add_argument("--knobs", action="append")
+    ap.add_argument("--replay", action="store_true")
     ap.add_argument("--op", choices=("geqrf", "qr", "householder_product"), default="geqrf")
     args = ap.parse_args()
     import importlib
@@ -142,6 +200,16 @@ def main():
         if args.cond:
             A *= torch.logspace(0, -args.cond, n, device="cuda")
         call = _public(args.op, A)
+        if args.replay:
+            rows = _replay_kernels(call, flush)
+            _chains(f"{shape} replay", rows)
+            out.append(_summary(f"{shape} replay", [r[:3] for r in rows]))
+            for name, knobs in _parse_knob_variants(args.knobs):
+                with config.experiment(**knobs):
+                    rows = _replay_kernels(call, flush)
+                _chains(f"{shape} replay [{name}]", rows)
+                out.append(_summary(f"{shape} replay [{name}]", [r[:3] for r in rows]))
+            continue
         out.append(_summary(f"{shape} public", _kernels(call, flush)))
         for name, knobs in _parse_knob_variants(args.knobs):
             with config.experiment(**knobs):

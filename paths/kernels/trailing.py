@@ -369,14 +369,38 @@ def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
 
 
 @triton.jit
+def _zero_next(WZ, z_start, n, NB: tl.constexpr, ZB: tl.constexpr):
+    """Zero ``WZ[b, z_start:n, :]`` (contiguous), each program of the row-split grid
+    ``(b, t, s)`` an equal share of its matrix's part."""
+    b = tl.program_id(0)
+    q = tl.program_id(1) * tl.num_programs(2) + tl.program_id(2)
+    nq = tl.num_programs(1) * tl.num_programs(2)
+    total = (n - z_start) * NB
+    per = tl.cdiv(tl.cdiv(total, nq), ZB) * ZB
+    lo = q * per
+    hi = tl.minimum(lo + per, total)
+    zbase = WZ + b.to(tl.int64) * n * NB + z_start * NB
+    offs = tl.arange(0, ZB)
+    for i in range(lo, hi, ZB):
+        tl.store(zbase + i + offs, tl.zeros((ZB,), dtype=tl.float32), mask=i + offs < hi)
+
+
+@triton.jit
 def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_split,
+                      WZ, z_start,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
+                      F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
+                      ZERO: tl.constexpr = False):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
-    zeroed by the caller) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
-    F16 (then W is in units of the matrix's scale): as :func:`trailing_kernel`."""
+    zero there on entry) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
+    F16 (then W is in units of the matrix's scale): as :func:`trailing_kernel`.
+    ``ZERO``: the programs also zero ``WZ[:, z_start:, :]`` (another (B, n, NB) buffer: the
+    next update's ``W``), so that no zeroing launch stands before it
+    (``householder._WSlot``)."""
+    if ZERO:
+        _zero_next(WZ, z_start, n, NB, 512)
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
     if go:

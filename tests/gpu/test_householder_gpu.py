@@ -195,6 +195,14 @@ def test_one_tile_split_matches(B, n, rows):
 
 
 @pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(2, 4096), (1, 3072), (4, 2048), (1, 1000)])
+def test_w_pingpong_matches(B, n):
+    # EXPERIMENTS.md T8: the row-split updates' W in two buffers a stream, each W kernel
+    # zeroing the next update's, against a zeroing launch before each update.
+    _variant_against_default(B, n, 1e-4, w_pingpong=True)
+
+
+@pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(40, 352), (40, 176), (24, 300), (3, 100)])
 def test_small_n_nb_matches(B, n):
     # EXPERIMENTS.md H18: panels of 32 columns (CUDA C where cupy imports, the default)

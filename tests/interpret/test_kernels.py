@@ -280,6 +280,18 @@ def _cases():
                   "err": float((H1 - H2).abs().max() / H1.abs().max()),
                   "tau": float((t1 - t2).abs().max()),
                   "bar": bool(check_geqrf(A[:1], H2[:1], t2[:1]).passes_bar)})
+        # The row-split updates' W in two buffers a stream, each W kernel zeroing the next
+        # update's (EXPERIMENTS.md T8): the same bits as a zeroing launch before each
+        # update, with and without look-ahead (five updates: each buffer reused twice; the
+        # bar on the matrix whose n_active is its n).
+        A = torch.randn(2, 100, 90)
+        info = Info({"n_active": torch.tensor([90, 48], dtype=torch.int32)})
+        for la in (0, 1):
+            H1, t1 = run(A, dataclasses.replace(S1, lookahead=la, w_pingpong=False), info)
+            H2, t2 = run(A, dataclasses.replace(S1, lookahead=la, w_pingpong=True), info)
+            _out({"name": f"w pingpong lookahead {la}",
+                  "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
+                  "bar": bool(check_geqrf(A[:1], H2[:1], t2[:1]).passes_bar)})
     finally:
         hh._lookahead_lanes = real
     # The blocked update's grid, column tile first, and the batch-first grid that batches
@@ -451,6 +463,12 @@ def test_lookahead_order_matches_the_plain_loop(results, name):
     d = results[name]
     assert d["took"] == [1], d  # the plain run did not take it, the look-ahead run did
     assert d["err"] < 1e-5 and d["tau"] < 1e-5 and d["bar"], d
+
+
+@pytest.mark.parametrize("la", [0, 1])
+def test_w_pingpong_gives_the_same_bits(results, la):
+    d = results[f"w pingpong lookahead {la}"]
+    assert d["same"] and d["bar"], d
 
 
 @pytest.mark.parametrize("name", ["row pad plain 2x72x50", "row pad split 3x100x90",
