@@ -127,9 +127,10 @@ LOOKAHEAD = 1
 #: 12-case geomean 2.407 / 2.403 / 2.394. Knob ``route_lanes``.
 ROUTE_LANES = 3
 #: The row-split updates' W in two buffers a stream, each update's W kernel zeroing the
-#: next one's, instead of a zeroing launch before each update (householder._WSlot;
-#: EXPERIMENTS.md T8). Knob ``w_pingpong``.
-W_PINGPONG = False
+#: next one's, instead of a zeroing launch before each update (householder._WSlot). Side by
+#: side (EXPERIMENTS.md T8, run 1620), ms, off / on: 8x2048 5.476 / 5.326, 2x4096 10.311 /
+#: 10.140; batch 1 within 2 % (1x4096 8.096 / 8.029). Knob ``w_pingpong`` (0: off).
+W_PINGPONG = True
 
 
 def _knob_or(knobs, name: str, constant):

@@ -429,7 +429,9 @@ def test_route_lanes_off_the_gpu():
 
 
 def test_w_pingpong_knob():
-    _knob_resolves("w_pingpong", schedules.W_PINGPONG, True, 2)
+    # T8: on by default, off under the knob.
+    assert schedules.W_PINGPONG is True
+    _knob_resolves("w_pingpong", True, False, 2)
 
 
 @pytest.mark.parametrize("pingpong", [False, True])

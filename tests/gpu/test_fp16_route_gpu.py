@@ -187,15 +187,16 @@ def test_route_lanes_match(n, dense, lanes):
 @pytest.mark.parametrize("n,dense", [(2048, 1), (4096, 1)])
 def test_w_pingpong_in_a_graph(n, dense):
     # EXPERIMENTS.md T8: with both routes' row-split updates on two lanes of a captured
-    # graph, the W kernels zeroing the next update's W (the side lane's launch does it):
-    # replays at the bar, the FP32-routed matrix as without (to the atomics' order).
+    # graph, the W kernels zeroing the next update's W (the side lane's launch does it; the
+    # default): replays at the bar, the FP32-routed matrix as with a zeroing launch (to the
+    # atomics' order).
     from adaptqr import config
 
     A = torch.cat([generate(dense, n, 2, 70 + n, "dense"), generate(1, n, 0, 71 + n, "rankdef")])
-    H0, t0 = adaptqr.geqrf(A)
-    with config.experiment(w_pingpong=1):
-        for _ in range(4):  # the third and fourth calls replay the captured graph
-            H, tau = adaptqr.geqrf(A)
+    with config.experiment(w_pingpong=0):
+        H0, t0 = adaptqr.geqrf(A)
+    for _ in range(4):  # the third and fourth calls replay the captured graph
+        H, tau = adaptqr.geqrf(A)
     r = check_geqrf(A, H, tau)
     assert r.passes_bar, r.summary()
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
