@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import io
 import os
 import pstats
@@ -33,7 +34,7 @@ def main():
     args = ap.parse_args()
     B, n = map(int, args.shape.split("x"))
     A = generate(B, n, args.cond, 1029, args.case)
-    import adaptqr.detectors.route as rt
+    rt = importlib.import_module("adaptqr.detectors.route")
     for fp16 in args.fp16.split(","):
         os.environ["ADAPTQR_FP16"] = fp16
         for _ in range(3):
