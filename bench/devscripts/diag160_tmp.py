@@ -9,7 +9,7 @@ def fac(A, s):
     B,m,n=A.shape
     H=torch.empty_strided((B,m,n),(m*n,1,m),device="cuda"); H.copy_(A)
     tau=torch.empty((B,n),device="cuda"); factor_householder(H,tau,_Info(),schedule=s); return H,tau
-for seed in range(4):
+for seed in range(3):
     torch.manual_seed(seed)
     A=torch.randn(160,512,512,device="cuda")
     s=schedules.schedule_for(512,512)
