@@ -16,9 +16,10 @@ for the sizes it is not offered at yet).
 ``--knobs NAME:KNOB=VALUE[,KNOB=VALUE]`` (repeatable, as ``adaptqr bench``'s): also the
 public call with these experiment knobs set, after the default one.
 ``--replay``: the public call is profiled as the bench times it, a CUDA graph replay (its
-fourth call), and its kernels are also summed by stream: on the stream of the panels, each
-step from one panel's end to the next panel's start is split into the other kernels there
-and the wait (``_chains``).
+fourth call; eager for inputs above ``ADAPTQR_GRAPH_MAX_INPUT``). The profiler slows a
+replay (2x4096: 16.4 ms against the bench's 10.3, run 1622) and reports a graph's kernels
+on streams of its own, not the capture's, so the figures to read are the kernels' times
+and the idle gaps (each summary ends with the largest three).
 
 A shape ``BxMxN`` (wide, ``M < N``) gets the public call only. ``--op qr`` or
 ``--op householder_product``: the public call is that op's (``adaptqr.linalg.qr(A)``, or
@@ -52,8 +53,8 @@ def _kernels(fn, flush):
 
 
 def _replay_kernels(fn, flush):
-    """``[(start_us, end_us, name, stream)]`` of one graph-replayed call of ``fn`` (calls 1-3
-    warm up and capture, as ``adaptqr bench``'s), from the profiler's exported trace."""
+    """``[(start_us, end_us, name)]`` of one graph-replayed call of ``fn`` (calls 1-3 warm up
+    and capture, as ``adaptqr bench``'s), from the profiler's exported trace."""
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
@@ -69,50 +70,21 @@ def _replay_kernels(fn, flush):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         evs = json.load(open(f.name))["traceEvents"]
-    rows = [(e["ts"], e["ts"] + e["dur"], e["name"], e.get("args", {}).get("stream", -1))
+    rows = [(e["ts"], e["ts"] + e["dur"], e["name"])
             for e in evs if e.get("cat") == "kernel" and e.get("dur", 0) > 0]
     return sorted(rows)
-
-
-def _chains(label, rows):
-    """Per stream: kernels, busy time and span; on the panels' stream, each step between
-    two panels split into the other kernels on that stream and the time it waited."""
-    t0 = rows[0][0]
-    streams = {}
-    for r in rows:
-        streams.setdefault(r[3], []).append(r)
-    print(f"{label}: streams {len(streams)}, span {(rows[-1][1] - t0) / 1e3:.3f} ms")
-    for sid, rs in sorted(streams.items(), key=lambda kv: -len(kv[1])):
-        busy = sum(t - s for s, t, _, _ in rs)
-        names = {}
-        for _, _, nm, _ in rs:
-            names[nm[:24]] = names.get(nm[:24], 0) + 1
-        print(f"    stream {sid}: {len(rs)} kernels, busy {busy / 1e3:.3f} ms, first "
-              f"{(rs[0][0] - t0) / 1e3:.3f} last {(rs[-1][1] - t0) / 1e3:.3f} ms; {names}")
-        pans = [i for i, r in enumerate(rs) if "panel" in r[2]]
-        if len(pans) < 2:
-            continue
-        pan_t = sum(rs[i][1] - rs[i][0] for i in pans)
-        other = wait = 0.0
-        for a, b in zip(pans, pans[1:]):
-            between = rs[a + 1:b]
-            other += sum(t - s for s, t, _, _ in between)
-            wait += (rs[b][0] - rs[a][1]) - sum(t - s for s, t, _, _ in between)
-        k = len(pans) - 1
-        print(f"      panels {len(pans)}: {pan_t / len(pans):.1f} us each; between two: other "
-              f"kernels {other / k:.1f} us, waiting {wait / k:.1f} us (a step "
-              f"{(rs[pans[-1]][0] - rs[pans[0]][0]) / k:.1f} us)")
 
 
 def _summary(label, rows):
     span = rows[-1][1] - rows[0][0]
     busy = sum(t - s for s, t, _ in rows)
     idle, last = 0.0, rows[0][0]
-    gaps = []
-    for s, t, _ in rows:
+    gaps, named = [], []
+    for s, t, name in rows:
         if s > last:
             idle += s - last
             gaps.append(s - last)
+            named.append((s - last, s - rows[0][0], name[:32]))
         last = max(last, t)
     per = {}
     for s, t, name in rows:
@@ -134,6 +106,8 @@ def _summary(label, rows):
         sp = part[-1][1] - part[0][0]
         print(f"    slice {i}: span {sp / 1e3:7.3f} ms  panel {pan / 1e3:7.3f}  other {rest / 1e3:7.3f}  "
               f"idle {(sp - pan - rest) / 1e3:7.3f}")
+    print("    largest idle gaps (us, at us, the kernel after): "
+          + "; ".join(f"{g:.1f} at {at:.1f} {nm}" for g, at, nm in sorted(named, reverse=True)[:3]))
     return {"label": label, "span_us": span, "busy_us": busy, "idle_us": idle,
             "per_kernel": per, "kernels": [(round(s - rows[0][0], 2), round(t - s, 2), nm[:40]) for s, t, nm in rows]}
 
@@ -201,14 +175,10 @@ def main():
             A *= torch.logspace(0, -args.cond, n, device="cuda")
         call = _public(args.op, A)
         if args.replay:
-            rows = _replay_kernels(call, flush)
-            _chains(f"{shape} replay", rows)
-            out.append(_summary(f"{shape} replay", [r[:3] for r in rows]))
+            out.append(_summary(f"{shape} replay", _replay_kernels(call, flush)))
             for name, knobs in _parse_knob_variants(args.knobs):
                 with config.experiment(**knobs):
-                    rows = _replay_kernels(call, flush)
-                _chains(f"{shape} replay [{name}]", rows)
-                out.append(_summary(f"{shape} replay [{name}]", [r[:3] for r in rows]))
+                    out.append(_summary(f"{shape} replay [{name}]", _replay_kernels(call, flush)))
             continue
         out.append(_summary(f"{shape} public", _kernels(call, flush)))
         for name, knobs in _parse_knob_variants(args.knobs):
