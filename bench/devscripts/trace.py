@@ -37,17 +37,23 @@ import os
 import torch
 
 
-def _kernels(fn, flush):
+def _profiled(fn, flush, warm: int):
+    """The profile of one call of ``fn`` after ``warm`` calls and an L2 flush."""
     from torch.profiler import ProfilerActivity, profile
 
-    fn()
+    for _ in range(warm):
+        fn()
     torch.cuda.synchronize()
     flush.zero_()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    evs = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    return prof
+
+
+def _kernels(fn, flush):
+    evs = [e for e in _profiled(fn, flush, 1).events() if e.device_type.name == "CUDA"]
     rows = sorted(((e.time_range.start, e.time_range.end, e.name) for e in evs), key=lambda r: r[0])
     return [(s, t, name) for s, t, name in rows if t > s]
 
@@ -57,16 +63,7 @@ def _replay_kernels(fn, flush):
     and capture, as ``adaptqr bench``'s), from the profiler's exported trace."""
     import tempfile
 
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    flush.zero_()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
+    prof = _profiled(fn, flush, 3)
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         evs = json.load(open(f.name))["traceEvents"]
