@@ -79,6 +79,8 @@
 #   QR="--knobs g8:qform_graph_max_input=8388608 --knobs c32:qform_cuda=32" bash bench/devscripts/variants_call.sh
 # Session 28: QF19 rejected, QF20 and QF21 (float4 shared reads) rejected, all removed
 # (runs 1121, 1150).
+# Session 30: T8 (`w_pingpong`) kept (run 1620: TESTS_K="w_pingpong", BIG, SINGLE, and a
+# TRACE with TRACE_KNOBS="--replay --knobs pp:w_pingpong=1").
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
