@@ -21,8 +21,32 @@ import time
 import torch
 
 import adaptqr
-import adaptqr.paths.householder as hh
 from adaptqr.testing.generators import generate
+
+#: Where the marks go: (label, module, function), each wrapped to note its first entry.
+MARKS = [
+    ("probe", "adaptqr.detectors.route", "_route_triton"),
+    ("path", "adaptqr.paths.householder", "_feature"),
+    ("prescale", "adaptqr.paths.householder", "prescale"),
+    ("blocked", "adaptqr.paths.householder", "_factor"),
+    ("lanes", "adaptqr.paths.householder", "_lookahead_lanes"),
+    ("panel", "adaptqr.paths.householder", "_panel"),
+    ("cuda launch", "adaptqr.paths.kernels.panel_cuda", "launch"),
+]
+
+
+def _mark(marks: dict, name: str, module_name: str, fn: str):
+    """Wrap ``module.fn`` to note the time of its first call in ``marks[name]``; returns what
+    puts it back."""
+    module = importlib.import_module(module_name)
+    orig = getattr(module, fn)
+
+    def wrapped(*a, **k):
+        marks.setdefault(name, time.perf_counter())
+        return orig(*a, **k)
+
+    setattr(module, fn, wrapped)
+    return module, fn, orig
 
 
 def main():
@@ -34,7 +58,6 @@ def main():
     args = ap.parse_args()
     B, n = map(int, args.shape.split("x"))
     A = generate(B, n, args.cond, 1029, args.case)
-    rt = importlib.import_module("adaptqr.detectors.route")
     for fp16 in args.fp16.split(","):
         os.environ["ADAPTQR_FP16"] = fp16
         for _ in range(3):
@@ -51,37 +74,26 @@ def main():
             total.append((time.perf_counter() - t0) * 1e3)
         print(f"{args.shape} ADAPTQR_FP16={fp16}: host enqueue {statistics.median(host):.3f} ms, "
               f"whole call {statistics.median(total):.3f} ms")
-        # Host time from the call's start to the path's entry and to its first panel launch
-        # (the GPU idles from the route kernel's end until that launch: D4's trace).
-        marks = {}
-        orig_feature, orig_panel, orig_probe = hh._feature, hh._panel, rt._route_triton
-
-        def probe(*a, **k):
-            marks.setdefault("probe", time.perf_counter())
-            return orig_probe(*a, **k)
-
-        def feature(*a, **k):
-            marks.setdefault("path", time.perf_counter())
-            return orig_feature(*a, **k)
-
-        def panel(*a, **k):
-            marks.setdefault("panel", time.perf_counter())
-            return orig_panel(*a, **k)
-
-        hh._feature, hh._panel, rt._route_triton = feature, panel, probe
-        steps = {"probe": [], "path": [], "panel": []}
+        # Host time from the call's start to each mark's first entry (the GPU idles from
+        # the probe's end until the first panel launch where the host is late: run 1622's
+        # replay trace of 640x512, EXPERIMENTS.md G5).
+        times = {name: [] for name, _, _ in MARKS}
         for _ in range(5):
-            marks.clear()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            adaptqr.geqrf(A)
-            torch.cuda.synchronize()
-            for key in steps:
-                steps[key].append((marks[key] - t0) * 1e3)
-        hh._feature, hh._panel, rt._route_triton = orig_feature, orig_panel, orig_probe
-        print(f"   host ms from the call's start: to the probe {statistics.median(steps['probe']):.3f}, "
-              f"to the path {statistics.median(steps['path']):.3f}, "
-              f"to the first panel launch {statistics.median(steps['panel']):.3f}")
+            marks = {}
+            saved = [_mark(marks, name, module, fn) for name, module, fn in MARKS]
+            try:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                adaptqr.geqrf(A)
+                torch.cuda.synchronize()
+            finally:
+                for module, fn, orig in saved:
+                    setattr(module, fn, orig)
+            for name in times:
+                if name in marks:
+                    times[name].append((marks[name] - t0) * 1e3)
+        print("   host ms from the call's start to the first: " + ", ".join(
+            f"{name} {statistics.median(v):.3f}" for name, v in times.items() if v))
         torch.cuda.synchronize()
         pr = cProfile.Profile()
         pr.enable()
