@@ -81,6 +81,7 @@ from adaptqr.paths.kernels.panel import (
 from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
 from adaptqr.paths.lanes import Lanes, RouteLanes
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
+from adaptqr.paths.row_split import WSlot, row_slices, splits_rows
 from adaptqr.paths.schedules import next_pow2
 from adaptqr.registry import ALL_CLASSES, Path
 
@@ -267,7 +268,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
-    wbuf: list = []  # the row-split trailing updates' W (_WSlot), allocated on first use
+    wbuf: list = []  # the row-split trailing updates' W (WSlot), allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
@@ -304,7 +305,7 @@ def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
                          f"{s.fp16_group}")
     if s.fp16_group:
         return s.fp16_group
-    return 1 if _splits_rows(1, B, triton.cdiv(n - s.nb, s.bn), m) else 2
+    return 1 if splits_rows(1, B, triton.cdiv(n - s.nb, s.bn), m) else 2
 
 
 def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
@@ -380,64 +381,17 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
 
 
 def _may_split_rows(f: _Blocked) -> bool:
-    """Whether any update of ``f`` can take the row-split kernels (:func:`_splits_rows` with
-    the fewest tiles and the most rows): 640x512's never do, and need no ``W``."""
-    return _splits_rows(1, f.B, 1, f.m, f.s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH)
+    """Whether any update of ``f`` can take the row-split kernels
+    (:func:`~adaptqr.paths.row_split.splits_rows` with the fewest tiles and the most rows):
+    640x512's never do, and need no ``W``."""
+    return splits_rows(1, f.B, 1, f.m, f.s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH)
 
 
-def _splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0,
-                 tile_batch: int = 0) -> bool:
-    """Whether an update of ``npan`` panels over ``B x tiles`` column tiles of ``rows`` rows
-    is split over rows too (too few column tiles to fill the GPU; W through atomics): from
-    ``2 * TRAILING_SPLIT_MIN_ROWS`` rows, or from ``tile_rows`` (``Schedule.tile_split_rows``,
-    if lower) for an update of one tile of at most ``tile_batch`` matrices
-    (``schedules.ONE_TILE_SPLIT_MAX_BATCH``; EXPERIMENTS.md T6).
-
-    >>> _splits_rows(1, 1, 1, 480), _splits_rows(1, 1, 1, 480, 256, 8), _splits_rows(1, 1, 2, 480, 256, 8)
-    (False, True, False)
-    >>> _splits_rows(1, 40, 1, 320, 256, 8)
-    False
-    """
-    floor = 2 * schedules.TRAILING_SPLIT_MIN_ROWS
-    if tile_rows and tiles == 1 and B <= tile_batch:
-        floor = min(floor, tile_rows)
-    return npan == 1 and B * tiles < schedules.TRAILING_SPLIT_PROGRAMS and rows >= floor
-
-
-class _WSlot:
-    """The row-split updates' ``W`` of one stream. Plain: one buffer, zeroed by a launch
-    before each update. ``pingpong`` (``Schedule.w_pingpong``): two buffers, zeroed once
-    at allocation; the updates alternate between them, and each update's W kernel zeroes
-    the other one from its first column on, for the next update on this stream. The
-    zeroing launch then leaves the stream's chain (EXPERIMENTS.md T8)."""
-
-    def __init__(self, f: _Blocked, pingpong: bool):
-        make = torch.zeros if pingpong else torch.empty
-        self.bufs = [make((f.B, f.n, f.s.nb), dtype=torch.float32, device=f.Ht.device)
-                     for _ in range(2 if pingpong else 1)]
-        self.parity = 0
-        self.clean_from = 0  # bufs[parity] holds zeros from this column on
-
-    def take(self, c_start: int) -> tuple:
-        """``(W, WZ)`` for an update of the columns from ``c_start`` on: ``W`` zero there;
-        ``WZ`` the buffer its W kernel zeroes from ``c_start`` on, or None (plain: ``W``
-        zeroed here)."""
-        W = self.bufs[self.parity]
-        if len(self.bufs) == 1:
-            W.zero_()
-            return W, None
-        if c_start < self.clean_from:
-            W.zero_()  # not in this module's loops: a stream's updates only move right
-        self.parity ^= 1
-        self.clean_from = c_start
-        return W, self.bufs[self.parity]
-
-
-def _w(f: _Blocked, slot: int) -> _WSlot:
+def _w(f: _Blocked, slot: int) -> WSlot:
     """The row-split trailing update's ``W`` number ``slot`` (0: the main loop's; 1: the
     look-ahead stream's), allocated on first use."""
     while len(f.wbuf) <= slot:
-        f.wbuf.append(_WSlot(f, bool(f.s.w_pingpong)))
+        f.wbuf.append(WSlot((f.B, f.n, f.s.nb), f.Ht.device, bool(f.s.w_pingpong)))
     return f.wbuf[slot]
 
 
@@ -538,7 +492,7 @@ class _Blocked(NamedTuple):
     s: schedules.Schedule
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
-    wbuf: list            # the row-split trailing updates' W (_WSlot), allocated on first use
+    wbuf: list            # the row-split trailing updates' W (WSlot), allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
 
 
@@ -703,42 +657,6 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
                              num_warps=schedules.T_KERNEL_WARPS)
 
 
-@functools.lru_cache(maxsize=4096)
-def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0, min_rows: int = 0
-               ) -> tuple[int, int]:
-    """``(nsplit, per)``: a row-split update's slices of ``per`` rows (a multiple of ``bm``).
-
-    With ``waves_sm`` (the SM count, on a GPU), the slice count that minimises whole waves
-    of programs (``TRAILING_SPLIT_CTAS_PER_SM`` an SM) times the rows a program sweeps;
-    else about ``TRAILING_SPLIT_PROGRAMS`` programs. Slices of at least
-    ``TRAILING_SPLIT_MIN_ROWS`` rows either way; of at least ``min_rows`` (if given, on a
-    GPU) where slices of that floor would not fill one wave (the look-ahead's update of one
-    column tile; a rest update keeps its wave choice, EXPERIMENTS.md T4). 2x4096's first
-    update is 630 programs (2.4 waves) the old way, 252 (one wave) by waves (F2).
-
-    >>> row_slices(2, 63, 4032, 64)
-    (5, 832)
-    >>> row_slices(2, 63, 4032, 64, 132)
-    (2, 2048)
-    """
-    cap = triton.cdiv(rows, schedules.TRAILING_SPLIT_MIN_ROWS)
-    slots = schedules.TRAILING_SPLIT_CTAS_PER_SM * waves_sm
-    if min_rows and B * tiles * cap < slots:
-        cap = triton.cdiv(rows, min_rows)
-    if not waves_sm:
-        nsplit = min(cap, triton.cdiv(schedules.TRAILING_SPLIT_PROGRAMS, B * tiles))
-        per = triton.cdiv(triton.cdiv(rows, nsplit), bm) * bm
-        return triton.cdiv(rows, per), per
-    best = None
-    for nsplit in range(1, cap + 1):
-        per = triton.cdiv(triton.cdiv(rows, nsplit), bm) * bm
-        ns = triton.cdiv(rows, per)
-        cost = triton.cdiv(B * tiles * ns, slots) * per
-        if best is None or cost < best[0]:  # ties: fewer slices, fewer atomics
-            best = (cost, ns, per)
-    return best[1], best[2]
-
-
 #: The largest grid extent on a CUDA grid's second axis: the blocked update puts the batch
 #: there (column tiles first, EXPERIMENTS.md T2) up to it.
 MAX_GRID_Y = 65535
@@ -758,7 +676,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    if _splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
+    if splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W, WZ = _w(f, w_slot).take(c_start)

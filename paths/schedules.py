@@ -127,7 +127,7 @@ LOOKAHEAD = 1
 #: 12-case geomean 2.407 / 2.403 / 2.394. Knob ``route_lanes``.
 ROUTE_LANES = 3
 #: The row-split updates' W in two buffers a stream, each update's W kernel zeroing the
-#: next one's, instead of a zeroing launch before each update (householder._WSlot). Side by
+#: next one's, instead of a zeroing launch before each update (row_split.WSlot). Side by
 #: side (EXPERIMENTS.md T8, run 1620), ms, off / on: 8x2048 5.476 / 5.326, 2x4096 10.311 /
 #: 10.140; batch 1 within 2 % (1x4096 8.096 / 8.029). Knob ``w_pingpong`` (0: off).
 W_PINGPONG = True
@@ -199,7 +199,7 @@ TRAILING_SPLIT_PROGRAMS = 512
 #: Fewest rows per row slice of the split update.
 TRAILING_SPLIT_MIN_ROWS = 256
 #: Fewest rows a slice of a row-split update takes where slices of
-#: ``TRAILING_SPLIT_MIN_ROWS`` would not fill one wave (householder.row_slices; 0: no
+#: ``TRAILING_SPLIT_MIN_ROWS`` would not fill one wave (row_split.row_slices; 0: no
 #: such floor). The look-ahead stream's update of the next panel's 32 columns at 2x4096
 #: was 2 x 16 programs of 256 rows, 10.7 us (W) and 11.9 us (U) in ncu at 6 % occupancy
 #: (run 0403), on that stream's chain before every panel. Against 0, same run
@@ -252,7 +252,7 @@ SMALL_N_NB = 32
 SMALL_N_NB_MULTIPLE = 16
 #: Programs of the row-split W / U kernels an SM holds at once (ncu on the H200, 2x4096:
 #: 173 and 207 registers a thread at 4 warps, so 2 blocks by registers), for the row
-#: slices by whole waves (householder.row_slices; path alone in a graph, EXPERIMENTS.md F2,
+#: slices by whole waves (row_split.row_slices; path alone in a graph, EXPERIMENTS.md F2,
 #: run 1547: 2x4096 22.63 -> 21.77 ms, 8x2048 11.52 -> 11.31, 60x1024 unchanged).
 TRAILING_SPLIT_CTAS_PER_SM = 2
 #: The separate T kernel (``Schedule.t_kernel``): one warp a matrix, [NB, 32] row chunks of

@@ -7,6 +7,7 @@ import torch
 from adaptqr.paths import householder as hh
 from adaptqr.paths import schedules
 from adaptqr.paths.householder import split_capacity, split_rows
+from adaptqr.paths.row_split import WSlot
 
 H200_SMS = 132
 
@@ -128,7 +129,8 @@ def test_row_slices_floor_knob():
 def test_one_tile_updates_split_from_the_knobs_rows():
     # EXPERIMENTS.md T6: one column tile splits from tile_split_rows rows, several tiles
     # (and the FP16 route's group choice) keep 2 * TRAILING_SPLIT_MIN_ROWS.
-    from adaptqr.paths.householder import _splits_rows, fp16_group
+    from adaptqr.paths.householder import fp16_group
+    from adaptqr.paths.row_split import splits_rows as _splits_rows
 
     assert schedules.ONE_TILE_SPLIT_ROWS < 2 * schedules.TRAILING_SPLIT_MIN_ROWS
     assert [_splits_rows(1, 1, 1, r, 128, 8) for r in (127, 128, 511)] == [False, True, True]
@@ -442,7 +444,7 @@ def test_w_slot_hands_out_zeros(pingpong):
     from types import SimpleNamespace as F
 
     f = F(B=2, n=12, s=F(nb=4), Ht=torch.empty(0))
-    slot = hh._WSlot(f, pingpong)
+    slot = WSlot((f.B, f.n, f.s.nb), torch.device("cpu"), pingpong)
     assert len(slot.bufs) == (2 if pingpong else 1)
     seen = set()
     for c_start in (0, 4, 4, 8, 2, 10):

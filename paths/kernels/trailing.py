@@ -398,7 +398,7 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
     F16 (then W is in units of the matrix's scale): as :func:`trailing_kernel`.
     ``ZERO``: the programs also zero ``WZ[:, z_start:, :]`` (another (B, n, NB) buffer: the
     next update's ``W``), so that no zeroing launch stands before it
-    (``householder._WSlot``)."""
+    (``row_split.WSlot``)."""
     if ZERO:
         _zero_next(WZ, z_start, n, NB, 512)
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
