@@ -1,9 +1,11 @@
 """How much of a public call's time is the GPU waiting for the host (device script).
 
-For each benchmark case (its generator, batch and seed), the public ``adaptqr.geqrf`` call
-is timed by CUDA events two ways, each after an L2 flush, medians of ``--reps``:
+For each case (``--cases``: ``bench``, ``tests`` or a JSON file, as ``adaptqr bench``'s; its
+generator, batch and seed), one public ``adaptqr.geqrf`` call is timed by CUDA events two
+ways, each after an L2 flush, medians of ``--reps``:
 
-* ``plain``: as ``adaptqr bench`` times it (the GPU idle when the call starts);
+* ``plain``: the GPU idle when the call starts, as at the start of each of ``adaptqr
+  bench``'s repeats (a repeat is one call where the case times k = 1 input);
 * ``ahead``: with ``torch.cuda._sleep`` enqueued first, long enough that the host has
   issued the whole call before the GPU reaches it; the events bracket the call alone.
 
@@ -40,12 +42,12 @@ def main():
     ap.add_argument("--sleep-ms", type=float, default=8.0)
     args = ap.parse_args()
     import adaptqr
-    from adaptqr.testing import bench_cases, case_name, make_inputs
+    from adaptqr.testing import case_name, load_cases, make_inputs
 
     clock_khz = torch.cuda.get_device_properties(0).clock_rate  # kHz
     cycles = int(args.sleep_ms * clock_khz)
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
-    cases = bench_cases() if args.cases == "bench" else []
+    cases = load_cases(args.cases)
     print(f"{'case':32s} {'plain ms':>9s} {'ahead ms':>9s} {'waiting':>8s}")
     for case in cases:
         A = make_inputs(case, 1, "cuda")[0]
