@@ -268,7 +268,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
-    wbuf: list = []  # the row-split trailing updates' W (WSlot), allocated on first use
+    wbuf: list[WSlot] = []  # the row-split trailing updates' W, allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
@@ -492,7 +492,7 @@ class _Blocked(NamedTuple):
     s: schedules.Schedule
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
-    wbuf: list            # the row-split trailing updates' W (WSlot), allocated on first use
+    wbuf: list[WSlot]     # the row-split trailing updates' W, allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
 
 

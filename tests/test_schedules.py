@@ -7,7 +7,7 @@ import torch
 from adaptqr.paths import householder as hh
 from adaptqr.paths import schedules
 from adaptqr.paths.householder import split_capacity, split_rows
-from adaptqr.paths.row_split import WSlot
+from adaptqr.paths.row_split import WSlot, splits_rows
 
 H200_SMS = 132
 
@@ -130,16 +130,15 @@ def test_one_tile_updates_split_from_the_knobs_rows():
     # EXPERIMENTS.md T6: one column tile splits from tile_split_rows rows, several tiles
     # (and the FP16 route's group choice) keep 2 * TRAILING_SPLIT_MIN_ROWS.
     from adaptqr.paths.householder import fp16_group
-    from adaptqr.paths.row_split import splits_rows as _splits_rows
 
     assert schedules.ONE_TILE_SPLIT_ROWS < 2 * schedules.TRAILING_SPLIT_MIN_ROWS
-    assert [_splits_rows(1, 1, 1, r, 128, 8) for r in (127, 128, 511)] == [False, True, True]
-    assert not _splits_rows(1, 1, 2, 511, 128, 8) and not _splits_rows(2, 1, 1, 511, 128, 8)
-    assert _splits_rows(1, 1, 1, 600, 1024, 8)  # a higher knob never raises the rule's floor
+    assert [splits_rows(1, 1, 1, r, 128, 8) for r in (127, 128, 511)] == [False, True, True]
+    assert not splits_rows(1, 1, 2, 511, 128, 8) and not splits_rows(2, 1, 1, 511, 128, 8)
+    assert splits_rows(1, 1, 1, 600, 1024, 8)  # a higher knob never raises the rule's floor
     # Batches above ONE_TILE_SPLIT_MAX_BATCH keep the rule (40x352 lost 7 % at 128 rows).
     top = schedules.ONE_TILE_SPLIT_MAX_BATCH
     assert top == 8
-    assert _splits_rows(1, top, 1, 300, 256, top) and not _splits_rows(1, top + 1, 1, 300, 256, top)
+    assert splits_rows(1, top, 1, 300, 256, top) and not splits_rows(1, top + 1, 1, 300, 256, top)
     s = hh._with_knobs(schedules.schedule_for(300, 300), None)
     from adaptqr import config
 
@@ -441,10 +440,7 @@ def test_w_slot_hands_out_zeros(pingpong):
     # T8: every W handed out is zero from the update's first column on, where the W kernel
     # of the update before zeroed the buffer it hands out next (simulated here). Plain: one
     # buffer, zeroed at each take.
-    from types import SimpleNamespace as F
-
-    f = F(B=2, n=12, s=F(nb=4), Ht=torch.empty(0))
-    slot = WSlot((f.B, f.n, f.s.nb), torch.device("cpu"), pingpong)
+    slot = WSlot((2, 12, 4), torch.device("cpu"), pingpong)
     assert len(slot.bufs) == (2 if pingpong else 1)
     seen = set()
     for c_start in (0, 4, 4, 8, 2, 10):

@@ -2,9 +2,10 @@
 and off (ADAPTQR_FP16 toggled in-process: the route probe reads it at each call).
 
 Per setting: 3 warm-up calls, then 7 calls timed as host enqueue time (perf_counter until
-geqrf returns, GPU idle before) and whole-call time (until synchronized), medians; then one
-call under cProfile (top functions by own time). Run there:
-``python3 bench/devscripts/host_time.py [--shape 640x512] [--case clustered --cond 0]``.
+geqrf returns, GPU idle before) and whole-call time (until synchronized), medians; the
+host time from the call's start to each of ``MARKS`` (medians of 5 calls); then one call
+under cProfile (top functions by own time, then by cumulative time). Run there:
+``python3 bench/devscripts/host_time.py [--shape 640x512] [--case clustered --cond 0] [--fp16 1]``.
 """
 
 from __future__ import annotations

@@ -368,6 +368,11 @@ def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
     tl.atomic_add(wp, acc, mask=ccmask[:, None])
 
 
+#: Elements a program zeroes a step in :func:`_zero_next`: 512 float32 over the row-split
+#: kernels' 4 warps is one 16-byte store a thread.
+ZERO_BLOCK = tl.constexpr(512)
+
+
 @triton.jit
 def _zero_next(WZ, z_start, n, NB: tl.constexpr, ZB: tl.constexpr):
     """Zero ``WZ[b, z_start:n, :]`` (contiguous), each program of the row-split grid
@@ -400,7 +405,7 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
     next update's ``W``), so that no zeroing launch stands before it
     (``row_split.WSlot``)."""
     if ZERO:
-        _zero_next(WZ, z_start, n, NB, 512)
+        _zero_next(WZ, z_start, n, NB, ZERO_BLOCK)
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_split, BN, HAS_NA)
     if go:
