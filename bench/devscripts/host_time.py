@@ -26,20 +26,31 @@ from adaptqr.testing.generators import generate
 
 #: Where the marks go: (label, module, function), each wrapped to note its first entry.
 MARKS = [
+    ("runner", "adaptqr.dispatch", "_Runner.__call__"),
+    ("body", "adaptqr.dispatch", "_Runner.body"),
     ("probe", "adaptqr.detectors.route", "_route_triton"),
+    ("codes", "adaptqr.detectors.route", "route_codes"),
+    ("factor", "adaptqr.dispatch", "factor"),
+    ("call", "adaptqr.dispatch", "_call"),
     ("path", "adaptqr.paths.householder", "_feature"),
     ("prescale", "adaptqr.paths.householder", "prescale"),
     ("blocked", "adaptqr.paths.householder", "_factor"),
     ("lanes", "adaptqr.paths.householder", "_lookahead_lanes"),
+    ("Lanes", "adaptqr.paths.lanes", "Lanes.__init__"),
+    ("fork", "adaptqr.paths.lanes", "Lanes.fork"),
+    ("group", "adaptqr.paths.householder", "_group_panels"),
     ("panel", "adaptqr.paths.householder", "_panel"),
     ("cuda launch", "adaptqr.paths.kernels.panel_cuda", "launch"),
 ]
 
 
 def _mark(marks: dict, name: str, module_name: str, fn: str):
-    """Wrap ``module.fn`` to note the time of its first call in ``marks[name]``; returns what
-    puts it back."""
+    """Wrap ``module.fn`` (``fn`` may be ``Class.method``) to note the time of its first call
+    in ``marks[name]``; returns what puts it back."""
     module = importlib.import_module(module_name)
+    if "." in fn:
+        cls, fn = fn.split(".")
+        module = getattr(module, cls)
     orig = getattr(module, fn)
 
     def wrapped(*a, **k):
