@@ -125,8 +125,7 @@ class Knobs:
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
     the row-split updates' ``W`` zeroed by the update before on the same stream instead of
-    by a launch of its own), ``split_ctas_sm`` (``schedules.TRAILING_SPLIT_CTAS_PER_SM``: 2,
-    3 or 4, the programs an SM that a row-split update's slices are counted in waves of)."""
+    by a launch of its own)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -153,7 +152,6 @@ class Knobs:
     gram_panel: int | None = None
     gram_max_batch: int | None = None
     w_pingpong: int | None = None
-    split_ctas_sm: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -277,7 +275,6 @@ KNOB_CHOICES = {
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
     "w_pingpong": (0, 1),
-    "split_ctas_sm": (2, 3, 4),
 }
 
 

@@ -678,7 +678,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     rows = m - k0
     if splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
-        nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0, s.split_ctas_sm)
+        nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W, WZ = _w(f, w_slot).take(c_start)
         grid = (B, tiles, nsplit)
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,

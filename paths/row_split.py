@@ -52,13 +52,12 @@ def splits_rows(npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0,
 
 
 @functools.lru_cache(maxsize=4096)
-def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0, min_rows: int = 0,
-               ctas_sm: int = 0) -> tuple[int, int]:
+def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0, min_rows: int = 0
+               ) -> tuple[int, int]:
     """``(nsplit, per)``: a row-split update's slices of ``per`` rows (a multiple of ``bm``).
 
     With ``waves_sm`` (the SM count, on a GPU), the slice count that minimises whole waves
-    of programs (``ctas_sm`` an SM, else ``TRAILING_SPLIT_CTAS_PER_SM``) times the rows a
-    program sweeps;
+    of programs (``TRAILING_SPLIT_CTAS_PER_SM`` an SM) times the rows a program sweeps;
     else about ``TRAILING_SPLIT_PROGRAMS`` programs. Slices of at least
     ``TRAILING_SPLIT_MIN_ROWS`` rows either way; of at least ``min_rows`` (if given, on a
     GPU) where slices of that floor would not fill one wave (the look-ahead's update of one
@@ -69,11 +68,9 @@ def row_slices(B: int, tiles: int, rows: int, bm: int, waves_sm: int = 0, min_ro
     (5, 832)
     >>> row_slices(2, 63, 4032, 64, 132)
     (2, 2048)
-    >>> row_slices(2, 63, 4032, 64, 132, ctas_sm=3)
-    (3, 1344)
     """
     cap = triton.cdiv(rows, schedules.TRAILING_SPLIT_MIN_ROWS)
-    slots = (ctas_sm or schedules.TRAILING_SPLIT_CTAS_PER_SM) * waves_sm
+    slots = schedules.TRAILING_SPLIT_CTAS_PER_SM * waves_sm
     if min_rows and B * tiles * cap < slots:
         cap = triton.cdiv(rows, min_rows)
     if not waves_sm:

@@ -162,7 +162,6 @@ SCHEDULE_KNOBS = {
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
     "w_pingpong": ("W_PINGPONG", bool),
-    "split_ctas_sm": ("TRAILING_SPLIT_CTAS_PER_SM", int),
 }
 
 
@@ -397,9 +396,6 @@ class Schedule:
     # The row-split updates' W zeroed by the update before on the same stream (W_PINGPONG);
     # None: the knob, else the constant.
     w_pingpong: bool | None = None
-    # Programs an SM a row-split update's slices are counted in waves of
-    # (TRAILING_SPLIT_CTAS_PER_SM); None: the knob, else the constant.
-    split_ctas_sm: int | None = None
 
 
 def next_pow2(x: int) -> int:

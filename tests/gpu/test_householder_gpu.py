@@ -218,15 +218,6 @@ def test_w_pingpong_matches(B, n):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("ctas", [3, 4])
-@pytest.mark.parametrize("B,n", [(2, 4096), (8, 2048), (1, 3072)])
-def test_split_ctas_sm_matches(B, n, ctas):
-    # EXPERIMENTS.md T9: a row-split update's slices counted in waves of 3 or 4 programs an
-    # SM instead of 2 (more, shorter slices; W summed over more atomics).
-    _variant_against_default(B, n, 1e-4, split_ctas_sm=ctas)
-
-
-@pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(40, 352), (40, 176), (24, 300), (3, 100)])
 def test_small_n_nb_matches(B, n):
     # EXPERIMENTS.md H18: panels of 32 columns (CUDA C where cupy imports, the default)
