@@ -125,9 +125,7 @@ class Knobs:
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
     the row-split updates' ``W`` zeroed by the update before on the same stream instead of
-    by a launch of its own), ``fp16_bn`` / ``fp16_stages`` (``Schedule.fp16_bn`` /
-    ``fp16_stages``: the FP16-only update launch's column tile, 32 to 256, and its
-    pipelining stages, 1 to 4)."""
+    by a launch of its own)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -154,8 +152,6 @@ class Knobs:
     gram_panel: int | None = None
     gram_max_batch: int | None = None
     w_pingpong: int | None = None
-    fp16_bn: int | None = None
-    fp16_stages: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -279,8 +275,6 @@ KNOB_CHOICES = {
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
     "w_pingpong": (0, 1),
-    "fp16_bn": (32, 64, 128, 256),
-    "fp16_stages": (1, 2, 3, 4),
 }
 
 

@@ -250,8 +250,6 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool) -> sc
     # Panels of small_n_nb columns where the table gives 16 and n is a whole number of
     # SMALL_N_NB_MULTIPLE columns (``whole``; EXPERIMENTS.md H18, H19).
     widen = r.small_n_nb and r.nb == 16 and whole
-    r = dataclasses.replace(r, fp16_bn=knobs.get("fp16_bn", r.fp16_bn),
-                            fp16_stages=knobs.get("fp16_stages", r.fp16_stages))
     return dataclasses.replace(r, nb=r.small_n_nb) if widen else r
 
 
