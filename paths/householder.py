@@ -325,9 +325,22 @@ def _lookahead_lanes(f: _Blocked, group: int):
     applies (CUDA, two groups or more, :func:`lookahead_applies`); else None."""
     if not (f.s.lookahead and f.Ht.is_cuda and f.n > f.s.nb * group):
         return None
-    if not lookahead_applies(f.s.lookahead, lambda k: _kind(f, k)[0], range(0, f.n, f.s.nb)):
+    cuda = _cuda_panels(f.s.cuda_panel, f.s.nb, f.Ht.device)
+    if not _lookahead_fits(f.B, f.m, f.n, f.s, f.split.sm if f.split is not None else None, cuda,
+                           _cluster_rows(f.s.cuda_panel_cluster, cuda)):
         return None
     return Lanes(f.Ht.device)
+
+
+@functools.lru_cache(maxsize=256)
+def _lookahead_fits(B: int, m: int, n: int, s: schedules.Schedule, sm: int | None, cuda: bool,
+                    cluster_rows: int) -> bool:
+    """:func:`lookahead_applies` to every panel of a ``B x m x n`` factorization under the
+    resolved ``s`` (``cuda``, ``cluster_rows``: :func:`_kind_of`'s CUDA C choices). Asked
+    once a shape: 640x512's 16 panel kinds took ~70 us of host time a call before its first
+    panel launch (run 0028, ``host_time.py``)."""
+    return lookahead_applies(s.lookahead, lambda k: _kind_given(B, m, k, s, sm, cuda, cluster_rows)[0],
+                             range(0, n, s.nb))
 
 
 def lookahead_applies(mode: int, kind_of, ks) -> bool:
@@ -586,8 +599,15 @@ def _kind_of(B: int, m: int, k: int, s: schedules.Schedule, device: torch.device
     under the resolved schedule ``s`` (:func:`_with_knobs`; ``sm``: the SM count, None off
     the GPU)."""
     cuda = _cuda_panels(s.cuda_panel, s.nb, device)
+    return _kind_given(B, m, k, s, sm, cuda, _cluster_rows(s.cuda_panel_cluster, cuda))
+
+
+def _kind_given(B: int, m: int, k: int, s: schedules.Schedule, sm: int | None, cuda: bool,
+                cluster_rows: int) -> tuple:
+    """:func:`_kind_of` with its device's CUDA C choices given (``cuda``: :func:`_cuda_panels`,
+    ``cluster_rows``: :func:`_cluster_rows`)."""
     return _panel_kind(B, m, k, s.nb, sm, s.split_min_rows, cuda, s.cuda_panel_rows,
-                       _cluster_rows(s.cuda_panel_cluster, cuda), s.cluster_small_batch)
+                       cluster_rows, s.cluster_small_batch)
 
 
 def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:

@@ -318,6 +318,18 @@ def test_lookahead_knobs():
     applies = hh.lookahead_applies
     assert [applies(1, k.get, k) for k in (cuda, triton_panels, split_later)] == [True, True, False]
     assert not applies(0, cuda.get, cuda)
+    # The per-shape answer the blocked loop asks (cached): each panel's kind as _kind_of
+    # gives it. Triton panels past REG_PANEL_MAX_TILE are row-split with an SM count (no
+    # look-ahead), streamed without one; CUDA C clusters take them whole.
+    s = hh._with_knobs(schedules.schedule_for(4096, 4096), None)
+    fits = hh._lookahead_fits
+    assert fits(2, 4096, 4096, s, None, False, 0) and not fits(2, 4096, 4096, s, 132, False, 0)
+    assert fits(2, 4096, 4096, s, 132, True, 4096)
+    from adaptqr import config
+
+    with config.experiment(lookahead=0):
+        assert not fits(2, 4096, 4096, hh._with_knobs(schedules.schedule_for(4096, 4096), None),
+                        None, True, 4096)
 
 
 def test_lookahead_w_only_where_updates_can_split_rows():
