@@ -693,7 +693,8 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
-    bn = min(s.bn, max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start)))
+    fit = max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start))
+    bn = min(s.bn, fit)
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
@@ -730,7 +731,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
-        bn_l = s.fp16_bn if only16 and s.fp16_bn else bn
+        bn_l = (min(s.fp16_bn, fit) if s.fp16_fit else s.fp16_bn) if only16 and s.fp16_bn else bn
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
         with lanes.on(mode):

@@ -131,6 +131,11 @@ ROUTE_LANES = 3
 #: side (EXPERIMENTS.md T8, run 1620), ms, off / on: 8x2048 5.476 / 5.326, 2x4096 10.311 /
 #: 10.140; batch 1 within 2 % (1x4096 8.096 / 8.029). Knob ``w_pingpong`` (0: off).
 W_PINGPONG = True
+#: The FP16-only update's column tile fitted to its columns (``min(fp16_bn, next_pow2)``),
+#: as the FP32 launch's is (N10's ``fit_bn``): the look-ahead's update of the next group's
+#: 64 columns then runs 64-wide tiles instead of half-masked 128-wide ones (EXPERIMENTS.md
+#: W7). Knob ``fp16_fit`` (0: off).
+FP16_FIT = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -162,6 +167,7 @@ SCHEDULE_KNOBS = {
     "fp16_group": ("FP16_GROUP", int),
     "small_n_nb": ("SMALL_N_NB", int),
     "w_pingpong": ("W_PINGPONG", bool),
+    "fp16_fit": ("FP16_FIT", bool),
 }
 
 
@@ -396,6 +402,9 @@ class Schedule:
     # The row-split updates' W zeroed by the update before on the same stream (W_PINGPONG);
     # None: the knob, else the constant.
     w_pingpong: bool | None = None
+    # The FP16-only update's column tile fitted to its columns (FP16_FIT); None: the knob,
+    # else the constant.
+    fp16_fit: bool | None = None
 
 
 def next_pow2(x: int) -> int:

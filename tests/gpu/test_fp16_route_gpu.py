@@ -201,3 +201,32 @@ def test_w_pingpong_in_a_graph(n, dense):
     assert r.passes_bar, r.summary()
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
+def test_fp16_fit_matches(n, dense):
+    # EXPERIMENTS.md W7: the FP16-only update's column tile fitted to its columns (the
+    # look-ahead's 64-column update in 64-wide tiles). A batch of both routes, eager and
+    # replayed: every matrix at the bar, each route taken, the FP32-routed matrix as
+    # without the knob (its launch is not touched). The FP16-routed ones are not compared
+    # entry by entry: a tile's float16 Y scale is the tile's, so another tile width rounds
+    # Y otherwise (docs/NUMERICS.md).
+    from adaptqr import config
+
+    A = torch.cat([generate(dense, n, 2, 72 + n, "dense"), generate(1, n, 0, 73 + n, "rankdef")])
+    H0, t0 = adaptqr.geqrf(A)
+    log.clear_decisions()
+    log.enable()
+    try:
+        with config.experiment(fp16_fit=1):
+            for _ in range(3):  # the third call replays a captured graph where one is taken
+                H, tau = adaptqr.geqrf(A)
+                r = check_geqrf(A, H, tau)
+                assert r.passes_bar, r.summary()
+        rec = log.decisions(1)[-1]
+    finally:
+        log.disable()
+    assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
+    assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
+    assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4
