@@ -6,7 +6,7 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider -m "gpu and variant" -k "fp
   tests/gpu/test_fp16_route_gpu.py > "$OUT/variant_tests.txt" 2>&1
 echo "tests: exit $? (t=$(( $(date +%s) - T0 ))s)"; tail -3 "$OUT/variant_tests.txt"
 timeout 240 python3 -m adaptqr bench --cases bench/devscripts/cases_w7.json --no-baseline \
-  --knobs fit:fp16_fit=1 ${BENCH_EXTRA:-} --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
+  --knobs fit:fp16_fit=1 --knobs g1:fp16_group=1 --knobs g1fit:fp16_group=1,fp16_fit=1 ${BENCH_EXTRA:-} --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
 echo "bench: exit $? (t=$(( $(date +%s) - T0 ))s)"; tail -25 "$OUT/bench.txt"
 timeout 150 python3 bench/devscripts/trace.py --shapes 640x512 --cond 2 \
   --knobs fit:fp16_fit=1 > "$OUT/trace.txt" 2>&1
