@@ -134,7 +134,7 @@ W_PINGPONG = True
 #: The FP16-only update's column tile fitted to its columns (``min(fp16_bn, next_pow2)``),
 #: as the FP32 launch's is (N10's ``fit_bn``): the look-ahead's update of the next group's
 #: 64 columns then runs 64-wide tiles instead of half-masked 128-wide ones (EXPERIMENTS.md
-#: W7). Knob ``fp16_fit`` (0: off).
+#: N21). Knob ``fp16_fit`` (0: off).
 FP16_FIT = False
 
 

@@ -206,7 +206,7 @@ def test_w_pingpong_in_a_graph(n, dense):
 @pytest.mark.variant
 @pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
 def test_fp16_fit_matches(n, dense):
-    # EXPERIMENTS.md W7: the FP16-only update's column tile fitted to its columns (the
+    # EXPERIMENTS.md N21: the FP16-only update's column tile fitted to its columns (the
     # look-ahead's 64-column update in 64-wide tiles). A batch of both routes, eager and
     # replayed: every matrix at the bar, each route taken, the FP32-routed matrix as
     # without the knob (its launch is not touched). The FP16-routed ones are not compared

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 32 (EXPERIMENTS.md W7): the FP16-only update's fitted tile. Variant test, the
+# Session 32 (EXPERIMENTS.md N21): the FP16-only update's fitted tile. Variant test, the
 # FP16-routed cases side by side, and an eager trace of 640x512 with and without it.
 source "$(dirname "$0")/_preamble.sh"
 timeout 200 python3 -m pytest -q -p no:cacheprovider -m "gpu and variant" -k "fp16_fit" \
