@@ -133,9 +133,11 @@ ROUTE_LANES = 3
 W_PINGPONG = True
 #: The FP16-only update's column tile fitted to its columns (``min(fp16_bn, next_pow2)``),
 #: as the FP32 launch's is (N10's ``fit_bn``): the look-ahead's update of the next group's
-#: 64 columns then runs 64-wide tiles instead of half-masked 128-wide ones (EXPERIMENTS.md
-#: N21). Knob ``fp16_fit`` (0: off).
-FP16_FIT = False
+#: 64 columns then runs 64-wide tiles instead of half-masked 128-wide ones. Side by side
+#: (EXPERIMENTS.md N21, run 0536), ms, off / on: 640x512 5.643 / 5.537, mixed 5.865 / 5.720,
+#: 60x1024 3.879 / 3.561, mixed 4.731 / 4.603, 100x768 2.850 / 2.706. Knob ``fp16_fit``
+#: (0: off).
+FP16_FIT = True
 
 
 def _knob_or(knobs, name: str, constant):

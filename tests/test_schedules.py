@@ -447,6 +447,12 @@ def test_w_pingpong_knob():
     _knob_resolves("w_pingpong", True, False, 2)
 
 
+def test_fp16_fit_knob():
+    # N21: on by default, off under the knob.
+    assert schedules.FP16_FIT is True
+    _knob_resolves("fp16_fit", True, False, 2)
+
+
 @pytest.mark.parametrize("pingpong", [False, True])
 def test_w_slot_hands_out_zeros(pingpong):
     # T8: every W handed out is zero from the update's first column on, where the W kernel

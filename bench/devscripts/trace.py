@@ -10,6 +10,8 @@ of the factorization. The ordered kernel list goes to ``$OUT/trace.json``.
 ``--cprofile``: also the host's profile of one public call per shape (after warm-up; the
 GPU runs behind, so this is Python and launch time only), the 25 costliest entries.
 ``--cond C``: column scaling ``logspace(0, -C, n)`` (qr_v2's ``colscale``; 0: none).
+``--case NAME [--seed S]``: the input from qr_v2's generator instead (``adaptqr.testing.generate``
+with ``--cond``), as the bench draws it; ``--no-path``: the public call only.
 ``--fp16-compare``: the public call twice, with the FP16 route (issue 8) and with
 ``ADAPTQR_FP16=0``; ``--fp16-max-n N`` offers the route up to n = N (``classify.FP16_MAX_N``,
 for the sizes it is not offered at yet).
@@ -152,6 +154,9 @@ def main():
     ap.add_argument("--knobs", action="append")
     ap.add_argument("--replay", action="store_true")
     ap.add_argument("--op", choices=("geqrf", "qr", "householder_product"), default="geqrf")
+    ap.add_argument("--case", default="")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-path", action="store_true")
     args = ap.parse_args()
     import importlib
 
@@ -167,9 +172,14 @@ def main():
     for shape in args.shapes.split(","):
         dims = [int(x) for x in shape.split("x")]
         B, m, n = dims if len(dims) == 3 else (dims[0], dims[1], dims[1])
-        A = torch.randn(B, m, n, device="cuda")
-        if args.cond:
-            A *= torch.logspace(0, -args.cond, n, device="cuda")
+        if args.case:
+            from adaptqr.testing import generate
+
+            A = generate(B, n, args.cond, args.seed, args.case, "cuda")
+        else:
+            A = torch.randn(B, m, n, device="cuda")
+            if args.cond:
+                A *= torch.logspace(0, -args.cond, n, device="cuda")
         call = _public(args.op, A)
         if args.replay:
             out.append(_summary(f"{shape} replay", _replay_kernels(call, flush)))
@@ -187,7 +197,7 @@ def main():
             del os.environ["ADAPTQR_FP16"]
         if args.cprofile:
             _host_profile(call)
-        if m != n or args.op != "geqrf":
+        if m != n or args.op != "geqrf" or args.no_path:
             continue  # the path alone is the square householder's
         H = torch.empty_strided((B, n, n), (n * n, 1, n), device="cuda")
         tau = torch.empty(B, n, device="cuda")

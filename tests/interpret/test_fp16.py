@@ -9,7 +9,8 @@ resident loop when resident):
 - the FP32-routed matrix is bit for bit what the path gives without the route;
 - the FP16-routed one moves by float16's rounding (more than FP32's, less than 1e-2 of its
   scale), stays finite, and a scaled copy (1e20) moves the same relative amount;
-- the FP16 launch's own column tile (``Schedule.fp16_bn``) against the FP32 launch's tile:
+- the FP16 launch's own column tile (``Schedule.fp16_bn``, fitted to the update's columns
+  or not: ``Schedule.fp16_fit``) against the FP32 launch's tile:
   the same to float16's rounding. Not bit for bit: the tile width changes the shapes of
   the products, and both the GPU's MMA layouts and the interpreter's numpy BLAS may sum by
   shape (OpenBLAS's Haswell and Zen kernels do, its SkylakeX kernel does not: issue 21's
@@ -69,12 +70,16 @@ def _cases():
         H0, t0 = run(A, dataclasses.replace(s, group=group), None)
         H1, t1 = run(A, s, sc)
         H2, t2 = run(A, dataclasses.replace(s, fp16_bn=0), sc)
+        H3, t3 = run(A, dataclasses.replace(s, fp16_fit=not schedules.FP16_FIT), sc)
         _out({
             "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
             "fp32_same_tile": bool(torch.equal(H1[1:], H2[1:]) and torch.equal(t1[1:], t2[1:])),
             "tile16": float((H1[0] - H2[0]).abs().max() / H1[0].abs().max()),
             "tau16": float((t1[0] - t2[0]).abs().max()),
+            "fp32_same_fit": bool(torch.equal(H1[1:], H3[1:]) and torch.equal(t1[1:], t3[1:])),
+            "fit16": float((H1[0] - H3[0]).abs().max() / H1[0].abs().max()),
+            "fit_tau16": float((t1[0] - t3[0]).abs().max()),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)})
@@ -94,6 +99,9 @@ def test_fp16_route_per_matrix(results, name, group):
     # most a few float16 roundings apart (2^-11 each), where a lost or stale tile would be
     # off by the matrix's scale.
     assert d["tile16"] < 4e-3 and d["tau16"] < 4e-3, d
+    # The FP16 launch's tile fitted to its columns or not (N21): the same bound, and the
+    # FP32-routed matrix untouched.
+    assert d["fp32_same_fit"] and d["fit16"] < 4e-3 and d["fit_tau16"] < 4e-3, d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,
