@@ -693,6 +693,8 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
+    if f16 is not None and s.f16_first:
+        modes = modes[::-1]
     fit = max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start))
     bn = min(s.bn, fit)
     tiles = triton.cdiv(c_end - c_start, bn)

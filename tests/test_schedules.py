@@ -453,6 +453,12 @@ def test_fp16_fit_knob():
     _knob_resolves("fp16_fit", True, False, 2)
 
 
+def test_f16_first_knob():
+    # N22: off by default, on under the knob.
+    assert schedules.F16_FIRST is False
+    _knob_resolves("f16_first", False, True, 2)
+
+
 @pytest.mark.parametrize("pingpong", [False, True])
 def test_w_slot_hands_out_zeros(pingpong):
     # T8: every W handed out is zero from the update's first column on, where the W kernel
