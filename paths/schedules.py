@@ -142,7 +142,7 @@ FP16_FIT = True
 #: (``F16_ONLY`` before ``F16_SKIP``) instead of the reverse. At 640x512 every matrix is
 #: FP16-routed, so the rest update's FP32 launch is empty; issued first, its CTAs wait for
 #: SM room behind the look-ahead's update on the other stream, and the rest update's real
-#: launch waits for them (~60-110 us a group in run 0600's trace; EXPERIMENTS.md N22).
+#: launch waits for them (~60-110 us a group in run 0550's trace; EXPERIMENTS.md N22).
 #: Knob ``f16_first`` (0: off).
 F16_FIRST = False
 
