@@ -1,0 +1,47 @@
+"""Whether ``adaptqr.geqrf`` gives the same bits on the same input call after call (device
+script, EXPERIMENTS.md N22): a batch of both routes (FP16-routed dense, one FP32-routed
+rankdef) at tile-update shapes, factored five times a setting; per setting, the matrices
+whose H or tau differ from the first call's, and by how much. Settings: the default,
+look-ahead off, graphs off, FP16 route off.
+
+Run there: ``python3 bench/devscripts/determinism.py``.
+"""
+
+import os
+
+import torch
+
+import adaptqr
+from adaptqr import config
+from adaptqr.testing import generate
+
+
+def _differs(A, calls=5):
+    H0, t0 = adaptqr.geqrf(A)
+    bad = {}
+    for _ in range(calls - 1):
+        H, t = adaptqr.geqrf(A)
+        d = ((H - H0).abs().amax(dim=(-2, -1)) / H0.abs().amax(dim=(-2, -1))).cpu()
+        dt = (t - t0).abs().amax(dim=-1).cpu()
+        for b in torch.nonzero((d > 0) | (dt > 0)).flatten().tolist():
+            bad[b] = max(bad.get(b, 0.0), float(d[b]), float(dt[b]))
+    return bad
+
+
+def main():
+    for n, dense in ((512, 64), (768, 5), (1024, 8)):
+        A = torch.cat([generate(dense, n, 2, 74 + n, "dense"), generate(1, n, 0, 75 + n, "rankdef")])
+        for name, knobs, env in (("default", {}, {}), ("lookahead 0", {"lookahead": 0}, {}),
+                                 ("graphs off", {}, {"ADAPTQR_GRAPHS": "0"}),
+                                 ("fp16 off", {}, {"ADAPTQR_FP16": "0"})):
+            os.environ.update(env)
+            with config.experiment(**knobs):
+                bad = _differs(A)
+            for k in env:
+                del os.environ[k]
+            worst = sorted(bad.items(), key=lambda kv: -kv[1])[:4]
+            print(f"{dense + 1}x{n} {name:12s} matrices differing: {len(bad):3d}  worst {worst}")
+
+
+if __name__ == "__main__":
+    main()
