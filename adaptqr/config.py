@@ -39,6 +39,12 @@ users may change the variables at run time:
     setting it was captured with. ``adaptqr bench --env`` compares the two in one run.
 ``ADAPTQR_DETECT``
     ``0`` skips the per-matrix probes: every matrix gets the default route.
+One setting comes from torch, not the environment: ``torch.use_deterministic_algorithms``
+(:attr:`Settings.deterministic`). Under it a call gives the same bits on the same input
+every time: the Householder path's trailing updates are never split over rows, since a
+row-split update sums ``W`` with atomics, whose order varies from run to run (slower where
+few large matrices leave SMs idle; docs/NUMERICS.md "Determinism").
+
 ``ADAPTQR_COMMIT``
     The git commit that ``adaptqr bench`` records for a working tree copied to a GPU machine;
     when set it wins over what ``git`` says there (a copied ``.git`` may be stale).
@@ -65,6 +71,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import torch
 
 # Largest input (bytes) replayed through a CUDA graph. Below it sit the launch-bound shapes
 # of qr_v2 (20x32: 80 KiB, 40x176: 5 MiB, 40x352: 20 MiB: one to ~20 launches of tens of
@@ -126,8 +134,7 @@ class Knobs:
     640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
     the row-split updates' ``W`` zeroed by the update before on the same stream instead of
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
-    update's column tile no wider than its columns' next power of two), ``f16_first``
-    (``schedules.F16_FIRST``: 0 / 1, an update's FP16-route launch before the FP32 route's)."""
+    update's column tile no wider than its columns' next power of two)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -155,7 +162,6 @@ class Knobs:
     gram_max_batch: int | None = None
     w_pingpong: int | None = None
     fp16_fit: int | None = None
-    f16_first: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -183,6 +189,8 @@ class Settings:
     detect: bool
     fp16: bool
     knobs: Knobs
+    #: ``torch.are_deterministic_algorithms_enabled()`` when the snapshot was taken.
+    deterministic: bool = False
 
 
 #: Kept for callers of :func:`get` (same fields as :class:`Settings`, and the bench's cache).
@@ -280,7 +288,6 @@ KNOB_CHOICES = {
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
-    "f16_first": (0, 1),
 }
 
 
@@ -331,6 +338,7 @@ def _build() -> Settings:
         detect=_flag("ADAPTQR_DETECT", True),
         fp16=_flag("ADAPTQR_FP16", True),
         knobs=_knobs,
+        deterministic=torch.are_deterministic_algorithms_enabled(),
     )
 
 
@@ -342,7 +350,8 @@ def snapshot() -> Settings:
     global _last
     raw = _raw()
     last_raw, settings = _last
-    if settings is None or raw != last_raw or settings.knobs is not _knobs:
+    if settings is None or raw != last_raw or settings.knobs is not _knobs \
+            or settings.deterministic != torch.are_deterministic_algorithms_enabled():
         settings = _build()  # raises on a malformed value, naming the variable
         _last = (raw, settings)
     return settings

@@ -236,14 +236,17 @@ def _with_knobs(s: schedules.Schedule, info: Any, n: int = 0) -> schedules.Sched
         knobs = config.snapshot()
     # The constants are part of the key: a measuring script may set them between calls.
     return _resolved(s, knobs.knobs, (schedules.TAIL_PREC, schedules.SPLIT_MIN_ROWS)
-                     + schedules.knob_constants(), n % schedules.SMALL_N_NB_MULTIPLE == 0)
+                     + schedules.knob_constants(), n % schedules.SMALL_N_NB_MULTIPLE == 0,
+                     knobs.deterministic)
 
 
 @functools.lru_cache(maxsize=256)
-def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool) -> schedules.Schedule:
+def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool,
+              deterministic: bool = False) -> schedules.Schedule:
     # Schedules and knobs are frozen: a call of a seen shape and settings costs one lookup.
     r = dataclasses.replace(
-        s, tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
+        s, deterministic=s.deterministic or deterministic,
+        tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         **{name: getattr(s, name) if getattr(s, name) is not None else schedules.knob(name, knobs)
            for name in schedules.SCHEDULE_KNOBS})
@@ -305,7 +308,19 @@ def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
                          f"{s.fp16_group}")
     if s.fp16_group:
         return s.fp16_group
-    return 1 if splits_rows(1, B, triton.cdiv(n - s.nb, s.bn), m) else 2
+    return 1 if _splits(s, 1, B, triton.cdiv(n - s.nb, s.bn), m) else 2
+
+
+def _splits(s: schedules.Schedule, npan: int, B: int, tiles: int, rows: int, tile_rows: int = 0,
+            tile_batch: int = 0) -> bool:
+    """:func:`~adaptqr.paths.row_split.splits_rows` under ``s``: never where ``s`` is
+    deterministic (a row-split update sums ``W`` with atomics, in no fixed order).
+
+    >>> s = _with_knobs(schedules.schedule_for(4096, 4096), None)
+    >>> _splits(s, 1, 2, 63, 4032), _splits(dataclasses.replace(s, deterministic=True), 1, 2, 63, 4032)
+    (True, False)
+    """
+    return not s.deterministic and splits_rows(npan, B, tiles, rows, tile_rows, tile_batch)
 
 
 def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
@@ -397,7 +412,7 @@ def _may_split_rows(f: _Blocked) -> bool:
     """Whether any update of ``f`` can take the row-split kernels
     (:func:`~adaptqr.paths.row_split.splits_rows` with the fewest tiles and the most rows):
     640x512's never do, and need no ``W``."""
-    return splits_rows(1, f.B, 1, f.m, f.s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH)
+    return _splits(f.s, 1, f.B, 1, f.m, f.s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH)
 
 
 def _w(f: _Blocked, slot: int) -> WSlot:
@@ -693,13 +708,11 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
-    if f16 is not None and s.f16_first:
-        modes = modes[::-1]
     fit = max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start))
     bn = min(s.bn, fit)
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
-    if splits_rows(npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
+    if _splits(s, npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W, WZ = _w(f, w_slot).take(c_start)

@@ -138,13 +138,6 @@ W_PINGPONG = True
 #: 60x1024 3.879 / 3.561, mixed 4.731 / 4.603, 100x768 2.850 / 2.706. Knob ``fp16_fit``
 #: (0: off).
 FP16_FIT = True
-#: An update's two launches on the FP16 route in the order FP16-only, then FP32 route
-#: (``F16_ONLY`` before ``F16_SKIP``) instead of the reverse. At 640x512 every matrix is
-#: FP16-routed, so the rest update's FP32 launch is empty; issued first, its CTAs wait for
-#: SM room behind the look-ahead's update on the other stream, and the rest update's real
-#: launch waits for them (~60-110 us a group in run 0550's trace; EXPERIMENTS.md N22).
-#: Knob ``f16_first`` (0: off).
-F16_FIRST = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -177,7 +170,6 @@ SCHEDULE_KNOBS = {
     "small_n_nb": ("SMALL_N_NB", int),
     "w_pingpong": ("W_PINGPONG", bool),
     "fp16_fit": ("FP16_FIT", bool),
-    "f16_first": ("F16_FIRST", bool),
 }
 
 
@@ -415,9 +407,9 @@ class Schedule:
     # The FP16-only update's column tile fitted to its columns (FP16_FIT); None: the knob,
     # else the constant.
     fp16_fit: bool | None = None
-    # An update's FP16-only launch before the FP32 route's (F16_FIRST); None: the knob,
-    # else the constant.
-    f16_first: bool | None = None
+    # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
+    # update is split over rows (a row-split update sums W with atomics).
+    deterministic: bool = False
 
 
 def next_pow2(x: int) -> int:

@@ -338,13 +338,16 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     from types import SimpleNamespace as F
 
     may = hh._may_split_rows
-    s = F(tile_split_rows=512)
+    s = F(tile_split_rows=512, deterministic=False)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (2, 4096), (60, 1024), (40, 352))] == [
         False, True, True, False]
     # T6: from 128 rows a one-tile update of few matrices splits: 1x300's needs its W.
-    s = F(tile_split_rows=128)
+    s = F(tile_split_rows=128, deterministic=False)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 300), (1, 100))] == [
         False, False, True, False]
+    # Under torch.use_deterministic_algorithms no update splits, so none needs a W.
+    s = F(tile_split_rows=128, deterministic=True)
+    assert not any(may(F(B=b, m=m, s=s)) for b, m in ((2, 4096), (60, 1024), (1, 300)))
 
 
 def test_schedule_knobs_table():
@@ -453,12 +456,6 @@ def test_fp16_fit_knob():
     _knob_resolves("fp16_fit", True, False, 2)
 
 
-def test_f16_first_knob():
-    # N22: off by default, on under the knob.
-    assert schedules.F16_FIRST is False
-    _knob_resolves("f16_first", False, True, 2)
-
-
 @pytest.mark.parametrize("pingpong", [False, True])
 def test_w_slot_hands_out_zeros(pingpong):
     # T8: every W handed out is zero from the update's first column on, where the W kernel
@@ -477,3 +474,26 @@ def test_w_slot_hands_out_zeros(pingpong):
         W.fill_(7.0)  # the update's sums (and stale columns left of c_start)
         seen.add(W.data_ptr())
     assert len(seen) == len(slot.bufs)
+
+
+def test_deterministic_mode_never_splits_rows():
+    # docs/NUMERICS.md "Determinism": torch.use_deterministic_algorithms reaches the
+    # resolved schedule through the settings snapshot, and no update then splits its rows
+    # (W summed by atomics); 2x4096's first update and 8x2048's groups do by default.
+    import torch
+
+    from adaptqr import config
+
+    s = schedules.schedule_for(4096, 4096)
+    before = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        assert config.snapshot().deterministic
+        r = hh._with_knobs(s, None)
+        assert r.deterministic and not hh._splits(r, 1, 2, 63, 4032)
+        assert hh.fp16_group(r, 8, 2048, 2048) == 2
+    finally:
+        torch.use_deterministic_algorithms(before)
+    r = hh._with_knobs(s, None)
+    assert not config.snapshot().deterministic and not r.deterministic
+    assert hh._splits(r, 1, 2, 63, 4032) and hh.fp16_group(r, 8, 2048, 2048) == 1

@@ -231,25 +231,3 @@ def test_fp16_fit_matches(n, dense):
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4
 
-
-@pytest.mark.variant
-@pytest.mark.parametrize("n,dense", [(512, 64), (768, 5), (2048, 1)])
-def test_f16_first_matches(n, dense):
-    # EXPERIMENTS.md N22: an update's FP16-route launch before the FP32 route's. The two
-    # launches update disjoint matrices: a batch of both routes, eager and replayed, gives
-    # the same bits where the updates are tile updates (512, 768); at 2048 the row-split
-    # updates sum W by atomics, so there every matrix at the bar and the FP32-routed one to
-    # their order.
-    from adaptqr import config
-
-    A = torch.cat([generate(dense, n, 2, 74 + n, "dense"), generate(1, n, 0, 75 + n, "rankdef")])
-    H0, t0 = adaptqr.geqrf(A)
-    with config.experiment(f16_first=int(not schedules.F16_FIRST)):
-        for _ in range(3):  # the third call replays a captured graph where one is taken
-            H, tau = adaptqr.geqrf(A)
-            r = check_geqrf(A, H, tau)
-            assert r.passes_bar, r.summary()
-            if n < 2048:
-                assert torch.equal(H, H0) and torch.equal(tau, t0)
-    assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
-    assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4

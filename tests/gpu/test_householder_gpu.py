@@ -433,3 +433,27 @@ def test_gram_panel_degenerate_matrices(n):
     H1, t1 = _factor(A, schedule=dataclasses.replace(s, gram_panel=False))
     for i in (1, 3, 4, 7):  # panels with clean columns match the column steps closely
         assert float((H1[i] - H[i]).norm() / H1[i].norm()) < 1e-4, i
+
+
+@pytest.mark.parametrize("B,n,case", [(65, 512, "dense"), (60, 1024, "mixed"), (8, 2048, "dense"),
+                                      (2, 1024, "rankdef")])
+def test_deterministic_mode_gives_the_same_bits(B, n, case):
+    # docs/NUMERICS.md "Determinism" (EXPERIMENTS.md L4): under
+    # torch.use_deterministic_algorithms no update is split over rows (no atomics), so the
+    # same input gives the same bits call after call, eagerly and replayed; torch fills
+    # torch.empty with NaN in that mode, so a read of unwritten memory would show too.
+    import adaptqr
+    from adaptqr.testing import generate
+
+    A = generate(B, n, 2, 90 + n, case, "cuda")
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        H0, t0 = adaptqr.geqrf(A)
+        for _ in range(3):  # the third call replays a captured graph where one is taken
+            H, tau = adaptqr.geqrf(A)
+            assert torch.equal(H, H0) and torch.equal(tau, t0)
+    finally:
+        torch.use_deterministic_algorithms(before)
+    r = check_geqrf(A, H, tau)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()

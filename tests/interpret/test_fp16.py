@@ -71,7 +71,6 @@ def _cases():
         H1, t1 = run(A, s, sc)
         H2, t2 = run(A, dataclasses.replace(s, fp16_bn=0), sc)
         H3, t3 = run(A, dataclasses.replace(s, fp16_fit=not schedules.FP16_FIT), sc)
-        H4, t4 = run(A, dataclasses.replace(s, f16_first=not schedules.F16_FIRST), sc)
         _out({
             "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
@@ -81,7 +80,6 @@ def _cases():
             "fp32_same_fit": bool(torch.equal(H1[1:], H3[1:]) and torch.equal(t1[1:], t3[1:])),
             "fit16": float((H1[0] - H3[0]).abs().max() / H1[0].abs().max()),
             "fit_tau16": float((t1[0] - t3[0]).abs().max()),
-            "order_same": bool(torch.equal(H1, H4) and torch.equal(t1, t4)),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)})
@@ -104,9 +102,6 @@ def test_fp16_route_per_matrix(results, name, group):
     # The FP16 launch's tile fitted to its columns or not (N21): the same bound, and the
     # FP32-routed matrix untouched.
     assert d["fp32_same_fit"] and d["fit16"] < 4e-3 and d["fit_tau16"] < 4e-3, d
-    # The two routes' launches in the other order (N22): they update disjoint matrices,
-    # so every bit is the same.
-    assert d["order_same"], d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,

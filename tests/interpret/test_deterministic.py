@@ -1,0 +1,65 @@
+"""``torch.use_deterministic_algorithms`` on the Householder path, under the Triton
+interpreter: no trailing update is split over rows (a row-split update sums ``W`` with
+atomics, whose order on a GPU changes from run to run: docs/NUMERICS.md "Determinism",
+EXPERIMENTS.md L4). The same batch, factored with the default schedule, does split (so the
+test sees the switch), and both factorizations agree to float32 rounding and pass the bar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from _support import Info  # tests/interpret/ is on sys.path
+
+pytestmark = pytest.mark.interpret
+
+
+@contextlib.contextmanager
+def _deterministic():
+    import torch
+
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before)
+
+
+def test_no_row_split_update_when_deterministic(monkeypatch):
+    import torch
+
+    from adaptqr import config
+    from adaptqr.paths import householder, schedules
+    from adaptqr.testing import check_geqrf
+
+    launches = []
+    real = householder.trailing_w_kernel
+
+    class _Counted:
+        def __getitem__(self, grid):
+            launches.append(grid)
+            return real[grid]
+
+    monkeypatch.setattr(householder, "trailing_w_kernel", _Counted())
+    s = schedules.Schedule(False, 16, 1, 16, 64, small_n_nb=0)  # test_fp16's "row split"
+    A = torch.randn(2, 640, 40, generator=torch.Generator().manual_seed(5))
+
+    def run():
+        H = A.mT.contiguous().mT.clone()
+        tau = A.new_empty(2, 40)
+        householder.factor_householder(H, tau, Info(), schedule=s)
+        return H, tau
+
+    H0, t0 = run()
+    assert launches, "the default schedule should split this batch's updates over rows"
+    launches.clear()
+    with _deterministic():
+        assert config.snapshot().deterministic
+        H1, t1 = run()
+    assert not launches
+    assert not config.snapshot().deterministic
+    assert check_geqrf(A, H1, t1).passes_bar
+    torch.testing.assert_close(H1, H0, rtol=1e-4, atol=1e-4 * float(H0.abs().max()))
+    torch.testing.assert_close(t1, t0, rtol=1e-4, atol=1e-4)
