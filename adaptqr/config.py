@@ -134,7 +134,9 @@ class Knobs:
     640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
     the row-split updates' ``W`` zeroed by the update before on the same stream instead of
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
-    update's column tile no wider than its columns' next power of two)."""
+    update's column tile no wider than its columns' next power of two), ``panel_pro``
+    (``schedules.PANEL_PRO``: 0 / 1, the update between a group's two panels made by the
+    second panel's CUDA C kernel)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -162,6 +164,7 @@ class Knobs:
     gram_max_batch: int | None = None
     w_pingpong: int | None = None
     fp16_fit: int | None = None
+    panel_pro: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -288,6 +291,7 @@ KNOB_CHOICES = {
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
+    "panel_pro": (0, 1),
 }
 
 

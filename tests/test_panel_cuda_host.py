@@ -95,3 +95,69 @@ def test_emulated_gram_panel(m, k):
     assert not torch.equal(H[0], H0[0])
     assert torch.equal(H[1], H0[1]) and torch.equal(T[1], T0[1])
     assert torch.equal(tau[1, k:k + 32], tau0[1, k:k + 32])
+
+
+def _launch(Ht, tau, TW, nav, k, m, n, fuse, kp=-1, has_na=False):
+    """One launch on ``Ht`` ``(B, n, m)`` in place (the panel at ``k``; ``kp``: the prologue
+    build, rows counted from ``kp``)."""
+    pw = min(32, n - k)
+    rows = m - (kp if kp >= 0 else k)
+    mb = max(16, 1 << (rows - 1).bit_length())
+    cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, TW.shape[1], mb, has_na,
+                           0.0, fuse, kp=kp)
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+@pytest.mark.parametrize("m,n,kp,na", [
+    (100, 96, 0, None),   # 100 rows from kp: 128 padded, one row a thread
+    (300, 130, 32, None),  # 268 rows from kp: two rows a thread
+    (90, 70, 32, 50),      # n_active inside the panel at k: its reflectors stop at 50
+    (90, 96, 32, 60),      # n_active inside the previous panel: its last ones masked
+    (90, 96, 32, 64),      # n_active at the panel's edge: the panel has no reflector
+])
+def test_prologue_equals_update_then_panel(m, n, kp, na, fuse):
+    # EXPERIMENTS.md H28: the PRO build applies the previous panel to its own columns
+    # (rows from kp, so R's rows kp..k-1 too), then factors them: the same as the panel at
+    # kp, the trailing update by it of the next 32 columns (here in float64: C -= V T^T V^T
+    # C) and the panel at k. Columns past k + 32 stay as the panel at kp left them.
+    g = torch.Generator().manual_seed(m + n + kp)
+    X = torch.randn(2, m, n, generator=g)
+    X[1, :, kp + 35] = 0.0        # a zero column in the panel at k
+    X[1, :, kp + 3] *= 1e-30      # a tiny one in the panel at kp
+    B, k = 2, kp + 32
+    has_na = na is not None
+    nav = torch.full((B,), float(n if na is None else na))
+    n_tw = -(-n // 32)
+
+    def first():
+        Ht = X.transpose(-2, -1).contiguous()
+        tau = torch.full((B, n), float("nan"))
+        TW = torch.zeros(B, n_tw, 32, 32)
+        _launch(Ht, tau, TW, nav, kp, m, n, fuse, has_na=has_na)
+        return Ht, tau, TW
+
+    Ht0, tau0, TW0 = first()
+    # The reference: the update in float64, then the panel at k as it runs today.
+    na_ = n if na is None else na
+    rows = torch.arange(m)
+    p = torch.arange(32)
+    H = Ht0.transpose(-2, -1).double()
+    V = torch.where(rows[:, None] > kp + p, H[:, :, kp:kp + 32],
+                    (rows[:, None] == kp + p).double().expand(B, m, 32))
+    V = V * (kp + p < na_).double()
+    T = TW0[:, kp // 32].double()
+    pw = min(32, n - k)
+    C = H[:, :, k:k + pw]
+    if kp < na_:
+        C = C - V @ (T.mT @ (V.mT @ C))
+    Ht1, tau1, TW1 = Ht0.clone(), tau0.clone(), TW0.clone()
+    Ht1[:, k:k + pw, :] = C.mT.float()
+    _launch(Ht1, tau1, TW1, nav, k, m, n, fuse, has_na=has_na)
+    # The prologue build from the state after the panel at kp.
+    Ht2, tau2, TW2 = Ht0.clone(), tau0.clone(), TW0.clone()
+    _launch(Ht2, tau2, TW2, nav, k, m, n, fuse, kp=kp, has_na=has_na)
+    scale = float(Ht1.abs().amax())
+    torch.testing.assert_close(Ht2, Ht1, rtol=1e-4, atol=2e-5 * scale)
+    torch.testing.assert_close(tau2, tau1, rtol=1e-4, atol=1e-5, equal_nan=True)
+    torch.testing.assert_close(TW2, TW1, rtol=1e-3, atol=1e-4)
+    assert torch.equal(Ht2[:, :k], Ht0[:, :k]) and torch.equal(Ht2[:, k + 32:], Ht0[:, k + 32:])

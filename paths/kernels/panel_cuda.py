@@ -223,18 +223,35 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #else
 #define NX 0
 #endif
+// PRO 1: before its column steps the panel applies the previous panel (columns kp..kp+31,
+// its T at TW slot tw_prev) to its own columns, the update a trailing launch would make
+// between two panels of a group (EXPERIMENTS.md H28). Its rows start at kp then, so
+// that rows kp..k-1 of its columns (R entries) get the update too; one CTA a matrix, no
+// Gram build.
+#ifndef PRO
+#define PRO 0
+#endif
+#if PRO && (CL > 1 || GRAM)
+#error "PRO: one CTA a matrix, column steps only"
+#endif
+// The prologue's W in rounds of PG reflectors (its warps' partials in shared memory).
+#define PG 8
 """ + GRAM_FUNCS + r"""
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
 #if GRAM && R > 1
 #define LAUNCH_BOUNDS __launch_bounds__(NT, 2)
+#elif PRO && NT <= 256
+// The prologue's products would take ~230 registers at 256 threads (one CTA an SM, half
+// the column steps' occupancy); capped at the column steps' own ~128.
+#define LAUNCH_BOUNDS __launch_bounds__(NT, 512 / NT)
 #else
 #define LAUNCH_BOUNDS __launch_bounds__(NT)
 #endif
 extern "C" __global__ void CLUSTER_DIMS LAUNCH_BOUNDS
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
-           int has_na, float floor_) {
+           int has_na, float floor_, int kp, int tw_prev) {
     __shared__ float red_a[2 * NW];
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
@@ -268,7 +285,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     const int r0 = k + (int)rank * (NT * R);
 #else
     const int b = blockIdx.x;
-    const int r0 = k;
+    const int r0 = PRO ? kp : k;
 #endif
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
@@ -291,10 +308,92 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     load_tile();
     const int na = has_na ? NA[b] : n;
     float* tau_out = TAU + (long long)b * n + k;
+#if !PRO
     if (k >= na) {  // the same for every CTA of a cluster: no exchange is left waiting
         if (t < pw) tau_out[t] = 0.0f;
         return;
     }
+#else
+    if (kp < na) {
+        // The previous panel's update of these columns, in transposed form as the trailing
+        // kernel's: W = A^T V (32 x 32, over every row from kp), Y = W T, A^T -= Y V^T.
+        // V's column p for this thread's rows: unit diagonal, zeros above it and for
+        // reflectors at or past n_active (as trailing._load_v masks them).
+        __shared__ float pws[NW][PG][NB];
+        __shared__ float wq[NB][NB + 1];
+        __shared__ float yq[NB][NB + 1];
+        const float* vbase = base + (long long)kp * m;
+        auto vrow = [&](int p, int i) -> float {
+            const int vc = kp + p;
+            if (vc >= na || row[i] >= m || row[i] < vc) return 0.0f;
+            return row[i] == vc ? 1.0f : vbase[(long long)p * m + row[i]];
+        };
+#pragma unroll 1
+        for (int p0 = 0; p0 < NB; p0 += PG) {
+#pragma unroll 1
+            for (int g = 0; g < PG; ++g) {
+                float vi[R];
+#pragma unroll
+                for (int i = 0; i < R; ++i) vi[i] = vrow(p0 + g, i);
+                float pp[NB];
+#pragma unroll
+                for (int q = 0; q < NB; ++q) {
+                    float acc = 0.0f;
+#pragma unroll
+                    for (int i = 0; i < R; ++i) acc += a[i][q] * vi[i];
+                    pp[q] = acc;
+                }
+                fold<16>(pp, lane);
+                fold<8>(pp, lane);
+                fold<4>(pp, lane);
+                fold<2>(pp, lane);
+                fold<1>(pp, lane);
+                pws[warp][g][lane] = pp[0];  // lane q: the warp's sum for column q
+            }
+            __syncthreads();
+            for (int e = t; e < PG * NB; e += NT) {
+                const int g = e / NB, q = e % NB;
+                float acc = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) acc += pws[w][g][q];
+                wq[q][p0 + g] = acc;
+            }
+            __syncthreads();
+        }
+        const float* Tp = TW + ((long long)b * n_tw + tw_prev) * NB * NB;
+        for (int e = t; e < NB * NB; e += NT) {
+            const int q = e / NB, p = e % NB;
+            float acc = 0.0f;
+#pragma unroll 8
+            for (int j = 0; j < NB; ++j) acc += wq[q][j] * Tp[j * NB + p];
+            yq[q][p] = acc;
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int p = 0; p < NB; ++p) {
+            float vi[R];
+#pragma unroll
+            for (int i = 0; i < R; ++i) vi[i] = vrow(p, i);
+#pragma unroll
+            for (int q = 0; q < NB; ++q) {
+                const float y = yq[q][p];
+#pragma unroll
+                for (int i = 0; i < R; ++i) a[i][q] -= vi[i] * y;
+            }
+        }
+    }
+    if (k >= na) {  // no reflector here: the columns as the previous panel left them
+        if (kp < na) {
+#pragma unroll
+            for (int q = 0; q < NB; ++q)
+#pragma unroll
+                for (int i = 0; i < R; ++i)
+                    if (q < pw && row[i] < m) base[(long long)(k + q) * m + row[i]] = a[i][q];
+        }
+        if (t < pw) tau_out[t] = 0.0f;
+        return;
+    }
+#endif
     if (t < NB) taus[t] = 0.0f;
 #if GRAM
     bool gram = pw == NB && k + NB <= na;
@@ -706,13 +805,14 @@ def cluster_available() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
-            gram: bool = False):
+            gram: bool = False, pro: bool = False):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
         opts += (f"-DCL={cl}",) if cl > 1 else ()
         opts += ("-DGRAM=1",) if gram else ()
+        opts += ("-DPRO=1",) if pro else ()
         mod = cp.RawModule(code=SRC, options=opts)
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
@@ -735,7 +835,7 @@ def _stream(ptr: int, device_index: int):
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
-           gram: bool = False) -> None:
+           gram: bool = False, kp: int = -1) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
@@ -743,7 +843,9 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     ``fuse``: the build whose column steps take their scalars from the step before where
     they can (one exchange a step, EXPERIMENTS.md H17); ``gram``: the build that tries each
     matrix's panel as CholeskyQR2 rebuilt into Householder form first, where
-    :func:`gram_build` allows (EXPERIMENTS.md H22)."""
+    :func:`gram_build` allows (EXPERIMENTS.md H22); ``kp`` (``k - nb``, or -1): the build
+    that first applies the panel at ``kp`` to these columns (:func:`pro_fits`; ``mb`` then
+    counts rows from ``kp``; EXPERIMENTS.md H28)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
@@ -752,12 +854,17 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
-    kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
+    pro = kp >= 0
+    if pro and (cl > 1 or gram or kp != k - nb or nt * r < m - kp):
+        raise ValueError(f"panel_cuda: no prologue build for panel {k} after {kp} ({cl} CTAs, "
+                         f"gram {gram}, {nt * r} rows for {m - kp})")
+    kern = _kernel(nt, r, dev, bool(fuse), cl, gram, pro)
     smem = gram_smem(nt) if gram else 0
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
-            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor))
+            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),
+            np.int32(kp), np.int32(max(kp, 0) // nb))
     import cupy as cp
 
     # cupy's current device is its own (thread-local, 0 by default), not torch's.

@@ -231,3 +231,35 @@ def test_fp16_fit_matches(n, dense):
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4
 
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
+def test_panel_pro_matches(n, dense):
+    # EXPERIMENTS.md H28: the update between a group's two panels (groups of two: the FP16
+    # route's batches) made by the second panel's CUDA C kernel. A batch of both routes,
+    # under torch.use_deterministic_algorithms (no row-split sums, so both sides are
+    # repeatable), eager and replayed: every matrix at the bar, each route taken, the
+    # FP32-routed matrix as without the knob to its rounding (FMA products in place of
+    # tf32x3 ones; its groups are the batch's).
+    from adaptqr import config
+
+    A = torch.cat([generate(dense, n, 2, 76 + n, "dense"), generate(1, n, 0, 77 + n, "rankdef")])
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    log.clear_decisions()
+    log.enable()
+    try:
+        H0, t0 = adaptqr.geqrf(A)
+        with config.experiment(panel_pro=1):
+            for _ in range(3):  # the third call replays a captured graph where one is taken
+                H, tau = adaptqr.geqrf(A)
+                r = check_geqrf(A, H, tau)
+                assert r.passes_bar, r.summary()
+        rec = log.decisions(1)[-1]
+    finally:
+        log.disable()
+        torch.use_deterministic_algorithms(before)
+    assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
+    assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-4
+    assert float((tau[-1] - t0[-1]).abs().max()) < 1e-3
