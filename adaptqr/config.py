@@ -136,7 +136,8 @@ class Knobs:
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
     update's column tile no wider than its columns' next power of two), ``panel_pro``
     (``schedules.PANEL_PRO``: 0 / 1, the update between a group's two panels made by the
-    second panel's CUDA C kernel)."""
+    second panel's CUDA C kernel), ``fp16_v16`` (``schedules.FP16_V16``: 0 / 1, the FP16
+    route's rest updates read their reflectors from a float16 copy)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -165,6 +166,7 @@ class Knobs:
     w_pingpong: int | None = None
     fp16_fit: int | None = None
     panel_pro: int | None = None
+    fp16_v16: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -292,6 +294,7 @@ KNOB_CHOICES = {
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
     "panel_pro": (0, 1),
+    "fp16_v16": (0, 1),
 }
 
 

@@ -78,7 +78,12 @@ from adaptqr.paths.kernels.panel import (
     panel_split_kernel,
     panel_t_kernel,
 )
-from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, trailing_w_kernel
+from adaptqr.paths.kernels.trailing import (
+    pair_v16_kernel,
+    trailing_kernel,
+    trailing_u_kernel,
+    trailing_w_kernel,
+)
 from adaptqr.paths.lanes import Lanes, RouteLanes
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
 from adaptqr.paths.row_split import WSlot, row_slices, splits_rows
@@ -276,11 +281,16 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
     f16 = None
+    v16 = None
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
+        if group == 2 and s.fp16_v16:
+            # The rest updates' reflectors in float16, one pair at a time (N23); allocated
+            # here, before any fork, and used on one stream only.
+            v16 = torch.empty((B, 2 * nb, m), dtype=torch.float16, device=H.device)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels)
+                 after_panels, v16)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -289,7 +299,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
         gend = min(n, g0 + nb * group)
         _group_panels(f, g0, gend, 0)
         if gend < n:
-            _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16)
+            _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16, rest=True)
 
 
 def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
@@ -402,7 +412,7 @@ def _factor_lookahead(f: _Blocked, group: int, f16, lanes: Lanes) -> None:
         ev_next = None
         if nend < n:
             lanes.wait(lanes.main, ev_panels)
-            _trailing(f, g0, npan, nend, n, f16, 0)
+            _trailing(f, g0, npan, nend, n, f16, 0, rest=True)
             ev_next = lanes.record(lanes.main)
         with lanes.on_hi():
             lanes.wait(lanes.hi, ev_rest)
@@ -527,6 +537,7 @@ class _Blocked(NamedTuple):
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
     wbuf: list[WSlot]     # the row-split trailing updates' W, allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
+    v16: Any = None       # (B, 2 nb, m) float16: a pair's reflectors for the rest update (N23)
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
@@ -717,11 +728,16 @@ def _panel(f: _Blocked, k: int, pw: int, kp: int = -1) -> None:
 MAX_GRID_Y = 65535
 
 
+#: Rows a program of :func:`~adaptqr.paths.kernels.trailing.pair_v16_kernel` converts.
+PAIR_V16_BM = 64
+
+
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
-              w_slot: int = 0) -> None:
+              w_slot: int = 0, rest: bool = False) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
     ``(C16, scales)`` of the FP16 route (one or two panels an update), else None;
-    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`)."""
+    ``w_slot``: which ``W`` a row-split update uses (:func:`_w`); ``rest``: the update of
+    every column after the next group (its stream owns ``f.v16``)."""
     Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
         f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
@@ -761,6 +777,11 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bm = MB if resident else s.bm
     tile_major = B <= MAX_GRID_Y
     lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
+    v16 = rest and npan == 2 and not resident and f.v16 is not None
+    if v16:
+        pair_v16_kernel[(B, triton.cdiv(m - k0, PAIR_V16_BM))](Ht, na, f.v16, k0, m, n,
+                                                                HAS_NA=has_na, NB=s.nb,
+                                                                BM=PAIR_V16_BM)
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
@@ -771,10 +792,11 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         grid = (tiles, B) if tile_major else (B, tiles)
         with lanes.on(mode):
             trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
+                                  f.v16 if v16 and pair else C16,
                                   NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                                   HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                                   BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
-                                  TILE_MAJOR=tile_major,
+                                  TILE_MAJOR=tile_major, USE_V16=v16 and pair,
                                   num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                                   num_stages=s.fp16_stages if only16 and s.fp16_stages
                                   else schedules.TRAILING_STAGES)

@@ -143,6 +143,12 @@ FP16_FIT = True
 #: look-ahead's chain (91-122 us a group at 640x512 in run 0525 / 0550). Built, not
 #: measured (EXPERIMENTS.md H28). Knob ``panel_pro`` (1: on).
 PANEL_PRO = False
+#: The FP16 route's rest updates of two panels read the panels' reflectors from a float16
+#: copy made once a pair (``trailing.pair_v16_kernel``, on the rest update's stream before
+#: it) instead of from Ht in float32, twice a column tile: 640x512's first rest update moved
+#: 1.16 GB from DRAM for ~0.5 GB of tile traffic (ncu, run 0525). The same bits. Built, not
+#: measured (EXPERIMENTS.md N23). Knob ``fp16_v16`` (1: on).
+FP16_V16 = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -176,6 +182,7 @@ SCHEDULE_KNOBS = {
     "w_pingpong": ("W_PINGPONG", bool),
     "fp16_fit": ("FP16_FIT", bool),
     "panel_pro": ("PANEL_PRO", bool),
+    "fp16_v16": ("FP16_V16", bool),
 }
 
 
@@ -416,6 +423,9 @@ class Schedule:
     # The update between a group's panels inside the second panel's kernel (PANEL_PRO);
     # None: the knob, else the constant.
     panel_pro: bool | None = None
+    # The FP16 rest updates' reflectors from a float16 copy a pair (FP16_V16); None: the
+    # knob, else the constant.
+    fp16_v16: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows (a row-split update sums W with atomics).
     deterministic: bool = False

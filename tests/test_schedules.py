@@ -535,3 +535,9 @@ def test_panel_pro_takes_the_group_update_off_the_chain(monkeypatch):
     hh._group_panels(F(s=dataclasses.replace(s, panel_pro=False), B=640, m=512, n=512,
                        after_panels=None), 64, 128, 1)
     assert calls == [("panel", 64, -1), ("update", 64, 96, 128), ("panel", 96, -1)]
+
+
+def test_fp16_v16_knob():
+    # N23: off until measured, on under the knob.
+    assert schedules.FP16_V16 is False
+    _knob_resolves("fp16_v16", False, True, 2)

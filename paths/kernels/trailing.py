@@ -161,9 +161,9 @@ def _pair_sums(BN: tl.constexpr, NB: tl.constexpr):
 
 
 @triton.jit
-def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, sc,
+def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, sc, v16,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr,
-                     PREC: tl.constexpr, PAIR: tl.constexpr):
+                     PREC: tl.constexpr, PAIR: tl.constexpr, USE_V16: tl.constexpr):
     """The update by the ``npan`` (1 or 2) panels from column ``k`` of the column tile ``cc``
     of a matrix on the FP16 route (:mod:`adaptqr.paths.kernels.fp16_storage`): the tile in
     units of ``sc``, from and back to C16 but for the float32 entries (``hot_mask``). Streamed
@@ -184,8 +184,8 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             C -= dot16(Y16, Vt) * ys
         store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, npan * NB), sc)
     elif PAIR:
-        _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, NB, BN, BM,
-                        PREC)
+        _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16, NB, BN,
+                        BM, PREC, USE_V16)
     else:
         T = _load_t(TW, b, k // NB, n_tw, NB)
         W = tl.zeros((BN, NB), dtype=tl.float32)
@@ -205,8 +205,44 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
 
 
 @triton.jit
-def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
-                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+def _pair_v(base, v16, k, r, m, na, n, NB: tl.constexpr, USE_V16: tl.constexpr):
+    """The pair's two panels' ``V^T`` rows ``r`` in float16 ([NB, len(r)] each): from the
+    float16 copy ``v16`` (:func:`pair_v16_kernel`, the same roundings of the same values)
+    when ``USE_V16``, else from Ht."""
+    if USE_V16:
+        jj = tl.arange(0, NB)
+        msk = (r < m)[None, :]
+        V1 = tl.load(v16 + jj[:, None] * m + r[None, :], mask=msk, other=0.0)
+        V2 = tl.load(v16 + (NB + jj[:, None]) * m + r[None, :], mask=msk, other=0.0)
+    else:
+        V1 = _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16)
+        V2 = _load_v(base, k + NB, r, m, m, na, NB, n - k - NB).to(tl.float16)
+    return V1, V2
+
+
+@triton.jit
+def pair_v16_kernel(Ht, NA, V16, k, m, n, HAS_NA: tl.constexpr, NB: tl.constexpr,
+                    BM: tl.constexpr):
+    """``V16[b]`` ``(2 NB, m)`` float16: the two panels from column ``k``'s reflectors as the
+    pair update uses them (unit diagonal, zeros above it and past ``n_active``, rounded to
+    nearest), rows ``[k, m)``. Grid ``(B, cdiv(m - k, BM))``. One read of the reflectors a
+    pair, in half the bytes, where the pair update's column tiles would each read them
+    twice in float32 (EXPERIMENTS.md N23)."""
+    b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
+    r = k + tl.program_id(1) * BM + tl.arange(0, BM)
+    jj = tl.arange(0, NB)
+    out = V16 + b.to(tl.int64) * 2 * NB * m
+    msk = (r < m)[None, :]
+    V1 = _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16)
+    V2 = _load_v(base, k + NB, r, m, m, na, NB, n - k - NB).to(tl.float16)
+    tl.store(out + jj[:, None] * m + r[None, :], V1, mask=msk)
+    tl.store(out + (NB + jj[:, None]) * m + r[None, :], V2, mask=msk)
+
+
+@triton.jit
+def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+                    USE_V16: tl.constexpr):
     """Panels ``k`` and ``k + NB`` applied to a streamed FP16 tile in one read-update-write
     pass instead of two (EXPERIMENTS.md N9). In transposed form, with ``C`` the tile::
 
@@ -226,8 +262,7 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
         amask = ccmask[:, None] & (r < m)[None, :]
         C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16,
                         sc).to(tl.float16)
-        V1 = _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16)
-        V2 = _load_v(base, k2, r, m, m, na, NB, n - k2).to(tl.float16)
+        V1, V2 = _pair_v(base, v16, k, r, m, na, n, NB, USE_V16)
         W1 += tl.dot(C, tl.trans(V1))
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
@@ -245,8 +280,9 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
         amask = ccmask[:, None] & (r < m)[None, :]
         off = cc[:, None] * m + r[None, :]
         C = load_scaled(base, base16, off, amask, src16, sc)
-        D = tl.dot(Y1h, _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16))
-        D += tl.dot(Y2h, _load_v(base, k2, r, m, m, na, NB, n - k2).to(tl.float16))
+        V1, V2 = _pair_v(base, v16, k, r, m, na, n, NB, USE_V16)
+        D = tl.dot(Y1h, V1)
+        D += tl.dot(Y2h, V2)
         C -= D * ys
         store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, 2 * NB), sc)
 
@@ -279,18 +315,20 @@ def _routes(C16, SC, b, m, n, F16: tl.constexpr):
 
 
 @triton.jit
-def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
+def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw, V16,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                    PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = True):
+                    PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = True,
+                    USE_V16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
     columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
-    streamed, so both panels go in one pass).
+    streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
+    ``(B, 2 NB, m)``, :func:`pair_v16_kernel`'s, else ``V16`` is not read).
     """
     if TILE_MAJOR:
         b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
@@ -306,7 +344,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
             _apply_panel_f16(base, base16, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, sc,
-                             NB, BN, BM16, RESIDENT, PREC, PAIR16)
+                             V16 + b.to(tl.int64) * 2 * NB * m, NB, BN, BM16, RESIDENT, PREC,
+                             PAIR16, USE_V16)
         elif do32:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
                         RESIDENT, PREC, PREC_TAIL)

@@ -263,3 +263,24 @@ def test_panel_pro_matches(n, dense):
     assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-4
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-3
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
+def test_fp16_v16_gives_the_same_bits(n, dense):
+    # EXPERIMENTS.md N23: the rest updates' reflectors from a float16 copy made once a pair
+    # are the values the pair kernel rounds itself: under torch.use_deterministic_algorithms
+    # (no row-split sums) every matrix's bits are the same, eagerly and replayed.
+    from adaptqr import config
+
+    A = torch.cat([generate(dense, n, 2, 78 + n, "dense"), generate(1, n, 0, 79 + n, "rankdef")])
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        H0, t0 = adaptqr.geqrf(A)
+        with config.experiment(fp16_v16=1):
+            for _ in range(3):  # the third call replays a captured graph where one is taken
+                H, tau = adaptqr.geqrf(A)
+                assert torch.equal(H, H0) and torch.equal(tau, t0)
+    finally:
+        torch.use_deterministic_algorithms(before)

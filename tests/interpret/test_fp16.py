@@ -10,7 +10,8 @@ resident loop when resident):
 - the FP16-routed one moves by float16's rounding (more than FP32's, less than 1e-2 of its
   scale), stays finite, and a scaled copy (1e20) moves the same relative amount;
 - the FP16 launch's own column tile (``Schedule.fp16_bn``, fitted to the update's columns
-  or not: ``Schedule.fp16_fit``) against the FP32 launch's tile:
+  or not: ``Schedule.fp16_fit``) against the FP32 launch's tile; and the pair updates'
+  reflectors from a float16 copy (``Schedule.fp16_v16``) bit for bit:
   the same to float16's rounding. Not bit for bit: the tile width changes the shapes of
   the products, and both the GPU's MMA layouts and the interpreter's numpy BLAS may sum by
   shape (OpenBLAS's Haswell and Zen kernels do, its SkylakeX kernel does not: issue 21's
@@ -71,6 +72,7 @@ def _cases():
         H1, t1 = run(A, s, sc)
         H2, t2 = run(A, dataclasses.replace(s, fp16_bn=0), sc)
         H3, t3 = run(A, dataclasses.replace(s, fp16_fit=not schedules.FP16_FIT), sc)
+        H4, t4 = run(A, dataclasses.replace(s, fp16_v16=not schedules.FP16_V16), sc)
         _out({
             "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
@@ -80,6 +82,7 @@ def _cases():
             "fp32_same_fit": bool(torch.equal(H1[1:], H3[1:]) and torch.equal(t1[1:], t3[1:])),
             "fit16": float((H1[0] - H3[0]).abs().max() / H1[0].abs().max()),
             "fit_tau16": float((t1[0] - t3[0]).abs().max()),
+            "v16_same": bool(torch.equal(H1, H4) and torch.equal(t1, t4)),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)})
@@ -102,6 +105,9 @@ def test_fp16_route_per_matrix(results, name, group):
     # The FP16 launch's tile fitted to its columns or not (N21): the same bound, and the
     # FP32-routed matrix untouched.
     assert d["fp32_same_fit"] and d["fit16"] < 4e-3 and d["fit_tau16"] < 4e-3, d
+    # The pair's reflectors from their float16 copy (N23): the same roundings of the same
+    # values, so every bit the same.
+    assert d["v16_same"], d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,
