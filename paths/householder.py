@@ -79,10 +79,10 @@ from adaptqr.paths.kernels.panel import (
     panel_t_kernel,
 )
 from adaptqr.paths.kernels.trailing import (
-    pair_v16_kernel,
     trailing_kernel,
     trailing_u_kernel,
     trailing_w_kernel,
+    v16_kernel,
 )
 from adaptqr.paths.lanes import Lanes, RouteLanes
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
@@ -285,10 +285,10 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-        if group == 2 and s.fp16_v16:
-            # The rest updates' reflectors in float16, one pair at a time (N23); allocated
-            # here, before any fork, and used on one stream only.
-            v16 = torch.empty((B, 2 * nb, m), dtype=torch.float16, device=H.device)
+        if s.fp16_v16:
+            # The rest updates' reflectors in float16, one group at a time (N23, N24);
+            # allocated here, before any fork, and used on one stream only.
+            v16 = torch.empty((B, group * nb, m), dtype=torch.float16, device=H.device)
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
                  after_panels, v16)
     lanes = _lookahead_lanes(f, group)
@@ -537,7 +537,7 @@ class _Blocked(NamedTuple):
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
     wbuf: list[WSlot]     # the row-split trailing updates' W, allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
-    v16: Any = None       # (B, 2 nb, m) float16: a pair's reflectors for the rest update (N23)
+    v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
 
 
 #: The panel kernels, by the names :func:`panel_kinds` gives them (``register-cuda``: the
@@ -728,8 +728,16 @@ def _panel(f: _Blocked, k: int, pw: int, kp: int = -1) -> None:
 MAX_GRID_Y = 65535
 
 
-#: Rows a program of :func:`~adaptqr.paths.kernels.trailing.pair_v16_kernel` converts.
-PAIR_V16_BM = 64
+#: Rows a program of :func:`~adaptqr.paths.kernels.trailing.v16_kernel` converts.
+V16_BM = 64
+
+
+def _v16(f: _Blocked, k0: int, npan: int) -> None:
+    """:func:`~adaptqr.paths.kernels.trailing.v16_kernel`: the ``npan`` panels from ``k0``
+    into ``f.v16``, on the current stream (the rest update's, which alone reads it)."""
+    v16_kernel[(f.B, triton.cdiv(f.m - k0, V16_BM))](f.Ht, f.na, f.v16, k0, f.m, f.n,
+                                                      HAS_NA=f.has_na, NB=f.s.nb, BM=V16_BM,
+                                                      NP=npan)
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
@@ -749,6 +757,9 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if _splits(s, npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
+        v16 = rest and f.v16 is not None and f16 is not None
+        if v16:
+            _v16(f, k0, npan)
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         W, WZ = _w(f, w_slot).take(c_start)
@@ -761,13 +772,16 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
             # The next W zeroed by the first launch: with route lanes, the side stream's.
             zero = WZ is not None and mode == modes[0]
             with lanes.on(mode):
+                use = v16 and mode == F16_ONLY.value
                 trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
-                                        WZ if zero else W, c_start, F16=mode, ZERO=zero,
-                                        **common)
+                                        WZ if zero else W, c_start, f.v16 if use else C16,
+                                        F16=mode, ZERO=zero, USE_V16=use, **common)
         for mode in modes:
             with lanes.on(mode):
+                use = v16 and mode == F16_ONLY.value
                 trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end,
-                                        n_tw, per, F16=mode, **common)
+                                        n_tw, per, f.v16 if use else C16, F16=mode,
+                                        USE_V16=use, **common)
         lanes.join()
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
@@ -777,11 +791,9 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bm = MB if resident else s.bm
     tile_major = B <= MAX_GRID_Y
     lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
-    v16 = rest and npan == 2 and not resident and f.v16 is not None
+    v16 = rest and npan == 2 and not resident and f.v16 is not None and f16 is not None
     if v16:
-        pair_v16_kernel[(B, triton.cdiv(m - k0, PAIR_V16_BM))](Ht, na, f.v16, k0, m, n,
-                                                                HAS_NA=has_na, NB=s.nb,
-                                                                BM=PAIR_V16_BM)
+        _v16(f, k0, npan)
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the

@@ -143,11 +143,12 @@ FP16_FIT = True
 #: look-ahead's chain (91-122 us a group at 640x512 in run 0525 / 0550). Built, not
 #: measured (EXPERIMENTS.md H28). Knob ``panel_pro`` (1: on).
 PANEL_PRO = False
-#: The FP16 route's rest updates of two panels read the panels' reflectors from a float16
-#: copy made once a pair (``trailing.pair_v16_kernel``, on the rest update's stream before
-#: it) instead of from Ht in float32, twice a column tile: 640x512's first rest update moved
-#: 1.16 GB from DRAM for ~0.5 GB of tile traffic (ncu, run 0525). The same bits. Built, not
-#: measured (EXPERIMENTS.md N23). Knob ``fp16_v16`` (1: on).
+#: The FP16 route's rest updates read their panels' reflectors from a float16 copy made
+#: once an update (``trailing.v16_kernel``, on the rest update's stream before it) instead
+#: of from Ht in float32, twice a column tile or row slice: 640x512's first rest update
+#: moved 1.16 GB from DRAM for ~0.5 GB of tile traffic (ncu, run 0525); a row-split one
+#: reads as many reflector bytes as tile bytes. The same bits. Built, not measured
+#: (EXPERIMENTS.md N23: pairs of panels; N24: row-split updates). Knob ``fp16_v16`` (1: on).
 FP16_V16 = False
 
 

@@ -22,7 +22,8 @@ needs_backend = pytest.mark.skipif(not offline_compile.available(),
                                    reason="triton without its NVIDIA backend")
 
 S = schedules.schedule_for(512, 512)
-_TRAIL = dict(NB=S.nb, BM=S.bm, HAS_NA=1, PREC=S.prec, PREC_TAIL=S.tail_prec, BM16=S.bm)
+_TRAIL = dict(NB=S.nb, BM=S.bm, HAS_NA=1, PREC=S.prec, PREC_TAIL=S.tail_prec, BM16=S.bm,
+              USE_V16=0)
 _RES_BN, _RES_MB = 32, 64  # a resident trailing tile: bn * MB <= RESIDENT_MAX_TILE
 
 CASES = [
@@ -43,11 +44,15 @@ CASES = [
                                     TILE_MAJOR=1), schedules.TRAILING_WARPS, S.fp16_stages),
     (trailing.trailing_kernel, dict(_TRAIL, BN=S.fp16_bn, RESIDENT=0, F16=F16_ONLY.value, PAIR16=1,
                                     TILE_MAJOR=1, USE_V16=1), schedules.TRAILING_WARPS, S.fp16_stages),
-    (trailing.pair_v16_kernel, dict(NB=S.nb, HAS_NA=1, BM=householder.PAIR_V16_BM), 4, 3),
+    (trailing.v16_kernel, dict(NB=S.nb, HAS_NA=1, BM=householder.V16_BM, NP=2), 4, 3),
     (trailing.trailing_kernel, dict(_TRAIL, BN=_RES_BN, BM=_RES_MB, BM16=_RES_MB, RESIDENT=1,
                                     F16=F16_SKIP.value, PAIR16=0, TILE_MAJOR=0),
      householder._warps(_RES_BN * _RES_MB), schedules.TRAILING_STAGES),
     (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_ONLY.value),
+     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
+    (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_ONLY.value, USE_V16=1),
+     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
+    (trailing.trailing_u_kernel, dict(_TRAIL, BN=S.bn, F16=F16_ONLY.value, USE_V16=1),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_SKIP.value, ZERO=1),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # EXPERIMENTS.md H28 and N23 (built in session 32, not run): the update between a group's
 # two panels inside the second CUDA C panel (knob panel_pro); the rest updates' reflectors
-# from a float16 copy (knob fp16_v16). Steps (each skipped if its variable is set):
+# from a float16 copy (knob fp16_v16; N24 for the row-split ones). Steps (each skipped if its variable is set):
 #   tests  (SKIP_TESTS): their GPU tests and L4's deterministic-mode test, ~150 s
 #   bench  (SKIP_BENCH): cases_n22.json, default / pro / v16 / both side by side, ~300 s
 #   trace  (only with TRACE=1): eager traces of 640x512 with each knob, ~80 s
@@ -12,6 +12,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   timeout 180 python3 -m pytest -q -p no:cacheprovider \
     tests/gpu/test_fp16_route_gpu.py::test_panel_pro_matches \
     tests/gpu/test_fp16_route_gpu.py::test_fp16_v16_gives_the_same_bits \
+    tests/gpu/test_fp16_route_gpu.py::test_fp16_v16_row_split \
     tests/gpu/test_householder_gpu.py::test_deterministic_mode_gives_the_same_bits \
     > "$OUT/tests.txt" 2>&1
   echo "tests: exit $? (t=$(( $(date +%s) - T0 ))s)"; tail -5 "$OUT/tests.txt"

@@ -205,38 +205,42 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
 
 
 @triton.jit
-def _pair_v(base, v16, k, r, m, na, n, NB: tl.constexpr, USE_V16: tl.constexpr):
-    """The pair's two panels' ``V^T`` rows ``r`` in float16 ([NB, len(r)] each): from the
-    float16 copy ``v16`` (:func:`pair_v16_kernel`, the same roundings of the same values)
-    when ``USE_V16``, else from Ht."""
-    if USE_V16:
-        jj = tl.arange(0, NB)
-        msk = (r < m)[None, :]
-        V1 = tl.load(v16 + jj[:, None] * m + r[None, :], mask=msk, other=0.0)
-        V2 = tl.load(v16 + (NB + jj[:, None]) * m + r[None, :], mask=msk, other=0.0)
-    else:
-        V1 = _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16)
-        V2 = _load_v(base, k + NB, r, m, m, na, NB, n - k - NB).to(tl.float16)
-    return V1, V2
-
-
-@triton.jit
-def pair_v16_kernel(Ht, NA, V16, k, m, n, HAS_NA: tl.constexpr, NB: tl.constexpr,
-                    BM: tl.constexpr):
-    """``V16[b]`` ``(2 NB, m)`` float16: the two panels from column ``k``'s reflectors as the
-    pair update uses them (unit diagonal, zeros above it and past ``n_active``, rounded to
-    nearest), rows ``[k, m)``. Grid ``(B, cdiv(m - k, BM))``. One read of the reflectors a
-    pair, in half the bytes, where the pair update's column tiles would each read them
-    twice in float32 (EXPERIMENTS.md N23)."""
+def v16_kernel(Ht, NA, V16, k, m, n, HAS_NA: tl.constexpr, NB: tl.constexpr,
+               BM: tl.constexpr, NP: tl.constexpr):
+    """``V16[b]`` ``(NP NB, m)`` float16: the ``NP`` (1 or 2) panels from column ``k``'s
+    reflectors as the FP16 updates use them (unit diagonal, zeros above it and past
+    ``n_active``, rounded to nearest), rows ``[k, m)``. Grid ``(B, cdiv(m - k, BM))``. One
+    read of the reflectors an update, in half the bytes, where each column tile (or row
+    slice) of the update would read them in float32 (EXPERIMENTS.md N23, N24)."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
     r = k + tl.program_id(1) * BM + tl.arange(0, BM)
     jj = tl.arange(0, NB)
-    out = V16 + b.to(tl.int64) * 2 * NB * m
+    out = V16 + b.to(tl.int64) * NP * NB * m
     msk = (r < m)[None, :]
-    V1 = _load_v(base, k, r, m, m, na, NB, n - k).to(tl.float16)
-    V2 = _load_v(base, k + NB, r, m, m, na, NB, n - k - NB).to(tl.float16)
-    tl.store(out + jj[:, None] * m + r[None, :], V1, mask=msk)
-    tl.store(out + (NB + jj[:, None]) * m + r[None, :], V2, mask=msk)
+    for i in tl.static_range(NP):
+        Vi = _load_v(base, k + i * NB, r, m, m, na, NB, n - k - i * NB).to(tl.float16)
+        tl.store(out + (i * NB + jj[:, None]) * m + r[None, :], Vi, mask=msk)
+
+
+@triton.jit
+def _v_rows(base, v16, k, r, m, rlim, na, n, NB: tl.constexpr, USE_V16: tl.constexpr):
+    """One panel's ``V^T`` rows ``r`` below ``rlim`` ([NB, len(r)]): float16 from
+    :func:`v16_kernel`'s copy ``v16`` when ``USE_V16``, else float32 from Ht
+    (:func:`_load_v`); the FP16 products round either to the same values."""
+    if USE_V16:
+        jj = tl.arange(0, NB)
+        return tl.load(v16 + jj[:, None] * m + r[None, :], mask=(r < rlim)[None, :], other=0.0)
+    else:
+        return _load_v(base, k, r, m, rlim, na, NB, n - k)
+
+
+@triton.jit
+def _pair_v(base, v16, k, r, m, na, n, NB: tl.constexpr, USE_V16: tl.constexpr):
+    """The pair's two panels' ``V^T`` rows ``r`` in float16 ([NB, len(r)] each), from
+    :func:`v16_kernel`'s copy when ``USE_V16`` (:func:`_v_rows`)."""
+    V1 = _v_rows(base, v16, k, r, m, m, na, n, NB, USE_V16).to(tl.float16)
+    V2 = _v_rows(base, v16 + NB * m, k + NB, r, m, m, na, n, NB, USE_V16).to(tl.float16)
+    return V1, V2
 
 
 @triton.jit
@@ -328,7 +332,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
     streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
-    ``(B, 2 NB, m)``, :func:`pair_v16_kernel`'s, else ``V16`` is not read).
+    ``(B, 2 NB, m)``, :func:`v16_kernel`'s, else ``V16`` is not read).
     """
     if TILE_MAJOR:
         b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
@@ -392,8 +396,8 @@ def _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail,
 
 
 @triton.jit
-def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
-                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr):
+def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc, v16,
+                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, USE_V16: tl.constexpr):
     """:func:`_w_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
     rr = tl.arange(0, BM)
     jj = tl.arange(0, NB)
@@ -402,7 +406,7 @@ def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
         r = r0 + rr
         amask = ccmask[:, None] & (r < r_hi)[None, :]
         C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, k > 0, sc)
-        acc += dot16(C, tl.trans(_load_v(base, k, r, m, r_hi, na, NB, n - k)))
+        acc += dot16(C, tl.trans(_v_rows(base, v16, k, r, m, r_hi, na, n, NB, USE_V16)))
     wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
     tl.atomic_add(wp, acc, mask=ccmask[:, None])
 
@@ -431,18 +435,19 @@ def _zero_next(WZ, z_start, n, NB: tl.constexpr, ZB: tl.constexpr):
 
 @triton.jit
 def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_split,
-                      WZ, z_start,
+                      WZ, z_start, V16,
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
                       F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                      ZERO: tl.constexpr = False):
+                      ZERO: tl.constexpr = False, USE_V16: tl.constexpr = False):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
     zero there on entry) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
     F16 (then W is in units of the matrix's scale): as :func:`trailing_kernel`.
     ``ZERO``: the programs also zero ``WZ[:, z_start:, :]`` (another (B, n, NB) buffer: the
     next update's ``W``), so that no zeroing launch stands before it
-    (``row_split.WSlot``)."""
+    (``row_split.WSlot``). ``USE_V16``: the FP16 route's reflectors from ``V16`` ``(B, NB,
+    m)`` (:func:`v16_kernel`'s), else ``V16`` is not read."""
     if ZERO:
         _zero_next(WZ, z_start, n, NB, ZERO_BLOCK)
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
@@ -451,7 +456,7 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
             _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
-                        NB, BN, BM16)
+                        V16 + b.to(tl.int64) * NB * m, NB, BN, BM16, USE_V16)
         elif do32:
             _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
                          PREC, PREC_TAIL)
@@ -485,8 +490,8 @@ def _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail
 
 
 @triton.jit
-def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, sc,
-                NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, sc, v16,
+                NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr, USE_V16: tl.constexpr):
     """:func:`_u_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
     rr = tl.arange(0, BM)
     jj = tl.arange(0, NB)
@@ -498,24 +503,26 @@ def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_h
         amask = ccmask[:, None] & (r < r_hi)[None, :]
         off = cc[:, None] * m + r[None, :]
         C = load_scaled(base, base16, off, amask, k > 0, sc)
-        C -= dot16(Y16, _load_v(base, k, r, m, r_hi, na, NB, n - k)) * ys
+        C -= dot16(Y16, _v_rows(base, v16, k, r, m, r_hi, na, n, NB, USE_V16)) * ys
         store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, NB), sc)
 
 
 @triton.jit
 def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw, rows_per_prog,
-                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                      V16, NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
-                      F16: tl.constexpr = 0, BM16: tl.constexpr = 16):
+                      F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
+                      USE_V16: tl.constexpr = False):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
-    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``."""
+    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``. ``V16``, ``USE_V16``: as
+    :func:`trailing_w_kernel`'s."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
             _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                        sc, NB, BM16, PREC)
+                        sc, V16 + b.to(tl.int64) * NB * m, NB, BM16, PREC, USE_V16)
         elif do32:
             _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
                          BM, PREC, PREC_TAIL)
