@@ -480,20 +480,15 @@ def test_deterministic_mode_never_splits_rows():
     # docs/NUMERICS.md "Determinism": torch.use_deterministic_algorithms reaches the
     # resolved schedule through the settings snapshot, and no update then splits its rows
     # (W summed by atomics); 2x4096's first update and 8x2048's groups do by default.
-    import torch
-
     from adaptqr import config
+    from adaptqr.testing import deterministic
 
     s = schedules.schedule_for(4096, 4096)
-    before = torch.are_deterministic_algorithms_enabled()
-    try:
-        torch.use_deterministic_algorithms(True)
+    with deterministic():
         assert config.snapshot().deterministic
         r = hh._with_knobs(s, None)
         assert r.deterministic and not hh._splits(r, 1, 2, 63, 4032)
         assert hh.fp16_group(r, 8, 2048, 2048) == 2
-    finally:
-        torch.use_deterministic_algorithms(before)
     r = hh._with_knobs(s, None)
     assert not config.snapshot().deterministic and not r.deterministic
     assert hh._splits(r, 1, 2, 63, 4032) and hh.fp16_group(r, 8, 2048, 2048) == 1

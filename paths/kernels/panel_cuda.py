@@ -132,6 +132,15 @@ __device__ __forceinline__ void fold(float* pp, int lane) {
     }
 }
 
+// The whole butterfly: lane l ends with the warp's sum of slot l.
+__device__ __forceinline__ void fold_all(float* pp, int lane) {
+    fold<16>(pp, lane);
+    fold<8>(pp, lane);
+    fold<4>(pp, lane);
+    fold<2>(pp, lane);
+    fold<1>(pp, lane);
+}
+
 // CL > 1: a cluster of CL CTAs a matrix, NT R rows each (rank r: rows k + r NT R ...); the
 // CTAs' sums meet in distributed shared memory. Each exchange: every CTA posts its value in
 // its own buffer (of two, alternating: a CTA is never two barriers ahead of another), one
@@ -343,11 +352,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                     for (int i = 0; i < R; ++i) acc += a[i][q] * vi[i];
                     pp[q] = acc;
                 }
-                fold<16>(pp, lane);
-                fold<8>(pp, lane);
-                fold<4>(pp, lane);
-                fold<2>(pp, lane);
-                fold<1>(pp, lane);
+                fold_all(pp, lane);
                 pws[warp][g][lane] = pp[0];  // lane q: the warp's sum for column q
             }
             __syncthreads();
@@ -567,11 +572,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
             pp[q] = s;
         }
-        fold<16>(pp, lane);
-        fold<8>(pp, lane);
-        fold<4>(pp, lane);
-        fold<2>(pp, lane);
-        fold<1>(pp, lane);
+        fold_all(pp, lane);
         if (lane < NB) wpart[warp][lane] = pp[0];
 #if FUSE
         // The next column y (slot 1) after this step's update is y - tau w_1 v: its sum of

@@ -29,7 +29,7 @@ from adaptqr import log  # noqa: E402
 from adaptqr.detectors import route  # noqa: E402
 from adaptqr.paths import schedules  # noqa: E402
 from adaptqr.paths.householder import factor_householder  # noqa: E402
-from adaptqr.testing import check_geqrf, generate  # noqa: E402
+from adaptqr.testing import check_geqrf, deterministic, generate  # noqa: E402
 
 C = importlib.import_module("adaptqr.detectors.classify")  # the package exports classify()
 # Scaled factor residual between the two routes' levels (FP32 ~0.01, FP16 ~1-4; N3).
@@ -203,63 +203,62 @@ def test_w_pingpong_in_a_graph(n, dense):
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4
 
 
+def _both_routes(n, dense, seed):
+    """``dense`` matrices cond 2 (the FP16 route), then one rankdef (the FP32 route)."""
+    return torch.cat([generate(dense, n, 2, seed + n, "dense"),
+                      generate(1, n, 0, seed + 1 + n, "rankdef")])
+
+
+def _under_knobs(A, same=None, **knobs):
+    """Three calls of ``A`` under the experiment ``knobs`` (the third replays a captured
+    graph where one is taken), every matrix of each at the bar, and each ``(H, tau)``
+    equal to ``same``'s bit for bit where given: the last call's ``(H, tau)`` and its
+    decisions record."""
+    from adaptqr import config
+
+    log.clear_decisions()
+    log.enable()
+    try:
+        with config.experiment(**knobs):
+            for _ in range(3):
+                H, tau = adaptqr.geqrf(A)
+                r = check_geqrf(A, H, tau)
+                assert r.passes_bar, r.summary()
+                if same is not None:
+                    assert torch.equal(H, same[0]) and torch.equal(tau, same[1])
+        return H, tau, log.decisions(1)[-1]
+    finally:
+        log.disable()
+
+
 @pytest.mark.variant
 @pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
 def test_fp16_fit_matches(n, dense):
     # EXPERIMENTS.md N21: the FP16-only update's column tile fitted to its columns (the
-    # look-ahead's 64-column update in 64-wide tiles). A batch of both routes, eager and
-    # replayed: every matrix at the bar, each route taken, the FP32-routed matrix as
-    # without the knob (its launch is not touched). The FP16-routed ones are not compared
-    # entry by entry: a tile's float16 Y scale is the tile's, so another tile width rounds
-    # Y otherwise (docs/NUMERICS.md).
-    from adaptqr import config
-
-    A = torch.cat([generate(dense, n, 2, 72 + n, "dense"), generate(1, n, 0, 73 + n, "rankdef")])
+    # look-ahead's 64-column update in 64-wide tiles), against the knob off: each route
+    # taken, the FP32-routed matrix as before (its launch is not touched). The FP16-routed
+    # ones are not compared entry by entry: a tile's float16 Y scale is the tile's, so
+    # another tile width rounds Y otherwise (docs/NUMERICS.md).
+    A = _both_routes(n, dense, 72)
     H0, t0 = adaptqr.geqrf(A)
-    log.clear_decisions()
-    log.enable()
-    try:
-        with config.experiment(fp16_fit=1):
-            for _ in range(3):  # the third call replays a captured graph where one is taken
-                H, tau = adaptqr.geqrf(A)
-                r = check_geqrf(A, H, tau)
-                assert r.passes_bar, r.summary()
-        rec = log.decisions(1)[-1]
-    finally:
-        log.disable()
+    H, tau, rec = _under_knobs(A, fp16_fit=int(not schedules.FP16_FIT))
     assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4
-
 
 
 @pytest.mark.variant
 @pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
 def test_panel_pro_matches(n, dense):
     # EXPERIMENTS.md H28: the update between a group's two panels (groups of two: the FP16
-    # route's batches) made by the second panel's CUDA C kernel. A batch of both routes,
-    # under torch.use_deterministic_algorithms (no row-split sums, so both sides are
-    # repeatable), eager and replayed: every matrix at the bar, each route taken, the
-    # FP32-routed matrix as without the knob to its rounding (FMA products in place of
-    # tf32x3 ones; its groups are the batch's).
-    from adaptqr import config
-
-    A = torch.cat([generate(dense, n, 2, 76 + n, "dense"), generate(1, n, 0, 77 + n, "rankdef")])
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    log.clear_decisions()
-    log.enable()
-    try:
+    # route's batches) made by the second panel's CUDA C kernel. Under the deterministic
+    # mode (no row-split sums, so both sides repeat): each route taken, the FP32-routed
+    # matrix as without the knob to its rounding (FMA products in place of tf32x3 ones;
+    # its groups are the batch's).
+    A = _both_routes(n, dense, 76)
+    with deterministic():
         H0, t0 = adaptqr.geqrf(A)
-        with config.experiment(panel_pro=1):
-            for _ in range(3):  # the third call replays a captured graph where one is taken
-                H, tau = adaptqr.geqrf(A)
-                r = check_geqrf(A, H, tau)
-                assert r.passes_bar, r.summary()
-        rec = log.decisions(1)[-1]
-    finally:
-        log.disable()
-        torch.use_deterministic_algorithms(before)
+        H, tau, rec = _under_knobs(A, panel_pro=1)
     assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-4
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-3
@@ -269,21 +268,11 @@ def test_panel_pro_matches(n, dense):
 @pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
 def test_fp16_v16_gives_the_same_bits(n, dense):
     # EXPERIMENTS.md N23: the rest updates' reflectors from a float16 copy made once a pair
-    # are the values the pair kernel rounds itself: under torch.use_deterministic_algorithms
-    # (no row-split sums) every matrix's bits are the same, eagerly and replayed.
-    from adaptqr import config
-
-    A = torch.cat([generate(dense, n, 2, 78 + n, "dense"), generate(1, n, 0, 79 + n, "rankdef")])
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        H0, t0 = adaptqr.geqrf(A)
-        with config.experiment(fp16_v16=1):
-            for _ in range(3):  # the third call replays a captured graph where one is taken
-                H, tau = adaptqr.geqrf(A)
-                assert torch.equal(H, H0) and torch.equal(tau, t0)
-    finally:
-        torch.use_deterministic_algorithms(before)
+    # are the values the pair kernel rounds itself: under the deterministic mode (no
+    # row-split sums) every matrix's bits are the same.
+    A = _both_routes(n, dense, 78)
+    with deterministic():
+        _under_knobs(A, same=adaptqr.geqrf(A), fp16_v16=1)
 
 
 @pytest.mark.variant
@@ -291,16 +280,10 @@ def test_fp16_v16_gives_the_same_bits(n, dense):
 def test_fp16_v16_row_split(n, dense):
     # EXPERIMENTS.md N24: row-split FP16 updates (groups of one panel) with the reflectors
     # from the float16 copy. Their W sums by atomics, so bits are not compared: every matrix
-    # at the bar, eager and replayed, and the FP32-routed one as without the knob to the
-    # atomics' order (its launches do not read the copy).
-    from adaptqr import config
-
-    A = torch.cat([generate(dense, n, 2, 80 + n, "dense"), generate(1, n, 0, 81 + n, "rankdef")])
+    # at the bar, and the FP32-routed one as without the knob to the atomics' order (its
+    # launches do not read the copy).
+    A = _both_routes(n, dense, 80)
     H0, t0 = adaptqr.geqrf(A)
-    with config.experiment(fp16_v16=1):
-        for _ in range(3):  # the third call replays a captured graph
-            H, tau = adaptqr.geqrf(A)
-            r = check_geqrf(A, H, tau)
-            assert r.passes_bar, r.summary()
+    H, tau, _ = _under_knobs(A, fp16_v16=1)
     assert float((H[-1] - H0[-1]).norm() / H0[-1].norm()) < 1e-5
     assert float((tau[-1] - t0[-1]).abs().max()) < 1e-4

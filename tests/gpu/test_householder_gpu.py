@@ -443,17 +443,13 @@ def test_deterministic_mode_gives_the_same_bits(B, n, case):
     # same input gives the same bits call after call, eagerly and replayed; torch fills
     # torch.empty with NaN in that mode, so a read of unwritten memory would show too.
     import adaptqr
-    from adaptqr.testing import generate
+    from adaptqr.testing import deterministic, generate
 
     A = generate(B, n, 2, 90 + n, case, "cuda")
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
+    with deterministic():
         H0, t0 = adaptqr.geqrf(A)
         for _ in range(3):  # the third call replays a captured graph where one is taken
             H, tau = adaptqr.geqrf(A)
             assert torch.equal(H, H0) and torch.equal(tau, t0)
-    finally:
-        torch.use_deterministic_algorithms(before)
     r = check_geqrf(A, H, tau)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()

@@ -7,24 +7,10 @@ test sees the switch), and both factorizations agree to float32 rounding and pas
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 from _support import Info  # tests/interpret/ is on sys.path
 
 pytestmark = pytest.mark.interpret
-
-
-@contextlib.contextmanager
-def _deterministic():
-    import torch
-
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(before)
 
 
 def test_no_row_split_update_when_deterministic(monkeypatch):
@@ -32,7 +18,7 @@ def test_no_row_split_update_when_deterministic(monkeypatch):
 
     from adaptqr import config
     from adaptqr.paths import householder, schedules
-    from adaptqr.testing import check_geqrf
+    from adaptqr.testing import check_geqrf, deterministic
 
     launches = []
     real = householder.trailing_w_kernel
@@ -55,7 +41,7 @@ def test_no_row_split_update_when_deterministic(monkeypatch):
     H0, t0 = run()
     assert launches, "the default schedule should split this batch's updates over rows"
     launches.clear()
-    with _deterministic():
+    with deterministic():
         assert config.snapshot().deterministic
         H1, t1 = run()
     assert not launches
