@@ -175,10 +175,10 @@ def test_householder_names_its_gram_panels(monkeypatch):
     # H22: where CUDA C panels run (made to look so here), a batch of at most
     # GRAM_PANEL_MAX_BATCH matrices names the panels tried as CholeskyQR2 first; a panel of
     # 32 rows (one warp) or of fewer columns, and larger batches, keep the column steps.
-    from adaptqr.paths import householder, schedules
+    from adaptqr.paths import householder, panel_plan, schedules
     from adaptqr.paths.kernels import panel_cuda
 
-    monkeypatch.setattr(householder, "_cuda_panels", lambda want, nb, device: want)
+    monkeypatch.setattr(panel_plan, "_cuda_panels", lambda want, nb, device: want)
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: True)
     cpu = torch.device("cpu")
     nb, kinds = householder.panel_kinds(1, 512, 512, cpu)

@@ -177,7 +177,9 @@ def test_split_capacity_examples_and_workspace(monkeypatch):
     assert split_capacity(2, 4096, 4096, 32, H200_SMS) == 64   # the benchmark's: unchanged
     assert split_capacity(8, 2048, 2048, 32, H200_SMS) == 16
     assert split_capacity(640, 512, 512, 32, H200_SMS) == 0    # no row-split panel at all
-    monkeypatch.setattr(hh, "_sm_count", lambda device: H200_SMS)
+    from adaptqr.paths import panel_plan
+
+    monkeypatch.setattr(panel_plan, "_sm_count", lambda device: H200_SMS)
     work = hh._SplitWork(torch.empty(4, 4096, 4096, device="meta"), 32, 0)
     WS, SP, CNT = work.get(32)  # the first panel's PMAX
     assert WS.shape[2] == 64 and SP.shape[1] == 64 and CNT.shape == (4, 3 * 4096)
