@@ -1,5 +1,5 @@
 """The CUDA C panel's Gram build (``GRAM=1``, EXPERIMENTS.md H22): its device functions,
-spliced into :data:`adaptqr.paths.kernels.panel_cuda.SRC` before the kernel, and which
+spliced into :data:`adaptqr.paths.kernels.panel_cuda_src.SRC` before the kernel, and which
 launches take it.
 
 A panel is first factored as CholeskyQR2 (two Grams of the held rows, two 32 x 32

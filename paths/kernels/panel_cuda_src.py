@@ -1,0 +1,683 @@
+"""The CUDA C source of the register panel (:mod:`adaptqr.paths.kernels.panel_cuda` compiles
+and launches it; its docstring has the contract and the layout). Compile-time options:
+``NT`` threads, ``R`` rows a thread, ``CL`` CTAs a cluster, ``FUSE`` (one exchange a column
+step, EXPERIMENTS.md H17), ``GRAM`` (CholeskyQR2 first, :mod:`.panel_gram`'s device
+functions, H22), ``PRO`` (the previous panel's update first, H28).
+
+Example::
+
+    >>> from adaptqr.paths.kernels.panel_cuda_src import SRC
+    >>> "panel_cuda(" in SRC and "#if PRO" in SRC
+    True
+"""
+
+from adaptqr.paths.kernels.panel_gram import GRAM_FUNCS
+
+SRC = r"""
+#define FULL 0xffffffffu
+#define NW (NT / 32)
+// NT and R come from the compile options.
+#define NB 32
+#define SAFE_LO 8.673617379884035e-19f
+#define SAFE_HI 1.152921504606847e18f
+#define SAFE_UP 1.2089258196146292e24f
+#define PLAIN_SS_LO 7.888609052210118e-31f
+#define PLAIN_SS_HI 1.2676506002282294e30f
+
+__device__ __forceinline__ float range_scale(float x) {
+    return (x < SAFE_LO && x > 0.0f) ? SAFE_UP : (x > SAFE_HI ? 1.0f / SAFE_UP : 1.0f);
+}
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(FULL, x, o);
+    return x;
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(FULL, x, o));
+    return x;
+}
+
+// Block sums: every thread gets the same bits (warps' partials summed in one order).
+__device__ __forceinline__ float block_sum(float x, float* buf, int lane, int warp) {
+    x = warp_sum(x);
+    if (lane == 0) buf[warp] = x;
+    __syncthreads();
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) s += buf[w];
+    return s;
+}
+
+__device__ __forceinline__ void block_sum2(float& a, float& b, float* buf, int lane, int warp) {
+    a = warp_sum(a);
+    b = warp_sum(b);
+    if (lane == 0) { buf[2 * warp] = a; buf[2 * warp + 1] = b; }
+    __syncthreads();
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) { sa += buf[2 * w]; sb += buf[2 * w + 1]; }
+    a = sa;
+    b = sb;
+}
+
+__device__ __forceinline__ float block_max(float x, float* buf, int lane, int warp) {
+    x = warp_max(x);
+    if (lane == 0) buf[warp] = x;
+    __syncthreads();
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) s = fmaxf(s, buf[w]);
+    return s;
+}
+
+// One round of the transposing butterfly: lanes with bit H keep the upper H values, the
+// others the lower H, each adding its partner's copy of the half it keeps.
+template <int H>
+__device__ __forceinline__ void fold(float* pp, int lane) {
+    const bool up = (lane & H) != 0;
+#pragma unroll
+    for (int q = 0; q < H; ++q) {
+        const float send = up ? pp[q] : pp[q + H];
+        const float keep = up ? pp[q + H] : pp[q];
+        pp[q] = keep + __shfl_xor_sync(FULL, send, H);
+    }
+}
+
+// The whole butterfly: lane l ends with the warp's sum of slot l.
+__device__ __forceinline__ void fold_all(float* pp, int lane) {
+    fold<16>(pp, lane);
+    fold<8>(pp, lane);
+    fold<4>(pp, lane);
+    fold<2>(pp, lane);
+    fold<1>(pp, lane);
+}
+
+// CL > 1: a cluster of CL CTAs a matrix, NT R rows each (rank r: rows k + r NT R ...); the
+// CTAs' sums meet in distributed shared memory. Each exchange: every CTA posts its value in
+// its own buffer (of two, alternating: a CTA is never two barriers ahead of another), one
+// cluster barrier, then every thread adds the CTAs' posts in rank order (the same bits in
+// every thread of the cluster, so the branches on them stay uniform).
+#ifndef CL
+#define CL 1
+#endif
+#if CL > 1
+__device__ __forceinline__ unsigned cta_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+                 ::: "memory");
+}
+
+__device__ __forceinline__ float ld_cta(const float* p, unsigned rank) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    unsigned ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+
+// a, b: this CTA's sums (the same in all its threads) -> the cluster's. Lane r of each
+// warp reads rank r's post (CL remote loads a warp, not 32 CL), the warp shares them.
+__device__ __forceinline__ void cluster_sum2(float& a, float& b, float (*post)[2], int& par) {
+    if (threadIdx.x == 0) { post[par][0] = a; post[par][1] = b; }
+    cluster_barrier();
+    const unsigned lane = threadIdx.x & 31;
+    float ra = 0.0f, rb = 0.0f;
+    if (lane < CL) {
+        ra = ld_cta(&post[par][0], lane);
+        rb = ld_cta(&post[par][1], lane);
+    }
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int r = 0; r < CL; ++r) {
+        sa += __shfl_sync(FULL, ra, r);
+        sb += __shfl_sync(FULL, rb, r);
+    }
+    a = sa;
+    b = sb;
+    par ^= 1;
+}
+
+__device__ __forceinline__ float cluster_max(float x, float (*post)[2], int& par) {
+    if (threadIdx.x == 0) post[par][0] = x;
+    cluster_barrier();
+    const unsigned lane = threadIdx.x & 31;
+    const float rx = lane < CL ? ld_cta(&post[par][0], lane) : 0.0f;
+    float s = 0.0f;
+#pragma unroll
+    for (int r = 0; r < CL; ++r) s = fmaxf(s, __shfl_sync(FULL, rx, r));
+    par ^= 1;
+    return s;
+}
+
+__device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par) {
+    float unused = 0.0f;
+    cluster_sum2(x, unused, post, par);
+    return x;
+}
+#define CLUSTER_SUM2(a, b) cluster_sum2(a, b, xsc, par)
+#define CLUSTER_MAX(x) x = cluster_max(x, xsc, par)
+#define CLUSTER_SUM(x) x = cluster_sum(x, xsc, par)
+#define CLUSTER_DIMS __cluster_dims__(CL, 1, 1)
+#else
+#define CLUSTER_SUM2(a, b)
+#define CLUSTER_MAX(x)
+#define CLUSTER_SUM(x)
+#define CLUSTER_DIMS
+#endif
+
+// FUSE 1: a column step's scalars come from the previous step's exchange where they can
+// (see the step loop), so most steps exchange once (EXPERIMENTS.md H17).
+#ifndef FUSE
+#define FUSE 0
+#endif
+// The sums a step adds to its exchange for the next column (FUSE); the shared arrays
+// keep their sizes without.
+#if FUSE
+#define NX 5
+#else
+#define NX 0
+#endif
+// PRO 1: before its column steps the panel applies the previous panel (columns kp..kp+31,
+// its T at TW slot tw_prev) to its own columns, the update a trailing launch would make
+// between two panels of a group (EXPERIMENTS.md H28). Its rows start at kp then, so
+// that rows kp..k-1 of its columns (R entries) get the update too; one CTA a matrix, no
+// Gram build.
+#ifndef PRO
+#define PRO 0
+#endif
+#if PRO && (CL > 1 || GRAM)
+#error "PRO: one CTA a matrix, column steps only"
+#endif
+// The prologue's W in rounds of PG reflectors (its warps' partials in shared memory).
+#define PG 8
+""" + GRAM_FUNCS + r"""
+// The Gram build's T and first-row products hold 32 more values a thread: at two rows a
+// thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
+#if GRAM && R > 1
+#define LAUNCH_BOUNDS __launch_bounds__(NT, 2)
+#elif PRO && NT <= 256
+// The prologue's products would take ~230 registers at 256 threads (one CTA an SM, half
+// the column steps' occupancy); capped at the column steps' own ~128.
+#define LAUNCH_BOUNDS __launch_bounds__(NT, 512 / NT)
+#else
+#define LAUNCH_BOUNDS __launch_bounds__(NT)
+#endif
+extern "C" __global__ void CLUSTER_DIMS LAUNCH_BOUNDS
+panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
+           const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
+           int has_na, float floor_, int kp, int tw_prev) {
+    __shared__ float red_a[2 * NW];
+    __shared__ float red_b[NW];
+    __shared__ float red_c[NW];
+    __shared__ float wpart[NW][NB];
+#if FUSE
+    __shared__ float wext[NW][NX];
+#endif
+    __shared__ float wfin[NB + NX];
+    __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
+    __shared__ float taus[NB];
+#if GRAM
+    extern __shared__ __align__(16) float gbuf[];  // NW * 32 * GS: staging, the warps' Grams
+    __shared__ float gc[2][NB][NB + 1];           // this CTA's Gram of each pass (its post)
+#if CL > 1
+    __shared__ float gf[2][NB][NB + 1];           // the cluster's
+#endif
+    __shared__ __align__(16) float mt[3][NB][GS];  // R1, R2, U (chol_warp's layout)
+    __shared__ float mdg[3][NB], minv[3][NB];
+    __shared__ __align__(16) float prow[NB];
+    __shared__ __align__(16) float gl[NB][GS];  // L1, strictly lower
+    __shared__ float gtop[NB][NB + 1];  // the panel's first NB rows, as stored
+    __shared__ float gsv[NB];           // the signs S
+    __shared__ float gok;
+#endif
+#if CL > 1
+    __shared__ float xsc[2][2];   // posts of the scalar sums
+    __shared__ float xw[2][NB + NX];   // posts of w (and the next column's sums)
+    int par = 0;
+    const unsigned rank = cta_rank();
+    const int b = blockIdx.x / CL;
+    const int r0 = k + (int)rank * (NT * R);
+#else
+    const int b = blockIdx.x;
+    const int r0 = PRO ? kp : k;
+#endif
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    float* base = Ht + (long long)b * m * n;
+    // Register slot q holds panel column (j + q) mod NB at step j: the step's column is
+    // always slot 0 (static register indices in a loop that is not unrolled, so the code
+    // stays small), and the stored reflectors stay in the tile for w's V^T V part.
+    float a[R][NB];
+    int row[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) row[i] = r0 + t + i * NT;
+    // Issued before n_active is read (as the Triton kernel, EXPERIMENTS.md P6).
+    auto load_tile = [&]() {
+#pragma unroll
+        for (int q = 0; q < NB; ++q) {
+#pragma unroll
+            for (int i = 0; i < R; ++i)
+                a[i][q] = (q < pw && row[i] < m) ? base[(long long)(k + q) * m + row[i]] : 0.0f;
+        }
+    };
+    load_tile();
+    const int na = has_na ? NA[b] : n;
+    float* tau_out = TAU + (long long)b * n + k;
+#if !PRO
+    if (k >= na) {  // the same for every CTA of a cluster: no exchange is left waiting
+        if (t < pw) tau_out[t] = 0.0f;
+        return;
+    }
+#else
+    if (kp < na) {
+        // The previous panel's update of these columns, in transposed form as the trailing
+        // kernel's: W = A^T V (32 x 32, over every row from kp), Y = W T, A^T -= Y V^T.
+        // V's column p for this thread's rows: unit diagonal, zeros above it and for
+        // reflectors at or past n_active (as trailing._load_v masks them).
+        __shared__ float pws[NW][PG][NB];
+        __shared__ float wq[NB][NB + 1];
+        __shared__ float yq[NB][NB + 1];
+        const float* vbase = base + (long long)kp * m;
+        auto vrow = [&](int p, int i) -> float {
+            const int vc = kp + p;
+            if (vc >= na || row[i] >= m || row[i] < vc) return 0.0f;
+            return row[i] == vc ? 1.0f : vbase[(long long)p * m + row[i]];
+        };
+#pragma unroll 1
+        for (int p0 = 0; p0 < NB; p0 += PG) {
+#pragma unroll 1
+            for (int g = 0; g < PG; ++g) {
+                float vi[R];
+#pragma unroll
+                for (int i = 0; i < R; ++i) vi[i] = vrow(p0 + g, i);
+                float pp[NB];
+#pragma unroll
+                for (int q = 0; q < NB; ++q) {
+                    float acc = 0.0f;
+#pragma unroll
+                    for (int i = 0; i < R; ++i) acc += a[i][q] * vi[i];
+                    pp[q] = acc;
+                }
+                fold_all(pp, lane);
+                pws[warp][g][lane] = pp[0];  // lane q: the warp's sum for column q
+            }
+            __syncthreads();
+            for (int e = t; e < PG * NB; e += NT) {
+                const int g = e / NB, q = e % NB;
+                float acc = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) acc += pws[w][g][q];
+                wq[q][p0 + g] = acc;
+            }
+            __syncthreads();
+        }
+        const float* Tp = TW + ((long long)b * n_tw + tw_prev) * NB * NB;
+        for (int e = t; e < NB * NB; e += NT) {
+            const int q = e / NB, p = e % NB;
+            float acc = 0.0f;
+#pragma unroll 8
+            for (int j = 0; j < NB; ++j) acc += wq[q][j] * Tp[j * NB + p];
+            yq[q][p] = acc;
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int p = 0; p < NB; ++p) {
+            float vi[R];
+#pragma unroll
+            for (int i = 0; i < R; ++i) vi[i] = vrow(p, i);
+#pragma unroll
+            for (int q = 0; q < NB; ++q) {
+                const float y = yq[q][p];
+#pragma unroll
+                for (int i = 0; i < R; ++i) a[i][q] -= vi[i] * y;
+            }
+        }
+    }
+    if (k >= na) {  // no reflector here: the columns as the previous panel left them
+        if (kp < na) {
+#pragma unroll
+            for (int q = 0; q < NB; ++q)
+#pragma unroll
+                for (int i = 0; i < R; ++i)
+                    if (q < pw && row[i] < m) base[(long long)(k + q) * m + row[i]] = a[i][q];
+        }
+        if (t < pw) tau_out[t] = 0.0f;
+        return;
+    }
+#endif
+    if (t < NB) taus[t] = 0.0f;
+#if GRAM
+    bool gram = pw == NB && k + NB <= na;
+#if CL > 1
+    const bool rank0 = rank == 0;
+#else
+    const bool rank0 = true;
+#endif
+    if (gram) {
+        // CholeskyQR2: Q1 = P R1^-1, Q = Q1 R2^-1, R = R2 R1.
+#pragma unroll 1
+        for (int ps = 0; ps < 2 && gram; ++ps) {
+            gram_partial(a, gbuf, gc[ps], t, lane, warp);
+#if CL > 1
+            cluster_barrier();
+#pragma unroll
+            for (int x = 0; x < NB * NB / NT; ++x) {
+                const int e = t + x * NT, r_ = e >> 5, c_ = e & 31;
+                float s = 0.0f;
+#pragma unroll
+                for (unsigned rk = 0; rk < CL; ++rk) s += ld_cta(&gc[ps][r_][c_], rk);
+                gf[ps][r_][c_] = s;
+            }
+            __syncthreads();
+            const float (*G)[NB + 1] = gf[ps];
+#else
+            const float (*G)[NB + 1] = gc[ps];
+#endif
+            if (warp == 0) {
+                const bool okc = chol_warp(G, &mt[ps][0][0], mdg[ps], minv[ps], prow,
+                                           ps == 0 ? GRAM_TOL : GRAM_TOL2, lane);
+                if (lane == 0) gok = okc ? 1.0f : 0.0f;
+            }
+            __syncthreads();
+            gram = gok != 0.0f;
+            if (gram) solve_rows(a, &mt[ps][0][0], minv[ps]);
+        }
+    }
+    if (gram) {
+        // Householder form: rank 0's first NB rows (warp 0) hold Q_top.
+        if (rank0 && warp == 0) {
+            const bool okl = lu_warp(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, prow, lane);
+            if (lane == 0) gok = okl ? 1.0f : 0.0f;
+        }
+#if CL > 1
+        cluster_barrier();
+        if (!rank0) {
+#pragma unroll
+            for (int x = 0; x < NB * NB / NT; ++x) {
+                const int e = t + x * NT, c_ = e >> 5, p_ = e & 31;
+                mt[2][c_][p_] = ld_cta(&mt[2][c_][p_], 0);
+            }
+            if (t < NB) minv[2][t] = ld_cta(&minv[2][t], 0);
+            if (t == 0) gok = ld_cta(&gok, 0);
+        }
+#endif
+        __syncthreads();
+        gram = gok != 0.0f;
+    }
+    if (gram) {
+        solve_rows(a, &mt[2][0][0], minv[2]);  // V below the first NB rows: Q U^-1
+        if (rank0) {
+            if (warp == 0) {
+                // T = -U S L1^-T, row `lane`: T L1^T = -U S, column by column.
+                float tr[NB];
+#pragma unroll
+                for (int c = 0; c < NB; ++c) {
+                    const float u = c > lane ? mt[2][c][lane] : (c == lane ? mdg[2][lane] : 0.0f);
+                    tr[c] = dot_prefix(tr, &gl[c][0], c, -u * gsv[c], -1.0f);
+                }
+#pragma unroll
+                for (int c = 0; c < NB; ++c) Ss[lane][c] = tr[c];
+            } else if (warp == 1) {
+                // Row `lane` as stored: L1 left of the diagonal, S R2 R1 from it on.
+                float r2[NB];
+#pragma unroll
+                for (int p = 0; p < NB; ++p)
+                    r2[p] = p > lane ? mt[1][p][lane] : (p == lane ? mdg[1][lane] : 0.0f);
+                const float sl = gsv[lane];
+#pragma unroll
+                for (int c = 0; c < NB; ++c) {
+                    const float acc = dot_prefix(r2, &mt[0][c][0], c, r2[c] * mdg[0][c], 1.0f);
+                    gtop[lane][c] = c < lane ? gl[lane][c] : sl * acc;
+                }
+            }
+            __syncthreads();
+            if (t < NB) {
+#pragma unroll
+                for (int q = 0; q < NB; ++q) a[0][q] = gtop[t][q];
+                taus[t] = fabsf(mdg[2][t]);
+            }
+        }
+    } else if (pw == NB && k + NB <= na) {
+        load_tile();  // the column steps start from the untouched input
+    }
+    if (!gram) {
+#endif
+    // FUSE: the next column's alpha and sum of squares, downdated from the sums of the
+    // step before (have_next: they passed the guard; the same bits in every thread).
+    bool have_next = false;
+    float alpha_n = 0.0f, ss_n = 0.0f;
+#pragma unroll 1
+    for (int j = 0; j < pw; ++j) {
+        const int c = k + j;
+        float ap = alpha_n, sp = ss_n;
+        if (!have_next) {
+            ap = 0.0f;
+            sp = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                const float x = a[i][0];
+                if (row[i] == c) ap += x;
+                if (row[i] > c) sp += x * x;
+            }
+            block_sum2(ap, sp, red_a, lane, warp);
+            CLUSTER_SUM2(ap, sp);
+        }
+        const float alpha = ap, ss = sp;
+        float xnp, p;
+        if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
+            const float xnorm = sqrtf(ss);
+            p = range_scale(fmaxf(fabsf(alpha), xnorm));
+            xnp = xnorm * p;
+        } else {
+            float mx = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i)
+                if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][0]));
+            float amax = block_max(mx, red_b, lane, warp);
+            CLUSTER_MAX(amax);
+            const float q = range_scale(amax);
+            const float s = amax > 0.0f ? amax : 1.0f;
+            const float inv = 1.0f / (s * q);
+            float s2 = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                if (row[i] > c) {
+                    const float xs = (a[i][0] * q) * inv;
+                    s2 += xs * xs;
+                }
+            }
+            s2 = block_sum(s2, red_c, lane, warp);
+            CLUSTER_SUM(s2);
+            p = range_scale(fmaxf(fabsf(alpha), amax));
+            xnp = (s * p) * sqrtf(s2);
+        }
+        // dlarfg's scalars (panel._reflector).
+        const float apv = alpha * p;
+        const float mxv = fmaxf(fabsf(apv), xnp);
+        const float mxs = mxv > 0.0f ? mxv : 1.0f;
+        const float a_ = apv / mxs, x_ = xnp / mxs;
+        const float nrm = mxs * sqrtf(a_ * a_ + x_ * x_);
+        const bool d = (c < na) && (xnp != 0.0f) && !(xnp < floor_ * p);
+        const float beta_p = alpha >= 0.0f ? -nrm : nrm;
+        const float tau = d ? (beta_p - apv) / beta_p : 0.0f;
+        const float scale = d ? 1.0f / (apv - beta_p) : 0.0f;
+        const float beta = d ? beta_p * (1.0f / p) : alpha;
+        float v[R], vb[R];
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            vb[i] = row[i] > c ? (a[i][0] * p) * scale : 0.0f;
+            v[i] = row[i] == c ? 1.0f : vb[i];
+        }
+        // w = P^T v: per-thread partials, a transposing butterfly (lane l ends with slot l's
+        // warp sum), then the warps' sums.
+        float pp[NB];
+#pragma unroll
+        for (int q = 0; q < NB; ++q) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
+            pp[q] = s;
+        }
+        fold_all(pp, lane);
+        if (lane < NB) wpart[warp][lane] = pp[0];
+#if FUSE
+        // The next column y (slot 1) after this step's update is y - tau w_1 v: its sum of
+        // squares below its diagonal is Y - 2 tau w_1 D + (tau w_1)^2 VV, from sums over
+        // rows > c + 1 of y^2 (Y), y v (D) and v^2 (VV), and its alpha y[c+1] - tau w_1
+        // v[c+1]. Lane l ends with sum l of the five (a butterfly on eight, then the warp).
+        {
+            float pe[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+                const float y = a[i][1];
+                if (row[i] > c + 1) {
+                    pe[0] += y * y;
+                    pe[1] += y * v[i];
+                    pe[2] += v[i] * v[i];
+                }
+                if (row[i] == c + 1) {
+                    pe[3] += y;
+                    pe[4] += v[i];
+                }
+            }
+            fold<4>(pe, lane);
+            fold<2>(pe, lane);
+            fold<1>(pe, lane);
+            pe[0] += __shfl_xor_sync(FULL, pe[0], 8);
+            pe[0] += __shfl_xor_sync(FULL, pe[0], 16);
+            if (lane < NX) wext[warp][lane] = pe[0];
+        }
+#endif
+        __syncthreads();
+#if CL > 1
+        if (t < NB) {
+            float s = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; ++w) s += wpart[w][t];
+            xw[par][t] = s;
+#if FUSE
+            if (t < NX) {
+                float e = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) e += wext[w][t];
+                xw[par][NB + t] = e;
+            }
+#endif
+        }
+        cluster_barrier();
+        if (t < NB) {
+            float s = 0.0f;
+#pragma unroll
+            for (unsigned r = 0; r < CL; ++r) s += ld_cta(&xw[par][t], r);
+            wfin[t] = s;
+            Ss[j][(j + t) & (NB - 1)] = s;
+#if FUSE
+            if (t < NX) {
+                float e = 0.0f;
+#pragma unroll
+                for (unsigned r = 0; r < CL; ++r) e += ld_cta(&xw[par][NB + t], r);
+                wfin[NB + t] = e;
+            }
+#endif
+        }
+        par ^= 1;
+#else
+        if (t < NB) {
+            float s = 0.0f;
+#pragma unroll
+            for (int w = 0; w < NW; ++w) s += wpart[w][t];
+            wfin[t] = s;
+            Ss[j][(j + t) & (NB - 1)] = s;
+#if FUSE
+            if (t < NX) {
+                float e = 0.0f;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) e += wext[w][t];
+                wfin[NB + t] = e;
+            }
+#endif
+        }
+#endif
+        if (t == 0) taus[j] = tau;
+        __syncthreads();
+#if FUSE
+        {
+            // The downdate cancels where y loses much of its norm (a dependent column): the
+            // next step sums it afresh unless at least half of Y is left (relative error a
+            // few ulps then), and unless the plain sum's range check would fail.
+            const float Y = wfin[NB], tw1 = tau * wfin[1];
+            alpha_n = wfin[NB + 3] - tw1 * wfin[NB + 4];
+            ss_n = Y + tw1 * (tw1 * wfin[NB + 2] - 2.0f * wfin[NB + 1]);
+            have_next = j + 1 < pw && ss_n >= 0.5f * Y && ss_n >= PLAIN_SS_LO
+                        && ss_n <= PLAIN_SS_HI;
+        }
+#endif
+#pragma unroll
+        for (int q = 1; q < NB; ++q) {
+            if (q < NB - j) {  // a later column of the panel
+                const float tw = tau * wfin[q];
+#pragma unroll
+                for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            const float x = row[i] == c ? beta : ((row[i] > c && d) ? vb[i] : a[i][0]);
+#pragma unroll
+            for (int q = 0; q < NB - 1; ++q) a[i][q] = a[i][q + 1];
+            a[i][NB - 1] = x;
+        }
+    }
+#if GRAM
+    }
+#endif
+    // Slot q holds column (pw + q) mod NB now.
+#pragma unroll
+    for (int q = 0; q < NB; ++q) {
+        const int col = (pw + q) & (NB - 1);
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+            if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
+    }
+#if CL > 1
+    // No CTA leaves while another may still read its last post; T and tau are rank 0's.
+    cluster_barrier();
+    if (rank != 0) return;
+#endif
+    if (t < pw) tau_out[t] = taus[t];
+    // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
+    // T[r][i] = -tau_i sum_q T[r][q] S[q][i] for r < i, from the steps' V^T V.
+#if GRAM
+    if (gram && t < NB) {
+        float* slot = TW + ((long long)b * n_tw + tw_index) * NB * NB + lane * NB;
+#pragma unroll
+        for (int i = 0; i < NB; ++i) slot[i] = Ss[lane][i];
+        return;
+    }
+#endif
+    if (t < NB) {
+        float T[NB];
+        const bool keep_r = lane < pw && k + lane < na;
+#pragma unroll
+        for (int i = 0; i < NB; ++i) {
+            const bool keep_i = i < pw && k + i < na;
+            float acc = 0.0f;
+#pragma unroll
+            for (int q = 0; q < i; ++q) acc += T[q] * Ss[i][q];
+            const float ti = taus[i];
+            T[i] = !keep_i ? 0.0f : (lane < i ? -ti * acc : (lane == i ? ti : 0.0f));
+        }
+        float* slot = TW + ((long long)b * n_tw + tw_index) * NB * NB + lane * NB;
+#pragma unroll
+        for (int i = 0; i < NB; ++i) slot[i] = keep_r ? T[i] : 0.0f;
+    }
+}
+"""
