@@ -3,7 +3,7 @@
 # two panels inside the second CUDA C panel (knob panel_pro); the rest updates' reflectors
 # from a float16 copy (knob fp16_v16; N24 for the row-split ones). Steps (each skipped if its variable is set):
 #   tests  (SKIP_TESTS): their GPU tests and L4's deterministic-mode test, ~150 s
-#   bench  (SKIP_BENCH): cases_n22.json, default / pro / v16 / both side by side, ~300 s
+#   bench  (SKIP_BENCH): cases_s32_next.json, default / pro / v16 / both side by side, ~330 s
 #   trace  (only with TRACE=1): eager traces of 640x512 with each knob, ~80 s
 # First call: `bash bench/devscripts/s32_next_call.sh`; then, if it helps to see why:
 # `SKIP_TESTS=1 SKIP_BENCH=1 TRACE=1 bash bench/devscripts/s32_next_call.sh`.
@@ -18,7 +18,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   echo "tests: exit $? (t=$(( $(date +%s) - T0 ))s)"; tail -5 "$OUT/tests.txt"
 fi
 if [ -z "${SKIP_BENCH:-}" ]; then
-  timeout 300 python3 -m adaptqr bench --cases bench/devscripts/cases_n22.json --no-baseline \
+  timeout 330 python3 -m adaptqr bench --cases bench/devscripts/cases_s32_next.json --no-baseline \
     --knobs pro:panel_pro=1 --knobs v16:fp16_v16=1 --knobs both:panel_pro=1,fp16_v16=1 \
     --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
   echo "bench: exit $? (t=$(( $(date +%s) - T0 ))s)"; grep -E "^[0-9].*adaptqr|geomean" "$OUT/bench.txt"
