@@ -599,12 +599,13 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     # One launch a kernel without the FP16 route; with it, one for each route
     # (fp16_storage.F16_*).
     modes = (F16_NONE.value,) if f16 is None else (F16_SKIP.value, F16_ONLY.value)
+    # The rest update's FP16 launches read the reflectors from f.v16, copied first (N23, N24).
+    v16 = rest and f.v16 is not None and f16 is not None
     fit = max(schedules.FIT_MIN_BN, next_pow2(c_end - c_start))
     bn = min(s.bn, fit)
     tiles = triton.cdiv(c_end - c_start, bn)
     rows = m - k0
     if _splits(s, npan, B, tiles, rows, s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH):
-        v16 = rest and f.v16 is not None and f16 is not None
         if v16:
             _v16(f, k0, npan)
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
@@ -638,7 +639,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     bm = MB if resident else s.bm
     tile_major = B <= MAX_GRID_Y
     lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
-    v16 = rest and npan == 2 and not resident and f.v16 is not None and f16 is not None
+    v16 = v16 and npan == 2 and not resident  # the pair update's streamed tiles only
     if v16:
         _v16(f, k0, npan)
     for mode in modes:

@@ -95,6 +95,21 @@ __device__ __forceinline__ void fold_all(float* pp, int lane) {
     fold<1>(pp, lane);
 }
 
+// The warp's sum over its threads' rows of a[.][l] * v[.], on lane l: one column of
+// A^T v for each lane (per-thread partials, then the butterfly).
+__device__ __forceinline__ float warp_atv(const float (&a)[R][NB], const float (&v)[R], int lane) {
+    float pp[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
+        pp[q] = s;
+    }
+    fold_all(pp, lane);
+    return pp[0];
+}
+
 // CL > 1: a cluster of CL CTAs a matrix, NT R rows each (rank r: rows k + r NT R ...); the
 // CTAs' sums meet in distributed shared memory. Each exchange: every CTA posts its value in
 // its own buffer (of two, alternating: a CTA is never two barriers ahead of another), one
@@ -298,16 +313,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                 float vi[R];
 #pragma unroll
                 for (int i = 0; i < R; ++i) vi[i] = vrow(p0 + g, i);
-                float pp[NB];
-#pragma unroll
-                for (int q = 0; q < NB; ++q) {
-                    float acc = 0.0f;
-#pragma unroll
-                    for (int i = 0; i < R; ++i) acc += a[i][q] * vi[i];
-                    pp[q] = acc;
-                }
-                fold_all(pp, lane);
-                pws[warp][g][lane] = pp[0];  // lane q: the warp's sum for column q
+                pws[warp][g][lane] = warp_atv(a, vi, lane);  // lane q: column q's warp sum
             }
             __syncthreads();
             for (int e = t; e < PG * NB; e += NT) {
@@ -516,18 +522,9 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             vb[i] = row[i] > c ? (a[i][0] * p) * scale : 0.0f;
             v[i] = row[i] == c ? 1.0f : vb[i];
         }
-        // w = P^T v: per-thread partials, a transposing butterfly (lane l ends with slot l's
-        // warp sum), then the warps' sums.
-        float pp[NB];
-#pragma unroll
-        for (int q = 0; q < NB; ++q) {
-            float s = 0.0f;
-#pragma unroll
-            for (int i = 0; i < R; ++i) s += a[i][q] * v[i];
-            pp[q] = s;
-        }
-        fold_all(pp, lane);
-        if (lane < NB) wpart[warp][lane] = pp[0];
+        // w = P^T v: each warp's sums (lane l: slot l's), then the warps' sums.
+        const float wl = warp_atv(a, v, lane);
+        if (lane < NB) wpart[warp][lane] = wl;
 #if FUSE
         // The next column y (slot 1) after this step's update is y - tau w_1 v: its sum of
         // squares below its diagonal is Y - 2 tau w_1 D + (tau w_1)^2 VV, from sums over
