@@ -147,9 +147,11 @@ PANEL_PRO = False
 #: once an update (``trailing.v16_kernel``, on the rest update's stream before it) instead
 #: of from Ht in float32, twice a column tile or row slice: 640x512's first rest update
 #: moved 1.16 GB from DRAM for ~0.5 GB of tile traffic (ncu, run 0525); a row-split one
-#: reads as many reflector bytes as tile bytes. The same bits. Built, not measured
-#: (EXPERIMENTS.md N23: pairs of panels; N24: row-split updates). Knob ``fp16_v16`` (1: on).
-FP16_V16 = False
+#: reads as many reflector bytes as tile bytes. The same bits. Side by side (EXPERIMENTS.md
+#: N23: pairs of panels; N24: row-split updates; run 0741), ms, off / on: 8x2048 5.332 /
+#: 5.000, 2x4096 10.14 / 9.49, 4x3072 8.381 / 7.815, 1x4096 8.058 / 7.900, 640x512 5.557 /
+#: 5.451, 60x1024 3.565 / 3.540. Knob ``fp16_v16`` (0: off).
+FP16_V16 = True
 
 
 def _knob_or(knobs, name: str, constant):

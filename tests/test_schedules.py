@@ -535,6 +535,6 @@ def test_panel_pro_takes_the_group_update_off_the_chain(monkeypatch):
 
 
 def test_fp16_v16_knob():
-    # N23: off until measured, on under the knob.
-    assert schedules.FP16_V16 is False
-    _knob_resolves("fp16_v16", False, True, 2)
+    # N23, N24: on (run 0741), off under the knob.
+    assert schedules.FP16_V16 is True
+    _knob_resolves("fp16_v16", True, False, 2)
