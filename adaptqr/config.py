@@ -134,10 +134,9 @@ class Knobs:
     640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
     the row-split updates' ``W`` zeroed by the update before on the same stream instead of
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
-    update's column tile no wider than its columns' next power of two), ``panel_pro``
-    (``schedules.PANEL_PRO``: 0 / 1, the update between a group's two panels made by the
-    second panel's CUDA C kernel), ``fp16_v16`` (``schedules.FP16_V16``: 0 / 1, the FP16
-    route's rest updates read their reflectors from a float16 copy)."""
+    update's column tile no wider than its columns' next power of two), ``fp16_v16``
+    (``schedules.FP16_V16``: 0 / 1, the FP16 route's rest updates read their reflectors
+    from a float16 copy)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -165,7 +164,6 @@ class Knobs:
     gram_max_batch: int | None = None
     w_pingpong: int | None = None
     fp16_fit: int | None = None
-    panel_pro: int | None = None
     fp16_v16: int | None = None
 
     def get(self, name: str, constant):
@@ -293,7 +291,6 @@ KNOB_CHOICES = {
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
-    "panel_pro": (0, 1),
     "fp16_v16": (0, 1),
 }
 

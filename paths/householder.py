@@ -357,16 +357,11 @@ def _splits(s: schedules.Schedule, npan: int, B: int, tiles: int, rows: int, til
 def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
     """The panels of columns ``[g0, gend)``, each applied to the group's later columns; then
     ``f.after_panels(gend)``."""
-    kp = -1
     for k in range(g0, gend, f.s.nb):
         pw = min(f.s.nb, f.n - k)
-        _panel(f, k, pw, kp)
-        kp = -1
+        _panel(f, k, pw)
         if k + pw < gend:
-            if _pro(f, k + pw, gend):
-                kp = k  # the next panel's kernel applies this one to its columns first
-            else:
-                _trailing(f, k, 1, k + pw, gend, None, w_slot)
+            _trailing(f, k, 1, k + pw, gend, None, w_slot)
     if f.after_panels is not None:
         f.after_panels(gend)
 
@@ -504,28 +499,13 @@ def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list
     return s.nb, kinds
 
 
-def _pro(f: _Blocked, k: int, gend: int) -> bool:
-    """Whether the panel at ``k`` (the next one of a group that ends at ``gend``) takes the
-    previous panel's update of its columns into its own kernel (``Schedule.panel_pro``,
-    EXPERIMENTS.md H28) instead of a trailing launch between the two: where that update
-    covers exactly its columns and it is a one-CTA CUDA C panel without the Gram build whose
-    CTA covers the previous panel's rows too."""
-    s = f.s
-    if not s.panel_pro or gend - k != s.nb:
-        return False
-    kind, MB, _ = _kind(f, k)
-    return (kind == PANEL_REGISTER_CUDA and not _gram(s, f.B, kind, MB, s.nb)
-            and next_pow2(f.m - (k - s.nb)) == MB)
-
-
 def _kind(f: _Blocked, k: int) -> tuple:
     """:func:`_kind_of` the panel at column ``k`` under ``f``'s schedule."""
     return _kind_of(f.B, f.m, k, f.s, f.Ht.device, f.split.sm if f.split is not None else None)
 
 
-def _panel(f: _Blocked, k: int, pw: int, kp: int = -1) -> None:
-    """Factor columns ``[k, k + pw)`` of every matrix, and their T; ``kp`` >= 0: first apply
-    the panel at ``kp`` to them (:func:`_pro` said so)."""
+def _panel(f: _Blocked, k: int, pw: int) -> None:
+    """Factor columns ``[k, k + pw)`` of every matrix, and their T."""
     Ht, tau, TW, na, has_na, B, m, n, n_tw, s, split, floor = (
         f.Ht, f.tau, f.TW, f.na, f.has_na, f.B, f.m, f.n, f.n_tw, f.s, f.split, f.floor)
     nb = s.nb
@@ -537,7 +517,7 @@ def _panel(f: _Blocked, k: int, pw: int, kp: int = -1) -> None:
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
-                          if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw), kp)
+                          if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw))
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

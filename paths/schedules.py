@@ -138,11 +138,6 @@ W_PINGPONG = True
 #: 60x1024 3.879 / 3.561, mixed 4.731 / 4.603, 100x768 2.850 / 2.706. Knob ``fp16_fit``
 #: (0: off).
 FP16_FIT = True
-#: The update between a group's two panels made by the second panel's CUDA C kernel before
-#: its column steps (``panel_cuda`` built with ``PRO``), instead of a trailing launch on the
-#: look-ahead's chain (91-122 us a group at 640x512 in run 0525 / 0550). Built, not
-#: measured (EXPERIMENTS.md H28). Knob ``panel_pro`` (1: on).
-PANEL_PRO = False
 #: The FP16 route's rest updates read their panels' reflectors from a float16 copy made
 #: once an update (``trailing.v16_kernel``, on the rest update's stream before it) instead
 #: of from Ht in float32, twice a column tile or row slice: 640x512's first rest update
@@ -184,7 +179,6 @@ SCHEDULE_KNOBS = {
     "small_n_nb": ("SMALL_N_NB", int),
     "w_pingpong": ("W_PINGPONG", bool),
     "fp16_fit": ("FP16_FIT", bool),
-    "panel_pro": ("PANEL_PRO", bool),
     "fp16_v16": ("FP16_V16", bool),
 }
 
@@ -423,9 +417,6 @@ class Schedule:
     # The FP16-only update's column tile fitted to its columns (FP16_FIT); None: the knob,
     # else the constant.
     fp16_fit: bool | None = None
-    # The update between a group's panels inside the second panel's kernel (PANEL_PRO);
-    # None: the knob, else the constant.
-    panel_pro: bool | None = None
     # The FP16 rest updates' reflectors from a float16 copy a pair (FP16_V16); None: the
     # knob, else the constant.
     fp16_v16: bool | None = None

@@ -496,42 +496,19 @@ def test_deterministic_mode_never_splits_rows():
     assert hh._splits(r, 1, 2, 63, 4032) and hh.fp16_group(r, 8, 2048, 2048) == 1
 
 
-def test_panel_pro_knob():
-    # H28: off until measured, on under the knob.
-    assert schedules.PANEL_PRO is False
-    _knob_resolves("panel_pro", False, True, 2)
-
-
-def test_panel_pro_takes_the_group_update_off_the_chain(monkeypatch):
-    # H28: with the knob, a group's second panel takes the update by the first into its own
-    # CUDA C kernel where it is a one-CTA panel without the Gram build whose padded rows
-    # also cover the first panel's, and the update is exactly its columns; no trailing
-    # launch is issued between the two panels then.
-    import dataclasses
+def test_group_panels_update_between_panels(monkeypatch):
+    # A group's panels in order, each applied by a trailing launch to the group's later
+    # columns before the next panel (EXPERIMENTS.md H28, the update inside the next panel's
+    # kernel, was rejected).
     from types import SimpleNamespace as F
 
-    from adaptqr.paths.kernels import panel_cuda
-
-    s = dataclasses.replace(hh._with_knobs(schedules.schedule_for(512, 512), None), panel_pro=True)
-    monkeypatch.setattr(hh, "_kind", lambda f, k: (hh.PANEL_REGISTER_CUDA,
-                                                    schedules.next_pow2(f.m - k), None))
-    monkeypatch.setattr(panel_cuda, "gram_build", lambda nt, pw, nb: False)
-    f = F(s=s, B=640, m=512, n=512, after_panels=None)
-    assert hh._pro(f, 32, 64) and hh._pro(f, 96, 128)
-    assert not hh._pro(f, 32, 96)                          # the update covers two panels
-    assert not hh._pro(F(s=s, B=640, m=544, n=512, after_panels=None), 32, 64)  # 512 / 1024 rows
-    assert not hh._pro(F(s=dataclasses.replace(s, panel_pro=False), B=640, m=512, n=512,
-                         after_panels=None), 32, 64)
+    s = hh._with_knobs(schedules.schedule_for(512, 512), None)
     calls = []
-    monkeypatch.setattr(hh, "_panel", lambda f, k, pw, kp=-1: calls.append(("panel", k, kp)))
+    monkeypatch.setattr(hh, "_panel", lambda f, k, pw: calls.append(("panel", k)))
     monkeypatch.setattr(hh, "_trailing", lambda f, k0, npan, c0, c1, f16, w=0:
                         calls.append(("update", k0, c0, c1)))
-    hh._group_panels(f, 64, 128, 1)
-    assert calls == [("panel", 64, -1), ("panel", 96, 64)]
-    calls.clear()
-    hh._group_panels(F(s=dataclasses.replace(s, panel_pro=False), B=640, m=512, n=512,
-                       after_panels=None), 64, 128, 1)
-    assert calls == [("panel", 64, -1), ("update", 64, 96, 128), ("panel", 96, -1)]
+    hh._group_panels(F(s=s, B=640, m=512, n=512, after_panels=None), 64, 128, 1)
+    assert calls == [("panel", 64), ("update", 64, 96, 128), ("panel", 96)]
 
 
 def test_fp16_v16_knob():

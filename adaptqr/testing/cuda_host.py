@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     gridDim = {(unsigned)B, 1, 1};
     run_grid<NT>((size_t)std::atol(argv[14]), [&] {
         panel_cuda(H.data(), tau.data(), T.data(), na.data(), k, m, n, pw, tw_index, n_tw,
-                   has_na, floor_, std::atoi(argv[15]), std::atoi(argv[16]));
+                   has_na, floor_);
     });
     write_floats(argv[10], H);
     write_floats(argv[11], tau);
@@ -178,13 +178,11 @@ def _run(exe: str, before: list, tensors: tuple, after: list, written: int) -> N
 
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
-                 has_na: bool, floor: float, fuse: bool = False, gram: bool = False,
-                 kp: int = -1) -> None:
+                 has_na: bool, floor: float, fuse: bool = False, gram: bool = False) -> None:
     """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host, one CTA a matrix (no
     clusters): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
     (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
-    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it); ``kp``: the
-    prologue build (``mb`` counting rows from ``kp``)."""
+    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it)."""
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
@@ -192,7 +190,6 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
     if gram and not gram_build(nt, pw, 32):
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = _binary(panel_cuda.SRC, PANEL_MAIN,
-                  (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram)),
-                   ("PRO", int(kp >= 0))))
+                  (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
     _run(exe, [Ht.shape[0], m, n, k, pw, tw_index, n_tw, int(has_na), repr(float(floor))],
-         (Ht, tau, TW, na), [gram_smem(nt) if gram else 0, kp, max(kp, 0) // 32], 3)
+         (Ht, tau, TW, na), [gram_smem(nt) if gram else 0], 3)

@@ -138,14 +138,13 @@ def cluster_available() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
-            gram: bool = False, pro: bool = False):
+            gram: bool = False):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
         opts += (f"-DCL={cl}",) if cl > 1 else ()
         opts += ("-DGRAM=1",) if gram else ()
-        opts += ("-DPRO=1",) if pro else ()
         mod = cp.RawModule(code=SRC, options=opts)
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
@@ -168,7 +167,7 @@ def _stream(ptr: int, device_index: int):
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
-           gram: bool = False, kp: int = -1) -> None:
+           gram: bool = False) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
@@ -176,9 +175,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     ``fuse``: the build whose column steps take their scalars from the step before where
     they can (one exchange a step, EXPERIMENTS.md H17); ``gram``: the build that tries each
     matrix's panel as CholeskyQR2 rebuilt into Householder form first, where
-    :func:`gram_build` allows (EXPERIMENTS.md H22); ``kp`` (``k - nb``, or -1): the build
-    that first applies the panel at ``kp`` to these columns (:func:`pro_fits`; ``mb`` then
-    counts rows from ``kp``; EXPERIMENTS.md H28)."""
+    :func:`gram_build` allows (EXPERIMENTS.md H22)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
@@ -187,17 +184,12 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
-    pro = kp >= 0
-    if pro and (cl > 1 or gram or kp != k - nb or nt * r < m - kp):
-        raise ValueError(f"panel_cuda: no prologue build for panel {k} after {kp} ({cl} CTAs, "
-                         f"gram {gram}, {nt * r} rows for {m - kp})")
-    kern = _kernel(nt, r, dev, bool(fuse), cl, gram, pro)
+    kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
     smem = gram_smem(nt) if gram else 0
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
-            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),
-            np.int32(kp), np.int32(max(kp, 0) // nb))
+            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor))
     import cupy as cp
 
     # cupy's current device is its own (thread-local, 0 by default), not torch's.

@@ -2,12 +2,12 @@
 and launches it; its docstring has the contract and the layout). Compile-time options:
 ``NT`` threads, ``R`` rows a thread, ``CL`` CTAs a cluster, ``FUSE`` (one exchange a column
 step, EXPERIMENTS.md H17), ``GRAM`` (CholeskyQR2 first, :mod:`.panel_gram`'s device
-functions, H22), ``PRO`` (the previous panel's update first, H28).
+functions, H22).
 
 Example::
 
     >>> from adaptqr.paths.kernels.panel_cuda_src import SRC
-    >>> "panel_cuda(" in SRC and "#if PRO" in SRC
+    >>> "panel_cuda(" in SRC and "#if GRAM" in SRC
     True
 """
 
@@ -201,35 +201,18 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #else
 #define NX 0
 #endif
-// PRO 1: before its column steps the panel applies the previous panel (columns kp..kp+31,
-// its T at TW slot tw_prev) to its own columns, the update a trailing launch would make
-// between two panels of a group (EXPERIMENTS.md H28). Its rows start at kp then, so
-// that rows kp..k-1 of its columns (R entries) get the update too; one CTA a matrix, no
-// Gram build.
-#ifndef PRO
-#define PRO 0
-#endif
-#if PRO && (CL > 1 || GRAM)
-#error "PRO: one CTA a matrix, column steps only"
-#endif
-// The prologue's W in rounds of PG reflectors (its warps' partials in shared memory).
-#define PG 8
 """ + GRAM_FUNCS + r"""
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
 #if GRAM && R > 1
 #define LAUNCH_BOUNDS __launch_bounds__(NT, 2)
-#elif PRO && NT <= 256
-// The prologue's products would take ~230 registers at 256 threads (one CTA an SM, half
-// the column steps' occupancy); capped at the column steps' own ~128.
-#define LAUNCH_BOUNDS __launch_bounds__(NT, 512 / NT)
 #else
 #define LAUNCH_BOUNDS __launch_bounds__(NT)
 #endif
 extern "C" __global__ void CLUSTER_DIMS LAUNCH_BOUNDS
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
-           int has_na, float floor_, int kp, int tw_prev) {
+           int has_na, float floor_) {
     __shared__ float red_a[2 * NW];
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
@@ -263,7 +246,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     const int r0 = k + (int)rank * (NT * R);
 #else
     const int b = blockIdx.x;
-    const int r0 = PRO ? kp : k;
+    const int r0 = k;
 #endif
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
@@ -286,79 +269,10 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     load_tile();
     const int na = has_na ? NA[b] : n;
     float* tau_out = TAU + (long long)b * n + k;
-#if !PRO
     if (k >= na) {  // the same for every CTA of a cluster: no exchange is left waiting
         if (t < pw) tau_out[t] = 0.0f;
         return;
     }
-#else
-    if (kp < na) {
-        // The previous panel's update of these columns, in transposed form as the trailing
-        // kernel's: W = A^T V (32 x 32, over every row from kp), Y = W T, A^T -= Y V^T.
-        // V's column p for this thread's rows: unit diagonal, zeros above it and for
-        // reflectors at or past n_active (as trailing._load_v masks them).
-        __shared__ float pws[NW][PG][NB];
-        __shared__ float wq[NB][NB + 1];
-        __shared__ float yq[NB][NB + 1];
-        const float* vbase = base + (long long)kp * m;
-        auto vrow = [&](int p, int i) -> float {
-            const int vc = kp + p;
-            if (vc >= na || row[i] >= m || row[i] < vc) return 0.0f;
-            return row[i] == vc ? 1.0f : vbase[(long long)p * m + row[i]];
-        };
-#pragma unroll 1
-        for (int p0 = 0; p0 < NB; p0 += PG) {
-#pragma unroll 1
-            for (int g = 0; g < PG; ++g) {
-                float vi[R];
-#pragma unroll
-                for (int i = 0; i < R; ++i) vi[i] = vrow(p0 + g, i);
-                pws[warp][g][lane] = warp_atv(a, vi, lane);  // lane q: column q's warp sum
-            }
-            __syncthreads();
-            for (int e = t; e < PG * NB; e += NT) {
-                const int g = e / NB, q = e % NB;
-                float acc = 0.0f;
-#pragma unroll
-                for (int w = 0; w < NW; ++w) acc += pws[w][g][q];
-                wq[q][p0 + g] = acc;
-            }
-            __syncthreads();
-        }
-        const float* Tp = TW + ((long long)b * n_tw + tw_prev) * NB * NB;
-        for (int e = t; e < NB * NB; e += NT) {
-            const int q = e / NB, p = e % NB;
-            float acc = 0.0f;
-#pragma unroll 8
-            for (int j = 0; j < NB; ++j) acc += wq[q][j] * Tp[j * NB + p];
-            yq[q][p] = acc;
-        }
-        __syncthreads();
-#pragma unroll 1
-        for (int p = 0; p < NB; ++p) {
-            float vi[R];
-#pragma unroll
-            for (int i = 0; i < R; ++i) vi[i] = vrow(p, i);
-#pragma unroll
-            for (int q = 0; q < NB; ++q) {
-                const float y = yq[q][p];
-#pragma unroll
-                for (int i = 0; i < R; ++i) a[i][q] -= vi[i] * y;
-            }
-        }
-    }
-    if (k >= na) {  // no reflector here: the columns as the previous panel left them
-        if (kp < na) {
-#pragma unroll
-            for (int q = 0; q < NB; ++q)
-#pragma unroll
-                for (int i = 0; i < R; ++i)
-                    if (q < pw && row[i] < m) base[(long long)(k + q) * m + row[i]] = a[i][q];
-        }
-        if (t < pw) tau_out[t] = 0.0f;
-        return;
-    }
-#endif
     if (t < NB) taus[t] = 0.0f;
 #if GRAM
     bool gram = pw == NB && k + NB <= na;

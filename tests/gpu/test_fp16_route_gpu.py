@@ -255,22 +255,6 @@ def test_fp16_fit_matches(n, dense):
 
 @pytest.mark.variant
 @pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
-def test_panel_pro_matches(n, dense):
-    # EXPERIMENTS.md H28: the update between a group's two panels (groups of two: the FP16
-    # route's batches) made by the second panel's CUDA C kernel. Under the deterministic
-    # mode (no row-split sums, so both sides repeat): each route taken, the FP32-routed
-    # matrix as without the knob to its rounding (FMA products in place of tf32x3 ones;
-    # its groups are the batch's).
-    A = _both_routes(n, dense, 76)
-    with deterministic():
-        H0, t0 = adaptqr.geqrf(A)
-        H, tau, rec = _under_knobs(A, panel_pro=1)
-    assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
-    _fp32_matrix_as_before(H, tau, H0, t0, 1e-4, 1e-3)
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
 def test_fp16_v16_gives_the_same_bits(n, dense):
     # EXPERIMENTS.md N23: the rest updates' reflectors from a float16 copy made once a pair
     # are the values the pair kernel rounds itself: under the deterministic mode (no
