@@ -136,7 +136,9 @@ class Knobs:
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
     update's column tile no wider than its columns' next power of two), ``fp16_v16``
     (``schedules.FP16_V16``: 0 / 1, the FP16 route's rest updates read their reflectors
-    from a float16 copy)."""
+    from a float16 copy), ``pair_split``
+    (``schedules.PAIR_SPLIT_ROWS``: 0 / 32 / 64 / 128 / 256, the FP16 pair rest update's
+    second sweep in a launch of its own over row slices of that many rows)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -165,6 +167,7 @@ class Knobs:
     w_pingpong: int | None = None
     fp16_fit: int | None = None
     fp16_v16: int | None = None
+    pair_split: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -292,6 +295,7 @@ KNOB_CHOICES = {
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),
+    "pair_split": (0, 32, 64, 128, 256),
 }
 
 

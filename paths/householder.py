@@ -78,6 +78,8 @@ from adaptqr.paths.kernels.panel import (
     panel_t_kernel,
 )
 from adaptqr.paths.kernels.trailing import (
+    pair_u_kernel,
+    pair_y_kernel,
     trailing_kernel,
     trailing_u_kernel,
     trailing_w_kernel,
@@ -302,7 +304,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
     f16 = None
-    v16 = None
+    v16 = y16 = None
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
@@ -310,8 +312,13 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             # The rest updates' reflectors in float16, one group at a time (N23, N24);
             # allocated here, before any fork, and used on one stream only.
             v16 = torch.empty((B, group * nb, m), dtype=torch.float16, device=H.device)
+        if s.pair_split and group == 2:
+            # The split pair update's Y and scales (N25): allocated before any fork, used by
+            # the rest update's stream alone, one update after the other.
+            y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
+                   torch.empty((B, n), dtype=torch.float32, device=H.device))
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, v16)
+                 after_panels, v16, y16)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -473,6 +480,7 @@ class _Blocked(NamedTuple):
     wbuf: list[WSlot]     # the row-split trailing updates' W, allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
+    y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
 
 
 def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
@@ -631,6 +639,9 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
         with lanes.on(mode):
+            if pair and only16 and rest and f.y16 is not None:
+                _pair_split(f, k0, c_start, c_end, bn_l, tile_major, C16, SC, v16)
+                continue
             trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                                   f.v16 if v16 and pair else C16,
                                   NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
@@ -641,6 +652,30 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                                   num_stages=s.fp16_stages if only16 and s.fp16_stages
                                   else schedules.TRAILING_STAGES)
     lanes.join()
+
+
+def _pair_split(f: _Blocked, k0: int, c_start: int, c_end: int, bn: int, tile_major: bool,
+                C16: torch.Tensor, SC: torch.Tensor, v16: bool) -> None:
+    """The FP16-only launch of a rest update of the two panels from ``k0`` as two launches
+    (``Schedule.pair_split``, EXPERIMENTS.md N25): :func:`~adaptqr.paths.kernels.trailing.pair_y_kernel`
+    forms each column tile's ``Y`` into ``f.y16``, then ``pair_u_kernel`` updates the tiles
+    by row slices of ``pair_split`` rows (rounded up to the row chunk). The same bits as the
+    pair kernel's one launch."""
+    s, B = f.s, f.B
+    Y16, YS = f.y16
+    tiles = triton.cdiv(c_end - c_start, bn)
+    V16 = f.v16 if v16 else C16
+    stages = s.fp16_stages or schedules.TRAILING_STAGES
+    pair_y_kernel[(tiles, B) if tile_major else (B, tiles)](
+        f.Ht, f.TW, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, f.n_tw, V16,
+        NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, PREC=s.prec, TILE_MAJOR=tile_major,
+        USE_V16=v16, num_warps=schedules.TRAILING_WARPS, num_stages=stages)
+    rows = f.m - k0
+    per = min(triton.cdiv(rows, s.bm), triton.cdiv(s.pair_split, s.bm)) * s.bm
+    pair_u_kernel[(B, tiles, triton.cdiv(rows, per))](
+        f.Ht, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, per, V16,
+        NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, USE_V16=v16,
+        num_warps=schedules.TRAILING_WARPS, num_stages=stages)
 
 
 #: Above torch's and reference's: the default for what :func:`capable` accepts.

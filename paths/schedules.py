@@ -147,6 +147,10 @@ FP16_FIT = True
 #: 5.000, 2x4096 10.14 / 9.49, 4x3072 8.381 / 7.815, 1x4096 8.058 / 7.900, 640x512 5.557 /
 #: 5.451, 60x1024 3.565 / 3.540. Knob ``fp16_v16`` (0: off).
 FP16_V16 = True
+#: The FP16 pair rest update in two launches: its Y by column tile, then its read-update-
+#: write over row slices of this many rows a program (0: one launch, the pair kernel).
+#: The same bits. Built, not measured (EXPERIMENTS.md N25). Knob ``pair_split`` (rows).
+PAIR_SPLIT_ROWS = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -180,6 +184,7 @@ SCHEDULE_KNOBS = {
     "w_pingpong": ("W_PINGPONG", bool),
     "fp16_fit": ("FP16_FIT", bool),
     "fp16_v16": ("FP16_V16", bool),
+    "pair_split": ("PAIR_SPLIT_ROWS", int),
 }
 
 
@@ -420,6 +425,9 @@ class Schedule:
     # The FP16 rest updates' reflectors from a float16 copy a pair (FP16_V16); None: the
     # knob, else the constant.
     fp16_v16: bool | None = None
+    # The FP16 pair rest update's second sweep over row slices of this many rows, in a
+    # launch of its own (PAIR_SPLIT_ROWS; 0: one launch); None: the knob, else the constant.
+    pair_split: int | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows (a row-split update sums W with atomics).
     deterministic: bool = False

@@ -45,6 +45,11 @@ CASES = [
     (trailing.trailing_kernel, dict(_TRAIL, BN=S.fp16_bn, RESIDENT=0, F16=F16_ONLY.value, PAIR16=1,
                                     TILE_MAJOR=1, USE_V16=1), schedules.TRAILING_WARPS, S.fp16_stages),
     (trailing.v16_kernel, dict(NB=S.nb, HAS_NA=1, BM=householder.V16_BM, NP=2), 4, 3),
+    # The pair update in two launches (N25).
+    (trailing.pair_y_kernel, dict(NB=S.nb, BN=S.fp16_bn, BM=S.bm, HAS_NA=1, PREC=S.prec,
+                                  TILE_MAJOR=1, USE_V16=1), schedules.TRAILING_WARPS, S.fp16_stages),
+    (trailing.pair_u_kernel, dict(NB=S.nb, BN=S.fp16_bn, BM=S.bm, HAS_NA=1, USE_V16=1),
+     schedules.TRAILING_WARPS, S.fp16_stages),
     (trailing.trailing_kernel, dict(_TRAIL, BN=_RES_BN, BM=_RES_MB, BM16=_RES_MB, RESIDENT=1,
                                     F16=F16_SKIP.value, PAIR16=0, TILE_MAJOR=0),
      householder._warps(_RES_BN * _RES_MB), schedules.TRAILING_STAGES),

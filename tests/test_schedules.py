@@ -515,3 +515,9 @@ def test_fp16_v16_knob():
     # N23, N24: on (run 0741), off under the knob.
     assert schedules.FP16_V16 is True
     _knob_resolves("fp16_v16", True, False, 2)
+
+
+def test_pair_split_knob():
+    # N25: off until measured (0 rows: the pair kernel's one launch), rows under the knob.
+    assert schedules.PAIR_SPLIT_ROWS == 0
+    _knob_resolves("pair_split", 0, 128, 100)

@@ -20,14 +20,15 @@ from adaptqr.paths.kernels.trailing import trailing_kernel, trailing_u_kernel, t
 
 POINTERS = {"Ht": "*fp32", "TW": "*fp32", "NA": "*i32", "NZ": "*i32", "C16": "*fp16", "SC": "*fp32",
             "k0": "i32", "npan": "i32", "m": "i32", "n": "i32", "c_start": "i32", "c_end": "i32",
-            "n_tw": "i32", "W": "*fp32", "k": "i32", "rows_per_prog": "i32", "rows_per_split": "i32"}
+            "n_tw": "i32", "W": "*fp32", "k": "i32", "rows_per_prog": "i32", "rows_per_split": "i32",
+            "V16": "*fp16", "WZ": "*fp32", "z_start": "i32"}
 COMMON = dict(HAS_NA=True, PREC="tf32x3", PREC_TAIL="tf32", BM16=64)
 #: The launches householder._trailing makes at 640x512 / 60x1024 (streamed FP32, the FP32
 #: launch next to the FP16 route, the FP16 pair update) and at n <= 384 (resident).
 CONFIGS = {
     "stream_fp32": dict(NB=32, BN=64, BM=64, RESIDENT=False, F16=0, PAIR16=False),
     "stream_skip": dict(NB=32, BN=64, BM=64, RESIDENT=False, F16=1, PAIR16=False),
-    "stream_only_pair": dict(NB=32, BN=128, BM=64, RESIDENT=False, F16=2, PAIR16=True),
+    "stream_only_pair": dict(NB=32, BN=128, BM=64, RESIDENT=False, F16=2, PAIR16=True, USE_V16=True),
     "resident": dict(NB=16, BN=32, BM=64, RESIDENT=True, F16=0, PAIR16=False),
 }
 #: The row-split update's two kernels (few column tiles: 8x2048, 2x4096), FP32 and beside

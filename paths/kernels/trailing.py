@@ -257,33 +257,49 @@ def _apply_pair_f16(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
     ``V1``, ``V2`` rounded to float16 in every product (``G`` too), as two one-panel updates
     round them, so the transformation applied is theirs; the tile is rounded once, not twice.
     """
+    Y1h, Y2h, ys = _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16, NB,
+                           BN, BM, PREC, USE_V16)
+    _pair_rows(base, base16, k, k, m, na, m, n, cc, ccmask, sc, v16, Y1h, Y2h, ys, NB, BM,
+               USE_V16)
+
+
+@triton.jit
+def _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
+            NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+            USE_V16: tl.constexpr):
+    """:func:`_apply_pair_f16`'s first sweep: ``(Y1h, Y2h, ys)``, its ``Y1``, ``Y2`` over
+    the power of two ``ys`` in float16."""
     rr = tl.arange(0, BM)
-    src16 = k > 0
-    k2 = k + NB
     W1, W2, G = _pair_sums(BN, NB)
     for r0 in range(k, m, BM):
         r = r0 + rr
         amask = ccmask[:, None] & (r < m)[None, :]
-        C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16,
+        C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, k > 0,
                         sc).to(tl.float16)
         V1, V2 = _pair_v(base, v16, k, r, m, na, n, NB, USE_V16)
         W1 += tl.dot(C, tl.trans(V1))
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
-    # Y written out here: the same step through a shared helper
-    # cost this kernel 16 B of spill at the default tile (sm_90, offline). No T2 mask: its
-    # matrices have n_active == n.
+    # No T2 mask: its matrices have n_active == n.
     Y1 = tl.dot(W1, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
-    Y2 = tl.dot(W2 - tl.dot(Y1, G, input_precision=PREC), _load_t(TW, b, k2 // NB, n_tw, NB),
+    Y2 = tl.dot(W2 - tl.dot(Y1, G, input_precision=PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB),
                 input_precision=PREC)
     ys = y_scale(tl.maximum(abs_max(Y1), abs_max(Y2)))
-    Y1h = (Y1 * (1.0 / ys)).to(tl.float16)
-    Y2h = (Y2 * (1.0 / ys)).to(tl.float16)
-    for r0 in range(k, m, BM):
+    return (Y1 * (1.0 / ys)).to(tl.float16), (Y2 * (1.0 / ys)).to(tl.float16), ys
+
+
+@triton.jit
+def _pair_rows(base, base16, k, r_lo, r_hi, na, m, n, cc, ccmask, sc, v16, Y1h, Y2h, ys,
+               NB: tl.constexpr, BM: tl.constexpr, USE_V16: tl.constexpr):
+    """:func:`_apply_pair_f16`'s second sweep over rows ``[r_lo, r_hi)`` (``r_lo - k`` a
+    multiple of BM, so each row chunk is the one-program sweep's): ``C^T -= ys (Y1h V1^T +
+    Y2h V2^T)``."""
+    rr = tl.arange(0, BM)
+    for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
-        amask = ccmask[:, None] & (r < m)[None, :]
+        amask = ccmask[:, None] & (r < r_hi)[None, :]
         off = cc[:, None] * m + r[None, :]
-        C = load_scaled(base, base16, off, amask, src16, sc)
+        C = load_scaled(base, base16, off, amask, k > 0, sc)
         V1, V2 = _pair_v(base, v16, k, r, m, na, n, NB, USE_V16)
         D = tl.dot(Y1h, V1)
         D += tl.dot(Y2h, V2)
@@ -353,6 +369,61 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
         elif do32:
             _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
                         RESIDENT, PREC, PREC_TAIL)
+
+
+@triton.jit
+def pair_y_kernel(Ht, TW, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, n_tw, V16,
+                  NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, HAS_NA: tl.constexpr,
+                  PREC: tl.constexpr, TILE_MAJOR: tl.constexpr = True,
+                  USE_V16: tl.constexpr = False):
+    """The FP16 pair update in two launches (EXPERIMENTS.md N25), first half: program
+    ``(t, b)`` (``(b, t)`` unless ``TILE_MAJOR``) makes :func:`_apply_pair_f16`'s first
+    sweep over its column tile of an FP16-routed matrix and stores ``Y1h``, ``Y2h`` to
+    ``Y16[b, cc]`` (``(B, n, 2 NB)`` float16) and ``ys`` to ``YS[b, c0]`` (``(B, n)``
+    float32, at the tile's first column). FP32-routed matrices and skipped tiles store
+    nothing, and :func:`pair_u_kernel` skips the same ones."""
+    if TILE_MAJOR:
+        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
+        t = tl.program_id(0)
+    else:
+        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
+        t = tl.program_id(1)
+    c0 = c_start + t * BN
+    cc = c0 + tl.arange(0, BN)
+    ccmask = cc < c_end
+    run, _ = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    if (k < na) & run:
+        sc, base16, do16, _ = _routes(C16, SC, b, m, n, F16_ONLY)
+        if do16:
+            Y1h, Y2h, ys = _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
+                                   V16 + b.to(tl.int64) * 2 * NB * m, NB, BN, BM, PREC, USE_V16)
+            jj = tl.arange(0, NB)
+            yp = Y16 + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
+            tl.store(yp, Y1h, mask=ccmask[:, None])
+            tl.store(yp + NB, Y2h, mask=ccmask[:, None])
+            tl.store(YS + b.to(tl.int64) * n + c0, ys)
+
+
+@triton.jit
+def pair_u_kernel(Ht, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, rows_per, V16,
+                  NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, HAS_NA: tl.constexpr,
+                  USE_V16: tl.constexpr = False):
+    """Second half of :func:`pair_y_kernel`'s update: program ``(b, t, s)`` applies
+    :func:`_apply_pair_f16`'s second sweep to rows ``[k + s rows_per, ...)`` of its column
+    tile (``rows_per`` a multiple of BM), from the stored ``Y16`` and ``YS``: the same
+    entries, bit for bit, as the one-program update, over many more programs."""
+    b, base, na, go, _, cc, ccmask, r_lo, r_hi = _slice_plan(
+        Ht, NA, NZ, k, m, n, c_start, c_end, rows_per, BN, HAS_NA)
+    if go:
+        sc, base16, do16, _ = _routes(C16, SC, b, m, n, F16_ONLY)
+        if do16:
+            jj = tl.arange(0, NB)
+            yp = Y16 + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
+            Y1h = tl.load(yp, mask=ccmask[:, None], other=0.0)
+            Y2h = tl.load(yp + NB, mask=ccmask[:, None], other=0.0)
+            ys = tl.load(YS + b.to(tl.int64) * n + c_start + tl.program_id(1) * BN)
+            _pair_rows(base, base16, k, r_lo, r_hi, na, m, n, cc, ccmask, sc,
+                       V16 + b.to(tl.int64) * 2 * NB * m, Y1h, Y2h, ys, NB, BM, USE_V16)
 
 
 @triton.jit

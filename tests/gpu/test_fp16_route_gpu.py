@@ -261,7 +261,19 @@ def test_fp16_v16_gives_the_same_bits(n, dense):
     # row-split sums) every matrix's bits are the same.
     A = _both_routes(n, dense, 78)
     with deterministic():
-        _under_knobs(A, same=adaptqr.geqrf(A), fp16_v16=1)
+        _under_knobs(A, same=adaptqr.geqrf(A), fp16_v16=int(not schedules.FP16_V16))
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("rows", [64, 128])
+@pytest.mark.parametrize("n,dense", [(512, 64), (1024, 24), (768, 5)])
+def test_pair_split_gives_the_same_bits(n, dense, rows):
+    # EXPERIMENTS.md N25: the pair rest update as a Y launch and an update launch over row
+    # slices makes each row chunk's products as the pair kernel does: every bit the same
+    # (deterministic mode: no row-split sums elsewhere), eager and replayed.
+    A = _both_routes(n, dense, 82)
+    with deterministic():
+        _under_knobs(A, same=adaptqr.geqrf(A), pair_split=rows)
 
 
 @pytest.mark.variant

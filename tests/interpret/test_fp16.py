@@ -10,13 +10,13 @@ resident loop when resident):
 - the FP16-routed one moves by float16's rounding (more than FP32's, less than 1e-2 of its
   scale), stays finite, and a scaled copy (1e20) moves the same relative amount;
 - the FP16 launch's own column tile (``Schedule.fp16_bn``, fitted to the update's columns
-  or not: ``Schedule.fp16_fit``) against the FP32 launch's tile; and the pair updates'
-  reflectors from a float16 copy (``Schedule.fp16_v16``) bit for bit:
-  the same to float16's rounding. Not bit for bit: the tile width changes the shapes of
-  the products, and both the GPU's MMA layouts and the interpreter's numpy BLAS may sum by
-  shape (OpenBLAS's Haswell and Zen kernels do, its SkylakeX kernel does not: issue 21's
-  CI failure, when this compared a one-launch mode, since removed, that used the FP32
-  tile).
+  or not: ``Schedule.fp16_fit``) against the FP32 launch's tile: the same to float16's
+  rounding. Not bit for bit: the tile width changes the shapes of the products, and both
+  the GPU's MMA layouts and the interpreter's numpy BLAS may sum by shape (OpenBLAS's
+  Haswell and Zen kernels do, its SkylakeX kernel does not: issue 21's CI failure, when
+  this compared a one-launch mode, since removed, that used the FP32 tile);
+- the pair updates' reflectors from a float16 copy (``Schedule.fp16_v16``), and the pair
+  update in two launches (``Schedule.pair_split``): bit for bit.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ def _cases():
         H2, t2 = run(A, dataclasses.replace(s, fp16_bn=0), sc)
         H3, t3 = run(A, dataclasses.replace(s, fp16_fit=not schedules.FP16_FIT), sc)
         H4, t4 = run(A, dataclasses.replace(s, fp16_v16=not schedules.FP16_V16), sc)
+        # N25: the pair update in two launches, the second over row slices of 32 rows.
+        H5, t5 = run(A, dataclasses.replace(s, pair_split=32 if s.pair_split != 32 else 0), sc)
         _out({
             "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
@@ -83,6 +85,7 @@ def _cases():
             "fit16": float((H1[0] - H3[0]).abs().max() / H1[0].abs().max()),
             "fit_tau16": float((t1[0] - t3[0]).abs().max()),
             "v16_same": bool(torch.equal(H1, H4) and torch.equal(t1, t4)),
+            "split_same": bool(torch.equal(H1, H5) and torch.equal(t1, t5)),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)})
@@ -108,6 +111,9 @@ def test_fp16_route_per_matrix(results, name, group):
     # The pair's reflectors from their float16 copy (N23): the same roundings of the same
     # values, so every bit the same.
     assert d["v16_same"], d
+    # The pair update as a Y launch and a row-sliced update launch (N25): each row chunk's
+    # products as the one-program update makes them, so every bit the same.
+    assert d["split_same"], d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,
