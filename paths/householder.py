@@ -663,13 +663,18 @@ def _pair_split(f: _Blocked, k0: int, c_start: int, c_end: int, bn: int, tile_ma
     pair kernel's one launch."""
     s, B = f.s, f.B
     Y16, YS = f.y16
+    from adaptqr import config
+
+    knobs = config.snapshot().knobs  # N25's measuring knobs (not kept past its run)
+    bn = min(bn, knobs.get("pair_split_bn", 0) or bn)
+    y_warps = knobs.get("pair_split_warps", 0) or schedules.TRAILING_WARPS
     tiles = triton.cdiv(c_end - c_start, bn)
     V16 = f.v16 if v16 else C16
     stages = s.fp16_stages or schedules.TRAILING_STAGES
     pair_y_kernel[(tiles, B) if tile_major else (B, tiles)](
         f.Ht, f.TW, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, f.n_tw, V16,
         NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, PREC=s.prec, TILE_MAJOR=tile_major,
-        USE_V16=v16, num_warps=schedules.TRAILING_WARPS, num_stages=stages)
+        USE_V16=v16, num_warps=y_warps, num_stages=stages)
     rows = f.m - k0
     per = min(triton.cdiv(rows, s.bm), triton.cdiv(s.pair_split, s.bm)) * s.bm
     pair_u_kernel[(B, tiles, triton.cdiv(rows, per))](

@@ -12,7 +12,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
 fi
 if [ -z "${SKIP_BENCH:-}" ]; then
   timeout 300 python3 -m adaptqr bench --cases bench/devscripts/cases_n25.json --no-baseline \
-    --knobs s64:pair_split=64 --knobs s128:pair_split=128 --knobs s256:pair_split=256 \
+    ${N25_KNOBS:---knobs s64:pair_split=64 --knobs s128:pair_split=128 --knobs s256:pair_split=256} \
     --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
   echo "bench: exit $? (t=$(( $(date +%s) - T0 ))s)"; grep -E "^[0-9].*adaptqr|geomean" "$OUT/bench.txt"
 fi
