@@ -168,8 +168,7 @@ class Knobs:
     fp16_fit: int | None = None
     fp16_v16: int | None = None
     pair_split: int | None = None
-    pair_split_bn: int | None = None
-    pair_split_warps: int | None = None
+    pair_bn: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -298,8 +297,7 @@ KNOB_CHOICES = {
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),
     "pair_split": (0, 32, 64, 128, 256),
-    "pair_split_bn": (0, 64, 128),
-    "pair_split_warps": (0, 4, 8),
+    "pair_bn": (0, 64, 128),
 }
 
 

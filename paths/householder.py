@@ -312,7 +312,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             # The rest updates' reflectors in float16, one group at a time (N23, N24);
             # allocated here, before any fork, and used on one stream only.
             v16 = torch.empty((B, group * nb, m), dtype=torch.float16, device=H.device)
-        if s.pair_split and group == 2:
+        if pair_splits(s, B, n, group):
             # The split pair update's Y and scales (N25): allocated before any fork, used by
             # the rest update's stream alone, one update after the other.
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
@@ -636,6 +636,10 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = (min(s.fp16_bn, fit) if s.fp16_fit else s.fp16_bn) if only16 and s.fp16_bn else bn
+        if pair and only16 and rest:
+            from adaptqr import config
+
+            bn_l = min(bn_l, config.snapshot().knobs.get("pair_bn", 0) or bn_l)  # N25's variant
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
         with lanes.on(mode):
@@ -654,27 +658,39 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     lanes.join()
 
 
+def pair_splits(s: schedules.Schedule, B: int, n: int, group: int) -> bool:
+    """Whether the FP16 pair rest updates of a ``B x n`` batch in groups of ``group`` panels
+    take :func:`_pair_split` under the resolved ``s``: ``s.pair_split`` rows set, and fewer
+    than ``schedules.PAIR_SPLIT_MAX_PROGRAMS`` pair programs over a whole row of column
+    tiles (``B * n / s.fp16_bn``; 0 there: ``s.bn``), where the pair kernel's programs leave
+    SMs idle.
+
+    >>> s = _with_knobs(schedules.schedule_for(512, 512), None)
+    >>> pair_splits(s, 60, 1024, 2), pair_splits(s, 640, 512, 2), pair_splits(s, 60, 1024, 1)
+    (True, False, False)
+    """
+    return (bool(s.pair_split) and group == 2
+            and B * triton.cdiv(n, s.fp16_bn or s.bn) < schedules.PAIR_SPLIT_MAX_PROGRAMS)
+
+
 def _pair_split(f: _Blocked, k0: int, c_start: int, c_end: int, bn: int, tile_major: bool,
                 C16: torch.Tensor, SC: torch.Tensor, v16: bool) -> None:
     """The FP16-only launch of a rest update of the two panels from ``k0`` as two launches
-    (``Schedule.pair_split``, EXPERIMENTS.md N25): :func:`~adaptqr.paths.kernels.trailing.pair_y_kernel`
-    forms each column tile's ``Y`` into ``f.y16``, then ``pair_u_kernel`` updates the tiles
-    by row slices of ``pair_split`` rows (rounded up to the row chunk). The same bits as the
-    pair kernel's one launch."""
+    (:func:`pair_splits`, EXPERIMENTS.md N25): :func:`~adaptqr.paths.kernels.trailing.pair_y_kernel`
+    forms the ``Y`` of each column tile of at most ``schedules.PAIR_SPLIT_BN`` columns into
+    ``f.y16``, then ``pair_u_kernel`` updates the tiles by row slices of ``s.pair_split``
+    rows (rounded up to the row chunk). Tiles of ``bn`` columns give the pair kernel's bits;
+    narrower ones scale ``Y`` by their own tile, so round it otherwise."""
     s, B = f.s, f.B
     Y16, YS = f.y16
-    from adaptqr import config
-
-    knobs = config.snapshot().knobs  # N25's measuring knobs (not kept past its run)
-    bn = min(bn, knobs.get("pair_split_bn", 0) or bn)
-    y_warps = knobs.get("pair_split_warps", 0) or schedules.TRAILING_WARPS
+    bn = min(bn, schedules.PAIR_SPLIT_BN)
     tiles = triton.cdiv(c_end - c_start, bn)
     V16 = f.v16 if v16 else C16
     stages = s.fp16_stages or schedules.TRAILING_STAGES
     pair_y_kernel[(tiles, B) if tile_major else (B, tiles)](
         f.Ht, f.TW, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, f.n_tw, V16,
         NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, PREC=s.prec, TILE_MAJOR=tile_major,
-        USE_V16=v16, num_warps=y_warps, num_stages=stages)
+        USE_V16=v16, num_warps=schedules.TRAILING_WARPS, num_stages=stages)
     rows = f.m - k0
     per = min(triton.cdiv(rows, s.bm), triton.cdiv(s.pair_split, s.bm)) * s.bm
     pair_u_kernel[(B, tiles, triton.cdiv(rows, per))](

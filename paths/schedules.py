@@ -147,10 +147,18 @@ FP16_FIT = True
 #: 5.000, 2x4096 10.14 / 9.49, 4x3072 8.381 / 7.815, 1x4096 8.058 / 7.900, 640x512 5.557 /
 #: 5.451, 60x1024 3.565 / 3.540. Knob ``fp16_v16`` (0: off).
 FP16_V16 = True
-#: The FP16 pair rest update in two launches: its Y by column tile, then its read-update-
-#: write over row slices of this many rows a program (0: one launch, the pair kernel).
-#: The same bits. Built, not measured (EXPERIMENTS.md N25). Knob ``pair_split`` (rows).
-PAIR_SPLIT_ROWS = 0
+#: The FP16 pair rest update in two launches where the pair kernel has few programs: its
+#: Y by column tiles of ``PAIR_SPLIT_BN``, then its read-update-write over row slices of
+#: ``PAIR_SPLIT_ROWS`` rows a program (0: one launch, the pair kernel), for batches with
+#: fewer than ``PAIR_SPLIT_MAX_PROGRAMS`` pair programs over a row of column tiles
+#: (``householder.pair_splits``). Run 0811 (EXPERIMENTS.md N25), ms, pair kernel / split
+#: at 64 columns and 128 rows: 60x1024 3.503 / 3.338, mixed 4.515 / 4.461, 160x512 1.705 /
+#: 1.635, 100x768 2.634 / 2.579, 320x512 mixed 3.195 / 3.167, 24x1024 2.386 / 2.382; but
+#: 640x512 5.097 / 5.252 (2560 programs: the rule keeps it on the pair kernel). Knob
+#: ``pair_split`` (rows; 0: off).
+PAIR_SPLIT_ROWS = 128
+PAIR_SPLIT_BN = 64
+PAIR_SPLIT_MAX_PROGRAMS = 1024
 
 
 def _knob_or(knobs, name: str, constant):

@@ -518,6 +518,6 @@ def test_fp16_v16_knob():
 
 
 def test_pair_split_knob():
-    # N25: off until measured (0 rows: the pair kernel's one launch), rows under the knob.
-    assert schedules.PAIR_SPLIT_ROWS == 0
-    _knob_resolves("pair_split", 0, 128, 100)
+    # N25: slices of 128 rows (run 0811), other rows or 0 (the pair kernel) under the knob.
+    assert schedules.PAIR_SPLIT_ROWS == 128
+    _knob_resolves("pair_split", 128, 0, 100)
