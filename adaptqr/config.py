@@ -168,7 +168,6 @@ class Knobs:
     fp16_fit: int | None = None
     fp16_v16: int | None = None
     pair_split: int | None = None
-    pair_bn: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -297,7 +296,6 @@ KNOB_CHOICES = {
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),
     "pair_split": (0, 32, 64, 128, 256),
-    "pair_bn": (0, 64, 128),
 }
 
 

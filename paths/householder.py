@@ -636,10 +636,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
         bn_l = (min(s.fp16_bn, fit) if s.fp16_fit else s.fp16_bn) if only16 and s.fp16_bn else bn
-        if pair and only16 and rest:
-            from adaptqr import config
-
-            bn_l = min(bn_l, config.snapshot().knobs.get("pair_bn", 0) or bn_l)  # N25's variant
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
         with lanes.on(mode):

@@ -2,7 +2,7 @@
 # EXPERIMENTS.md N25 (knob pair_split): the FP16 pair rest update as a Y launch and an
 # update launch over row slices. Steps (each skipped if its variable is set):
 #   tests (SKIP_TESTS): its GPU test (against the pair kernel), ~60 s
-#   bench (SKIP_BENCH): cases_n25.json, default / off / the pair kernel at 64 columns, ~80 s
+#   bench (SKIP_BENCH): cases_n25.json, default / off side by side, ~60 s
 #   trace (TRACE=1): eager traces of 640x512, default and off, ~60 s
 source "$(dirname "$0")/_preamble.sh"
 if [ -z "${SKIP_TESTS:-}" ]; then
@@ -12,7 +12,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
 fi
 if [ -z "${SKIP_BENCH:-}" ]; then
   timeout 300 python3 -m adaptqr bench --cases bench/devscripts/cases_n25.json --no-baseline \
-    ${N25_KNOBS:---knobs off:pair_split=0 --knobs p64:pair_split=0,pair_bn=64} \
+    ${N25_KNOBS:---knobs off:pair_split=0} \
     --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
   echo "bench: exit $? (t=$(( $(date +%s) - T0 ))s)"; grep -E "^[0-9].*adaptqr|geomean" "$OUT/bench.txt"
 fi
