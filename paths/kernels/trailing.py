@@ -31,7 +31,8 @@ Issue 8's FP16 route (``F16``, :mod:`adaptqr.paths.kernels.fp16_storage`): a mat
 ``SC[b]``) and takes :func:`_apply_panel_f16` / :func:`_w_rows_f16` / :func:`_u_rows_f16`;
 the others the float32 update. ``F16`` says which of the two a launch runs (both, or one
 each in two launches). An update of two panels of such a matrix reads its tile once for
-both (``PAIR16``, :func:`_apply_pair_f16`).
+both (``PAIR16``, :func:`_apply_pair_f16`); where its programs are few, the same update runs
+as two launches, :func:`pair_y_kernel` then :func:`pair_u_kernel` over row slices (N25).
 
 Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
