@@ -138,7 +138,9 @@ class Knobs:
     (``schedules.FP16_V16``: 0 / 1, the FP16 route's rest updates read their reflectors
     from a float16 copy), ``pair_split``
     (``schedules.PAIR_SPLIT_ROWS``: 0 / 32 / 64 / 128 / 256, the FP16 pair rest update's
-    second sweep in a launch of its own over row slices of that many rows)."""
+    second sweep in a launch of its own over row slices of that many rows), ``w_partials``
+    (``schedules.W_PARTIALS``: 0 / 1, the row-split updates' W as each slice's sums, added
+    in slice order)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -168,6 +170,7 @@ class Knobs:
     fp16_fit: int | None = None
     fp16_v16: int | None = None
     pair_split: int | None = None
+    w_partials: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -296,6 +299,7 @@ KNOB_CHOICES = {
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),
     "pair_split": (0, 32, 64, 128, 256),
+    "w_partials": (0, 1),
 }
 
 

@@ -109,7 +109,7 @@ from adaptqr.paths.panel_plan import (  # noqa: F401  (PANEL_* and split_* are h
     split_rows,
 )
 from adaptqr.paths.prescale import own_exponents, prescale, unscale
-from adaptqr.paths.row_split import WSlot, row_slices, splits_rows
+from adaptqr.paths.row_split import WParts, WSlot, partial_slots, row_slices, splits_rows
 from adaptqr.paths.schedules import next_pow2
 from adaptqr.registry import ALL_CLASSES, Path
 
@@ -299,7 +299,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     n_tw = triton.cdiv(n, nb)
     TW = torch.empty((B, n_tw, nb, nb), dtype=torch.float32, device=H.device)
     split = _SplitWork(H, nb, s.split_min_rows) if H.is_cuda else None
-    wbuf: list[WSlot] = []  # the row-split trailing updates' W, allocated on first use
+    wbuf: list = []  # the row-split updates' W (WSlot or WParts), allocated on first use
     # The FP16 route (kernels/fp16_storage.py) updates one or two panels at a time: with its
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
@@ -358,7 +358,8 @@ def _splits(s: schedules.Schedule, npan: int, B: int, tiles: int, rows: int, til
     >>> _splits(s, 1, 2, 63, 4032), _splits(dataclasses.replace(s, deterministic=True), 1, 2, 63, 4032)
     (True, False)
     """
-    return not s.deterministic and splits_rows(npan, B, tiles, rows, tile_rows, tile_batch)
+    return ((not s.deterministic or bool(s.w_partials))
+            and splits_rows(npan, B, tiles, rows, tile_rows, tile_batch))
 
 
 def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
@@ -453,11 +454,18 @@ def _may_split_rows(f: _Blocked) -> bool:
     return _splits(f.s, 1, f.B, 1, f.m, f.s.tile_split_rows, schedules.ONE_TILE_SPLIT_MAX_BATCH)
 
 
-def _w(f: _Blocked, slot: int) -> WSlot:
+def _w(f: _Blocked, slot: int) -> WSlot | WParts:
     """The row-split trailing update's ``W`` number ``slot`` (0: the main loop's; 1: the
-    look-ahead stream's), allocated on first use."""
+    look-ahead stream's), allocated on first use: each slice's sums where
+    ``Schedule.w_partials``, else one sum by atomics."""
+    s = f.s
     while len(f.wbuf) <= slot:
-        f.wbuf.append(WSlot((f.B, f.n, f.s.nb), f.Ht.device, bool(f.s.w_pingpong)))
+        if s.w_partials:
+            sm = _sm_count(f.Ht.device) if f.Ht.is_cuda else 0
+            slots = partial_slots(f.B, f.m, f.n, s.bn, sm, s.slice_min_rows or 0)
+            f.wbuf.append(WParts(slots, s.bn, s.nb, f.Ht.device))
+        else:
+            f.wbuf.append(WSlot((f.B, f.n, s.nb), f.Ht.device, bool(s.w_pingpong)))
     return f.wbuf[slot]
 
 
@@ -477,7 +485,7 @@ class _Blocked(NamedTuple):
     s: schedules.Schedule
     split: Any            # _SplitWork (CUDA), else None
     floor: float          # the reflectors' FLOOR (NEGLIGIBLE_SUBCOLUMN, or 0)
-    wbuf: list[WSlot]     # the row-split trailing updates' W, allocated on first use
+    wbuf: list            # the row-split updates' W (WSlot or WParts), allocated on first use
     after_panels: Any     # factor_householder's after_panels, or None
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
     y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
@@ -598,10 +606,14 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
             _v16(f, k0, npan)
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
-        W, WZ = _w(f, w_slot).take(c_start)
+        wslot = _w(f, w_slot)
+        if s.w_partials:
+            nsplit, per = wslot.fit(B, tiles, rows, s.bm, nsplit, per)
+        W, WZ = wslot.take(c_start)
         grid = (B, tiles, nsplit)
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
-                      PREC_TAIL=s.tail_prec, BM16=s.bm, num_warps=schedules.TRAILING_WARPS,
+                      PREC_TAIL=s.tail_prec, BM16=s.bm, PARTIAL=bool(s.w_partials),
+                      num_warps=schedules.TRAILING_WARPS,
                       num_stages=schedules.TRAILING_STAGES)
         lanes = RouteLanes(s.route_lanes, Ht, f16 is not None, row_split=True)
         for mode in modes:

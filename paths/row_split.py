@@ -111,3 +111,53 @@ class WSlot:
         self.parity ^= 1
         self.clean_from = c_start
         return W, self.bufs[self.parity]
+
+
+def partial_slots(B: int, m: int, n: int, bn: int, sm: int, min_rows: int = 0) -> int:
+    """A bound on ``B * tiles * nsplit`` over the row-split updates of a ``B x m x n``
+    factorization with column tiles of at most ``bn`` (:func:`row_slices` on ``sm`` SMs,
+    slices of at least ``min_rows`` where few tiles are): the slots of :class:`WParts`.
+    Tiles of many matrices take at most ``rows / TRAILING_SPLIT_MIN_ROWS`` slices; only
+    where those would not fill a wave do thinner ones (``min_rows``) come in.
+
+    >>> partial_slots(2, 4096, 4096, 64, 132, 64), partial_slots(8, 2048, 2048, 64, 132, 64)
+    (2048, 2048)
+    """
+    many = B * triton.cdiv(n, bn) * triton.cdiv(m, schedules.TRAILING_SPLIT_MIN_ROWS)
+    few = 0
+    if sm and min_rows:
+        few = (triton.cdiv(schedules.TRAILING_SPLIT_MIN_ROWS, min_rows)
+               * schedules.TRAILING_SPLIT_CTAS_PER_SM * sm)
+    return max(many, few)
+
+
+class WParts:
+    """The ``W`` of one stream's row-split updates as each slice's own sums
+    (``Schedule.w_partials``, EXPERIMENTS.md N26): ``slots`` blocks of ``[bn, NB]`` float32,
+    program (b, t, s) of an update storing block ``(b nsplit + s) tiles + t``, its U kernel
+    adding a tile's blocks in slice order. So the same bits every call, and no zeroing.
+
+    >>> parts = WParts(4, 8, 2, torch.device("cpu"))
+    >>> parts.fit(1, 2, 100, 16, 3, 48)  # 6 blocks asked, 4 held: 2 slices of 64 rows
+    (2, 64)
+    >>> parts.fit(1, 2, 100, 16, 2, 64)
+    (2, 64)
+    """
+
+    def __init__(self, slots: int, bn: int, nb: int, device: torch.device):
+        self.slots = slots
+        self.buf = torch.empty(slots * bn * nb, dtype=torch.float32, device=device)
+
+    def take(self, c_start: int) -> tuple:
+        """``(W, None)``, as :meth:`WSlot.take` (nothing to zero)."""
+        return self.buf, None
+
+    def fit(self, B: int, tiles: int, rows: int, bm: int, nsplit: int, per: int
+            ) -> tuple[int, int]:
+        """``(nsplit, per)`` of :func:`row_slices`, with fewer, taller slices where its
+        blocks would not fit (never where :func:`partial_slots` sized them)."""
+        most = self.slots // (B * tiles)
+        if nsplit <= most:
+            return nsplit, per
+        per = triton.cdiv(triton.cdiv(rows, max(1, most)), bm) * bm
+        return triton.cdiv(rows, per), per

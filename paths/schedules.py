@@ -159,6 +159,11 @@ FP16_V16 = True
 PAIR_SPLIT_ROWS = 128
 PAIR_SPLIT_BN = 64
 PAIR_SPLIT_MAX_PROGRAMS = 1024
+#: The row-split updates' W as each slice's own sums, added in slice order by the U kernel
+#: (``row_split.WParts``), instead of one sum by atomics in the order the programs run: the
+#: same bits every call, and no zeroing of W. Built, not measured (EXPERIMENTS.md N26).
+#: Knob ``w_partials`` (1: on).
+W_PARTIALS = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -193,6 +198,7 @@ SCHEDULE_KNOBS = {
     "fp16_fit": ("FP16_FIT", bool),
     "fp16_v16": ("FP16_V16", bool),
     "pair_split": ("PAIR_SPLIT_ROWS", int),
+    "w_partials": ("W_PARTIALS", bool),
 }
 
 
@@ -436,6 +442,9 @@ class Schedule:
     # The FP16 pair rest update's second sweep over row slices of this many rows, in a
     # launch of its own (PAIR_SPLIT_ROWS; 0: one launch); None: the knob, else the constant.
     pair_split: int | None = None
+    # The row-split updates' W as each slice's sums, added in slice order (W_PARTIALS);
+    # None: the knob, else the constant.
+    w_partials: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows (a row-split update sums W with atomics).
     deterministic: bool = False

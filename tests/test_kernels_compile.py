@@ -63,6 +63,11 @@ CASES = [
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     (trailing.trailing_u_kernel, dict(_TRAIL, BN=S.bn, F16=F16_SKIP.value),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
+    # Each slice's W sums stored, added in slice order (N26).
+    (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_ONLY.value, USE_V16=1, PARTIAL=1),
+     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
+    (trailing.trailing_u_kernel, dict(_TRAIL, BN=S.bn, F16=F16_SKIP.value, PARTIAL=1),
+     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     # Q formation: T, the strip kernel chunked and resident, Q^T applied (the wide path).
     (qk.qform_t_kernel, dict(NB=qform.QFORM_NB, CH=qform.QFORM_T_ROWS, PREC=qform.QFORM_T_PREC),
      qform.QFORM_T_WARPS, 3),

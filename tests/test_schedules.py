@@ -1,6 +1,8 @@
 """Schedules of the householder path: the row-split sizing, its workspace capacity and its
 experiment override."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -347,9 +349,12 @@ def test_lookahead_w_only_where_updates_can_split_rows():
     s = F(tile_split_rows=128, deterministic=False)
     assert [may(F(B=b, m=m, s=s)) for b, m in ((640, 512), (40, 352), (1, 300), (1, 100))] == [
         False, False, True, False]
-    # Under torch.use_deterministic_algorithms no update splits, so none needs a W.
-    s = F(tile_split_rows=128, deterministic=True)
+    # Under torch.use_deterministic_algorithms no update splits, so none needs a W, unless
+    # each slice's sums are added in slice order (N26).
+    s = F(tile_split_rows=128, deterministic=True, w_partials=False)
     assert not any(may(F(B=b, m=m, s=s)) for b, m in ((2, 4096), (60, 1024), (1, 300)))
+    s = F(tile_split_rows=128, deterministic=True, w_partials=True)
+    assert all(may(F(B=b, m=m, s=s)) for b, m in ((2, 4096), (60, 1024), (1, 300)))
 
 
 def test_schedule_knobs_table():
@@ -521,3 +526,34 @@ def test_pair_split_knob():
     # N25: slices of 128 rows (run 0811), other rows or 0 (the pair kernel) under the knob.
     assert schedules.PAIR_SPLIT_ROWS == 128
     _knob_resolves("pair_split", 128, 0, 100)
+
+
+def test_w_partials_knob():
+    # N26: off until measured, on under the knob.
+    assert schedules.W_PARTIALS is False
+    _knob_resolves("w_partials", False, True, 2)
+
+
+def test_w_partials_split_rows_in_deterministic_mode():
+    # A row split sums W with atomics in no fixed order, so the deterministic mode does not
+    # split; with each slice's sums added in slice order (N26) it may.
+    s = dataclasses.replace(hh._with_knobs(schedules.schedule_for(4096, 4096), None), deterministic=True)
+    assert not hh._splits(s, 1, 2, 63, 4032)
+    assert hh._splits(dataclasses.replace(s, w_partials=True), 1, 2, 63, 4032)
+
+
+@pytest.mark.parametrize("B,m,n", [(1, 4096, 4096), (2, 4096, 4096), (8, 2048, 2048), (4, 3072, 3072),
+                                   (1, 1024, 1024), (6, 768, 768), (16, 1024, 1024), (2, 5000, 700)])
+def test_partial_slots_hold_every_row_split(B, m, n):
+    # WParts is sized once, before the look-ahead's fork: its bound must hold every update
+    # row_slices can plan (any column tiles, any rows, the look-ahead's thin slices included),
+    # so that WParts.fit never has to thin the slices.
+    from adaptqr.paths.row_split import partial_slots, row_slices
+
+    s = hh._with_knobs(schedules.schedule_for(m, n), None)
+    for sm in (132, 78, 16):
+        slots = partial_slots(B, m, n, s.bn, sm, s.slice_min_rows or 0)
+        for tiles in range(1, -(-n // s.bn) + 1):
+            for rows in range(s.bm, m + 1, s.bm):
+                nsplit, _ = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
+                assert B * tiles * nsplit <= slots, (sm, tiles, rows, nsplit)

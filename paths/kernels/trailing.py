@@ -442,45 +442,85 @@ def _slice_plan(Ht, NA, NZ, k, m, n, c_start, c_end, rows_per,
 
 
 @triton.jit
-def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi,
-            NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """``W[b, cc] += A[r_lo:r_hi, cc]^T V[r_lo:r_hi]`` (atomics), products in PREC."""
-    rr = tl.arange(0, BM)
+def _w_ptrs(W, b, n, cc, NB: tl.constexpr, BN: tl.constexpr, PARTIAL: tl.constexpr):
+    """The [BN, NB] pointers of the row-split program (b, t, s)'s ``W`` sums: ``W[b, cc]``
+    (``W`` ``(B, n, NB)``, every slice adding there), or with ``PARTIAL`` its own slot of
+    ``W`` taken as ``(B, nsplit, tiles, BN, NB)`` (EXPERIMENTS.md N26)."""
+    # One return: with a return in each branch, triton 3.6 failed to lower the row-split
+    # kernels (offline, sm_90; triton 3.9 did not).
     jj = tl.arange(0, NB)
+    if PARTIAL:
+        slot = ((b.to(tl.int64) * tl.num_programs(2) + tl.program_id(2)) * tl.num_programs(1)
+                + tl.program_id(1))
+        wp = W + (slot * BN + tl.arange(0, BN)[:, None]) * NB + jj[None, :]
+    else:
+        wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
+    return wp
+
+
+@triton.jit
+def _w_put(wp, acc, ccmask, PARTIAL: tl.constexpr):
+    """A slice's sums into ``W``: stored in its slot (``PARTIAL``), else added by atomics,
+    in an order that changes from launch to launch."""
+    if PARTIAL:
+        tl.store(wp, acc, mask=ccmask[:, None])
+    else:
+        tl.atomic_add(wp, acc, mask=ccmask[:, None])
+
+
+@triton.jit
+def _w_get(wp, ccmask, NB: tl.constexpr, BN: tl.constexpr, PARTIAL: tl.constexpr):
+    """The update's ``W`` [BN, NB] for this program's tile: with ``PARTIAL`` the slices' sums
+    added in slice order (the same bits every launch), else the atomics' total."""
+    if PARTIAL:
+        step = tl.num_programs(1).to(tl.int64) * BN * NB
+        first = wp - tl.program_id(2) * step
+        Wt = tl.zeros((BN, NB), dtype=tl.float32)
+        for i in range(0, tl.num_programs(2)):
+            Wt += tl.load(first + i * step, mask=ccmask[:, None], other=0.0)
+    else:
+        Wt = tl.load(wp, mask=ccmask[:, None], other=0.0)
+    return Wt
+
+
+@triton.jit
+def _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB: tl.constexpr,
+            BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr, PARTIAL: tl.constexpr):
+    """``A[r_lo:r_hi, cc]^T V[r_lo:r_hi]`` into ``W`` (:func:`_w_put`), products in PREC."""
+    rr = tl.arange(0, BM)
     acc = tl.zeros((BN, NB), dtype=tl.float32)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
         acc += _dot(At, tl.trans(Vt), PREC)
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
-    tl.atomic_add(wp, acc, mask=ccmask[:, None])
+    # The pointers after the sweep: formed before it, they cost the kernel spill (sm_90).
+    _w_put(_w_ptrs(W, b, n, cc, NB, BN, PARTIAL), acc, ccmask, PARTIAL)
 
 
 @triton.jit
 def _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail,
                  NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
-                 PREC_TAIL: tl.constexpr):
+                 PREC_TAIL: tl.constexpr, PARTIAL: tl.constexpr):
     """:func:`_w_rows` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
     if (PREC_TAIL != PREC) & tail:
-        _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL)
+        _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC_TAIL, PARTIAL)
     else:
-        _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC)
+        _w_rows(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC, PARTIAL)
 
 
 @triton.jit
 def _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc, v16,
-                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, USE_V16: tl.constexpr):
+                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, USE_V16: tl.constexpr,
+                PARTIAL: tl.constexpr):
     """:func:`_w_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
     rr = tl.arange(0, BM)
-    jj = tl.arange(0, NB)
     acc = tl.zeros((BN, NB), dtype=tl.float32)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         amask = ccmask[:, None] & (r < r_hi)[None, :]
         C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, k > 0, sc)
         acc += dot16(C, tl.trans(_v_rows(base, v16, k, r, m, r_hi, na, n, NB, USE_V16)))
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
-    tl.atomic_add(wp, acc, mask=ccmask[:, None])
+    _w_put(_w_ptrs(W, b, n, cc, NB, BN, PARTIAL), acc, ccmask, PARTIAL)
 
 
 #: Elements a program zeroes a step in :func:`_zero_next`: 512 float32 over the row-split
@@ -511,11 +551,14 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
                       F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                      ZERO: tl.constexpr = False, USE_V16: tl.constexpr = False):
+                      ZERO: tl.constexpr = False, USE_V16: tl.constexpr = False,
+                      PARTIAL: tl.constexpr = False):
     """Row-split first half of one panel's update, for small batches: program (b, t, s)
     adds ``A[rows_s, cols_t]^T V[rows_s]`` into ``W[b, cols_t, :]`` (W: (B, n, NB) float32,
-    zero there on entry) with atomics. Rows ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL,
-    F16 (then W is in units of the matrix's scale): as :func:`trailing_kernel`.
+    zero there on entry) with atomics; with ``PARTIAL`` it stores them in its own slot of
+    ``W`` (:func:`_w_ptrs`), which :func:`trailing_u_kernel` sums in slice order. Rows
+    ``[k + s*rows_per_split, ...)``. NZ, PREC_TAIL, F16 (then W is in units of the matrix's
+    scale): as :func:`trailing_kernel`.
     ``ZERO``: the programs also zero ``WZ[:, z_start:, :]`` (another (B, n, NB) buffer: the
     next update's ``W``), so that no zeroing launch stands before it
     (``row_split.WSlot``). ``USE_V16``: the FP16 route's reflectors from ``V16`` ``(B, NB,
@@ -528,20 +571,19 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
             _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
-                        V16 + b.to(tl.int64) * NB * m, NB, BN, BM16, USE_V16)
+                        V16 + b.to(tl.int64) * NB * m, NB, BN, BM16, USE_V16, PARTIAL)
         elif do32:
             _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
-                         PREC, PREC_TAIL)
+                         PREC, PREC_TAIL, PARTIAL)
 
 
 @triton.jit
-def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-            NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """``A[r_lo:r_hi, cc]^T -= (W T) V[r_lo:r_hi]^T``, products in PREC."""
+def _u_rows(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB: tl.constexpr,
+            BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr, PARTIAL: tl.constexpr):
+    """``A[r_lo:r_hi, cc]^T -= (W T) V[r_lo:r_hi]^T`` (``W`` at ``wp``, :func:`_w_get`),
+    products in PREC."""
     rr = tl.arange(0, BM)
-    jj = tl.arange(0, NB)
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
-    Wt = tl.load(wp, mask=ccmask[:, None], other=0.0)
+    Wt = _w_get(wp, ccmask, NB, BN, PARTIAL)
     Y = _dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
@@ -551,24 +593,25 @@ def _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
 
 
 @triton.jit
-def _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
-                 NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
-                 PREC_TAIL: tl.constexpr):
+def _u_rows_fp32(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail,
+                 NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+                 PREC_TAIL: tl.constexpr, PARTIAL: tl.constexpr):
     """:func:`_u_rows` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
     if (PREC_TAIL != PREC) & tail:
-        _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC_TAIL)
+        _u_rows(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BN, BM,
+                PREC_TAIL, PARTIAL)
     else:
-        _u_rows(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BM, PREC)
+        _u_rows(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB, BN, BM, PREC,
+                PARTIAL)
 
 
 @triton.jit
-def _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, sc, v16,
-                NB: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr, USE_V16: tl.constexpr):
+def _u_rows_f16(base, base16, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, sc, v16,
+                NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr,
+                USE_V16: tl.constexpr, PARTIAL: tl.constexpr):
     """:func:`_u_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
     rr = tl.arange(0, BM)
-    jj = tl.arange(0, NB)
-    wp = W + (b.to(tl.int64) * n + cc[:, None]) * NB + jj[None, :]
-    Wt = tl.load(wp, mask=ccmask[:, None], other=0.0)
+    Wt = _w_get(wp, ccmask, NB, BN, PARTIAL)
     Y16, ys = y_scaled(tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC))
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
@@ -584,17 +627,18 @@ def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw,
                       V16, NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                       HAS_NA: tl.constexpr, PREC: tl.constexpr, PREC_TAIL: tl.constexpr,
                       F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
-                      USE_V16: tl.constexpr = False):
+                      USE_V16: tl.constexpr = False, PARTIAL: tl.constexpr = False):
     """Second half: program (b, t, s) computes ``Y = W T`` for its columns and applies
-    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``. ``V16``, ``USE_V16``: as
-    :func:`trailing_w_kernel`'s."""
+    ``A^T -= Y V^T`` to rows ``[k + s*rows_per_prog, ...)``. ``V16``, ``USE_V16``,
+    ``PARTIAL``: as :func:`trailing_w_kernel`'s (the grid the same as its)."""
     b, base, na, go, tail, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per_prog, BN, HAS_NA)
     if go:
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
+        wp = _w_ptrs(W, b, n, cc, NB, BN, PARTIAL)
         if do16:
-            _u_rows_f16(base, base16, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
-                        sc, V16 + b.to(tl.int64) * NB * m, NB, BM16, PREC, USE_V16)
+            _u_rows_f16(base, base16, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
+                        sc, V16 + b.to(tl.int64) * NB * m, NB, BN, BM16, PREC, USE_V16, PARTIAL)
         elif do32:
-            _u_rows_fp32(base, TW, W, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
-                         BM, PREC, PREC_TAIL)
+            _u_rows_fp32(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
+                         BN, BM, PREC, PREC_TAIL, PARTIAL)

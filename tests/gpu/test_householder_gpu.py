@@ -453,3 +453,29 @@ def test_deterministic_mode_gives_the_same_bits(B, n, case):
             assert torch.equal(H, H0) and torch.equal(tau, t0)
     r = check_geqrf(A, H, tau)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("deterministic_mode", [False, True])
+@pytest.mark.parametrize("B,n,case", [(65, 512, "dense"), (6, 768, "mixed"), (8, 2048, "dense"),
+                                      (2, 4096, "dense")])
+def test_w_partials_give_the_same_bits_every_call(B, n, case, deterministic_mode):
+    # EXPERIMENTS.md N26 (knob w_partials): row-split updates store each slice's W sums and
+    # add them in slice order, so the same input gives the same bits call after call with
+    # the row split kept (L4's atomics gave other bits for every matrix of 65x512 and 6x768),
+    # eagerly and replayed, in torch's deterministic mode or not.
+    import contextlib
+
+    import adaptqr
+    from adaptqr import config
+    from adaptqr.testing import deterministic, generate
+
+    A = generate(B, n, 2, 94 + n, case, "cuda")
+    mode = deterministic() if deterministic_mode else contextlib.nullcontext()
+    with mode, config.experiment(w_partials=1):
+        H0, t0 = adaptqr.geqrf(A)
+        for _ in range(4):
+            H, tau = adaptqr.geqrf(A)
+            assert torch.equal(H, H0) and torch.equal(tau, t0)
+    r = check_geqrf(A, H, tau)
+    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()

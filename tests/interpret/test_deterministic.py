@@ -49,3 +49,41 @@ def test_no_row_split_update_when_deterministic(monkeypatch):
     assert check_geqrf(A, H1, t1).passes_bar
     torch.testing.assert_close(H1, H0, rtol=1e-4, atol=1e-4 * float(H0.abs().max()))
     torch.testing.assert_close(t1, t0, rtol=1e-4, atol=1e-4)
+
+
+def test_deterministic_mode_splits_rows_with_partial_sums(monkeypatch):
+    # N26: with each slice's W sums added in slice order (knob w_partials), a row split is
+    # deterministic, so the mode keeps it: the same launches as without the mode, and the
+    # same bits as the atomics give here (the interpreter adds them in slice order).
+    import torch
+
+    from adaptqr import config
+    from adaptqr.paths import householder, schedules
+    from adaptqr.testing import deterministic
+
+    launches = []
+    real = householder.trailing_w_kernel
+
+    class _Counted:
+        def __getitem__(self, grid):
+            launches.append(grid)
+            return real[grid]
+
+    monkeypatch.setattr(householder, "trailing_w_kernel", _Counted())
+    s = schedules.Schedule(False, 16, 1, 16, 64, small_n_nb=0)
+    A = torch.randn(2, 640, 40, generator=torch.Generator().manual_seed(5))
+
+    def run(**knobs):
+        H = A.mT.contiguous().mT.clone()
+        tau = A.new_empty(2, 40)
+        with config.experiment(**knobs):
+            householder.factor_householder(H, tau, Info(), schedule=s)
+        return H, tau
+
+    H0, t0 = run(w_partials=0)
+    plain = list(launches)
+    launches.clear()
+    with deterministic():
+        H1, t1 = run(w_partials=1)
+    assert plain and launches == plain
+    assert torch.equal(H0, H1) and torch.equal(t0, t1)

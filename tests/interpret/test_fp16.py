@@ -77,6 +77,8 @@ def _cases():
         # slices of 32 rows (the default's slices cover these rows in one).
         H5, t5 = run(A, dataclasses.replace(s, pair_split=0), sc)
         H6, t6 = run(A, dataclasses.replace(s, pair_split=32), sc)
+        # N26: the row-split updates' W as each slice's sums, added in slice order.
+        H7, t7 = run(A, dataclasses.replace(s, w_partials=not schedules.W_PARTIALS), sc)
         _out({
             "name": f"{name} group {group}",
             "fp32_same": bool(torch.equal(H0[1:], H1[1:]) and torch.equal(t0[1:], t1[1:])),
@@ -89,6 +91,7 @@ def _cases():
             "v16_same": bool(torch.equal(H1, H4) and torch.equal(t1, t4)),
             "split_same": bool(torch.equal(H1, H5) and torch.equal(t1, t5)
                                and torch.equal(H1, H6) and torch.equal(t1, t6)),
+            "partials_same": bool(torch.equal(H1, H7) and torch.equal(t1, t7)),
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)})
@@ -117,6 +120,9 @@ def test_fp16_route_per_matrix(results, name, group):
     # The pair update as a Y launch and a row-sliced update launch (N25): each row chunk's
     # products as the one-program update makes them, so every bit the same.
     assert d["split_same"], d
+    # The row-split W as each slice's sums added in slice order (N26): the interpreter runs
+    # the atomics in that order too, so every bit the same.
+    assert d["partials_same"], d
     # float16 storage moves R by ~1e-3 of its scale (2^-11 a rounding); FP32 by ~1e-7
     assert 1e-5 < d["diff16"] < 1e-2, d
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,
