@@ -116,6 +116,24 @@ def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
 
 
 @triton.jit
+def _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN: tl.constexpr, HAS_NA: tl.constexpr,
+                  TILE_MAJOR: tl.constexpr):
+    """A column-tile program's ``(b, base, na, cc, ccmask, run, tail)``: grid ``(tiles, B)``
+    (``(B, tiles)`` unless ``TILE_MAJOR``), its columns ``cc`` from ``c_start`` and
+    :func:`_tile_plan`'s ``run`` and ``tail``."""
+    if TILE_MAJOR:
+        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
+        t = tl.program_id(0)
+    else:
+        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
+        t = tl.program_id(1)
+    c0 = c_start + t * BN
+    cc = c0 + tl.arange(0, BN)
+    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    return b, base, na, cc, cc < c_end, run, tail
+
+
+@triton.jit
 def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                   NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                   RESIDENT: tl.constexpr, PREC: tl.constexpr):
@@ -351,16 +369,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
     ``(B, 2 NB, m)``, :func:`v16_kernel`'s, else ``V16`` is not read).
     """
-    if TILE_MAJOR:
-        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
-        t = tl.program_id(0)
-    else:
-        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
-        t = tl.program_id(1)
-    c0 = c_start + t * BN
-    cc = c0 + tl.arange(0, BN)
-    ccmask = cc < c_end
-    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    b, base, na, cc, ccmask, run, tail = _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN,
+                                                       HAS_NA, TILE_MAJOR)
     if (k0 < na) & run:
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
@@ -383,16 +393,8 @@ def pair_y_kernel(Ht, TW, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, n_t
     ``Y16[b, cc]`` (``(B, n, 2 NB)`` float16) and ``ys`` to ``YS[b, c0]`` (``(B, n)``
     float32, at the tile's first column). FP32-routed matrices and skipped tiles store
     nothing, and :func:`pair_u_kernel` skips the same ones."""
-    if TILE_MAJOR:
-        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 1)
-        t = tl.program_id(0)
-    else:
-        b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
-        t = tl.program_id(1)
-    c0 = c_start + t * BN
-    cc = c0 + tl.arange(0, BN)
-    ccmask = cc < c_end
-    run, _ = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    b, base, na, cc, ccmask, run, _ = _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN,
+                                                    HAS_NA, TILE_MAJOR)
     if (k < na) & run:
         sc, base16, do16, _ = _routes(C16, SC, b, m, n, F16_ONLY)
         if do16:
@@ -402,7 +404,7 @@ def pair_y_kernel(Ht, TW, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, n_t
             yp = Y16 + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
             tl.store(yp, Y1h, mask=ccmask[:, None])
             tl.store(yp + NB, Y2h, mask=ccmask[:, None])
-            tl.store(YS + b.to(tl.int64) * n + c0, ys)
+            tl.store(YS + b.to(tl.int64) * n + tl.min(cc, axis=0), ys)
 
 
 @triton.jit

@@ -13,12 +13,9 @@ from _support import Info  # tests/interpret/ is on sys.path
 pytestmark = pytest.mark.interpret
 
 
-def test_no_row_split_update_when_deterministic(monkeypatch):
-    import torch
-
-    from adaptqr import config
-    from adaptqr.paths import householder, schedules
-    from adaptqr.testing import check_geqrf, deterministic
+def _w_launches(monkeypatch):
+    """The grids of the row-split W launches the Householder path makes from now on."""
+    from adaptqr.paths import householder
 
     launches = []
     real = householder.trailing_w_kernel
@@ -29,21 +26,37 @@ def test_no_row_split_update_when_deterministic(monkeypatch):
             return real[grid]
 
     monkeypatch.setattr(householder, "trailing_w_kernel", _Counted())
-    s = schedules.Schedule(False, 16, 1, 16, 64, small_n_nb=0)  # test_fp16's "row split"
-    A = torch.randn(2, 640, 40, generator=torch.Generator().manual_seed(5))
+    return launches
 
-    def run():
-        H = A.mT.contiguous().mT.clone()
-        tau = A.new_empty(2, 40)
+
+def _factor(A, **knobs):
+    """``(H, tau)`` of ``A`` (2 x 640 x 40) under test_fp16's "row split" schedule, whose
+    updates split over rows, and the experiment ``knobs``."""
+    from adaptqr import config
+    from adaptqr.paths import householder, schedules
+
+    s = schedules.Schedule(False, 16, 1, 16, 64, small_n_nb=0)
+    H = A.mT.contiguous().mT.clone()
+    tau = A.new_empty(2, 40)
+    with config.experiment(**knobs):
         householder.factor_householder(H, tau, Info(), schedule=s)
-        return H, tau
+    return H, tau
 
-    H0, t0 = run()
+
+def test_no_row_split_update_when_deterministic(monkeypatch):
+    import torch
+
+    from adaptqr import config
+    from adaptqr.testing import check_geqrf, deterministic
+
+    launches = _w_launches(monkeypatch)
+    A = torch.randn(2, 640, 40, generator=torch.Generator().manual_seed(5))
+    H0, t0 = _factor(A)
     assert launches, "the default schedule should split this batch's updates over rows"
     launches.clear()
     with deterministic():
         assert config.snapshot().deterministic
-        H1, t1 = run()
+        H1, t1 = _factor(A)
     assert not launches
     assert not config.snapshot().deterministic
     assert check_geqrf(A, H1, t1).passes_bar
@@ -57,33 +70,14 @@ def test_deterministic_mode_splits_rows_with_partial_sums(monkeypatch):
     # same bits as the atomics give here (the interpreter adds them in slice order).
     import torch
 
-    from adaptqr import config
-    from adaptqr.paths import householder, schedules
     from adaptqr.testing import deterministic
 
-    launches = []
-    real = householder.trailing_w_kernel
-
-    class _Counted:
-        def __getitem__(self, grid):
-            launches.append(grid)
-            return real[grid]
-
-    monkeypatch.setattr(householder, "trailing_w_kernel", _Counted())
-    s = schedules.Schedule(False, 16, 1, 16, 64, small_n_nb=0)
+    launches = _w_launches(monkeypatch)
     A = torch.randn(2, 640, 40, generator=torch.Generator().manual_seed(5))
-
-    def run(**knobs):
-        H = A.mT.contiguous().mT.clone()
-        tau = A.new_empty(2, 40)
-        with config.experiment(**knobs):
-            householder.factor_householder(H, tau, Info(), schedule=s)
-        return H, tau
-
-    H0, t0 = run(w_partials=0)
+    H0, t0 = _factor(A, w_partials=0)
     plain = list(launches)
     launches.clear()
     with deterministic():
-        H1, t1 = run(w_partials=1)
+        H1, t1 = _factor(A, w_partials=1)
     assert plain and launches == plain
     assert torch.equal(H0, H1) and torch.equal(t0, t1)
