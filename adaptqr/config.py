@@ -136,11 +136,10 @@ class Knobs:
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
     update's column tile no wider than its columns' next power of two), ``fp16_v16``
     (``schedules.FP16_V16``: 0 / 1, the FP16 route's rest updates read their reflectors
-    from a float16 copy), ``pair_split``
-    (``schedules.PAIR_SPLIT_ROWS``: 0 / 32 / 64 / 128 / 256, the FP16 pair rest update's
-    second sweep in a launch of its own over row slices of that many rows), ``w_partials``
-    (``schedules.W_PARTIALS``: 0 / 1, the row-split updates' W as each slice's sums, added
-    in slice order)."""
+    from a float16 copy), ``pair_split`` (``schedules.PAIR_SPLIT_ROWS``: 0 / 32 / 64 / 128 /
+    256, the FP16 pair rest update's second sweep in a launch of its own over row slices of
+    that many rows), ``w_partials`` (``schedules.W_PARTIALS``: 0 / 1, the row-split updates'
+    W as each slice's sums, added in slice order)."""
 
     split_min_rows: int | None
     tail_prec: str | None

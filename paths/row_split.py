@@ -1,6 +1,7 @@
 """The row-split trailing update's host side: whether an update splits its rows
 (:func:`splits_rows`), into how many slices (:func:`row_slices`), and its ``W`` buffers,
-one :class:`WSlot` a stream.
+one :class:`WSlot` a stream, or one :class:`WParts` where each slice keeps its own sums
+(``Schedule.w_partials``, sized by :func:`partial_slots`; no zeroing then).
 
 A row-split update (:func:`adaptqr.paths.kernels.trailing.trailing_w_kernel`, then
 ``trailing_u_kernel``) sums ``W = C^T V`` over row slices with atomics, so its ``W`` must
@@ -142,6 +143,10 @@ class WParts:
     (2, 64)
     >>> parts.fit(1, 2, 100, 16, 2, 64)
     (2, 64)
+    >>> parts.fit(1, 5, 100, 16, 1, 112)
+    Traceback (most recent call last):
+    ...
+    RuntimeError: row_split: 1 x 5 column tiles exceed the 4 blocks of W sized for this factorization
     """
 
     def __init__(self, slots: int, bn: int, nb: int, device: torch.device):
@@ -157,7 +162,10 @@ class WParts:
         """``(nsplit, per)`` of :func:`row_slices`, with fewer, taller slices where its
         blocks would not fit (never where :func:`partial_slots` sized them)."""
         most = self.slots // (B * tiles)
+        if most < 1:
+            raise RuntimeError(f"row_split: {B} x {tiles} column tiles exceed the {self.slots} "
+                               f"blocks of W sized for this factorization")
         if nsplit <= most:
             return nsplit, per
-        per = triton.cdiv(triton.cdiv(rows, max(1, most)), bm) * bm
+        per = triton.cdiv(triton.cdiv(rows, most), bm) * bm
         return triton.cdiv(rows, per), per

@@ -413,8 +413,8 @@ def pair_u_kernel(Ht, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, rows_pe
                   USE_V16: tl.constexpr = False):
     """Second half of :func:`pair_y_kernel`'s update: program ``(b, t, s)`` applies
     :func:`_apply_pair_f16`'s second sweep to rows ``[k + s rows_per, ...)`` of its column
-    tile (``rows_per`` a multiple of BM), from the stored ``Y16`` and ``YS``: the same
-    entries, bit for bit, as the one-program update, over many more programs."""
+    tile (``rows_per`` a multiple of BM), from the stored ``Y16`` and ``YS``: at the same
+    tile width, the one-program update's entries bit for bit, over many more programs."""
     b, base, na, go, _, cc, ccmask, r_lo, r_hi = _slice_plan(
         Ht, NA, NZ, k, m, n, c_start, c_end, rows_per, BN, HAS_NA)
     if go:
