@@ -607,8 +607,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         sm = _sm_count(Ht.device) if Ht.is_cuda else 0
         nsplit, per = row_slices(B, tiles, rows, s.bm, sm, s.slice_min_rows or 0)
         wslot = _w(f, w_slot)
-        if s.w_partials:
-            nsplit, per = wslot.fit(B, tiles, rows, s.bm, nsplit, per)
+        nsplit, per = wslot.fit(B, tiles, rows, s.bm, nsplit, per)
         W, WZ = wslot.take(c_start)
         grid = (B, tiles, nsplit)
         common = dict(NB=s.nb, BN=bn, BM=s.bm, HAS_NA=has_na, PREC=s.prec,
@@ -650,9 +649,10 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         bn_l = (min(s.fp16_bn, fit) if s.fp16_fit else s.fp16_bn) if only16 and s.fp16_bn else bn
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
+        stages = s.fp16_stages if only16 and s.fp16_stages else schedules.TRAILING_STAGES
         with lanes.on(mode):
             if pair and only16 and rest and f.y16 is not None:
-                _pair_split(f, k0, c_start, c_end, bn_l, tile_major, C16, SC, v16)
+                _pair_split(f, k0, c_start, c_end, bn_l, tile_major, C16, SC, v16, stages)
                 continue
             trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                                   f.v16 if v16 and pair else C16,
@@ -661,8 +661,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                                   BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
                                   TILE_MAJOR=tile_major, USE_V16=v16 and pair,
                                   num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
-                                  num_stages=s.fp16_stages if only16 and s.fp16_stages
-                                  else schedules.TRAILING_STAGES)
+                                  num_stages=stages)
     lanes.join()
 
 
@@ -682,19 +681,19 @@ def pair_splits(s: schedules.Schedule, B: int, n: int, group: int) -> bool:
 
 
 def _pair_split(f: _Blocked, k0: int, c_start: int, c_end: int, bn: int, tile_major: bool,
-                C16: torch.Tensor, SC: torch.Tensor, v16: bool) -> None:
+                C16: torch.Tensor, SC: torch.Tensor, v16: bool, stages: int) -> None:
     """The FP16-only launch of a rest update of the two panels from ``k0`` as two launches
     (:func:`pair_splits`, EXPERIMENTS.md N25): :func:`~adaptqr.paths.kernels.trailing.pair_y_kernel`
     forms the ``Y`` of each column tile of at most ``schedules.PAIR_SPLIT_BN`` columns into
     ``f.y16``, then ``pair_u_kernel`` updates the tiles by row slices of ``s.pair_split``
     rows (rounded up to the row chunk). Tiles of ``bn`` columns give the pair kernel's bits;
-    narrower ones scale ``Y`` by their own tile, so round it otherwise."""
+    narrower ones scale ``Y`` by their own tile, so round it otherwise. ``stages``: the
+    pair launch's pipelining stages, for both."""
     s, B = f.s, f.B
     Y16, YS = f.y16
     bn = min(bn, schedules.PAIR_SPLIT_BN)
     tiles = triton.cdiv(c_end - c_start, bn)
     V16 = f.v16 if v16 else C16
-    stages = s.fp16_stages or schedules.TRAILING_STAGES
     pair_y_kernel[(tiles, B) if tile_major else (B, tiles)](
         f.Ht, f.TW, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, f.n_tw, V16,
         NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, PREC=s.prec, TILE_MAJOR=tile_major,

@@ -113,6 +113,11 @@ class WSlot:
         self.clean_from = c_start
         return W, self.bufs[self.parity]
 
+    def fit(self, B: int, tiles: int, rows: int, bm: int, nsplit: int, per: int
+            ) -> tuple[int, int]:
+        """``(nsplit, per)`` as :func:`row_slices` gave them: one ``W`` holds any slices."""
+        return nsplit, per
+
 
 def partial_slots(B: int, m: int, n: int, bn: int, sm: int, min_rows: int = 0) -> int:
     """A bound on ``B * tiles * nsplit`` over the row-split updates of a ``B x m x n``

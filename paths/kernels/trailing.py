@@ -383,6 +383,15 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
 
 
 @triton.jit
+def _y_ptrs(Y16, YS, b, n, cc, NB: tl.constexpr):
+    """The split pair update's slots for the column tile ``cc`` of matrix ``b``: ``Y1h``'s
+    [BN, NB] pointers into ``Y16`` (``Y2h``'s are NB further on), and ``ys``'s, at the
+    tile's first column of ``YS``."""
+    yp = Y16 + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + tl.arange(0, NB)[None, :]
+    return yp, YS + b.to(tl.int64) * n + tl.min(cc, axis=0)
+
+
+@triton.jit
 def pair_y_kernel(Ht, TW, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, n_tw, V16,
                   NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, HAS_NA: tl.constexpr,
                   PREC: tl.constexpr, TILE_MAJOR: tl.constexpr = True,
@@ -400,11 +409,10 @@ def pair_y_kernel(Ht, TW, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, n_t
         if do16:
             Y1h, Y2h, ys = _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
                                    V16 + b.to(tl.int64) * 2 * NB * m, NB, BN, BM, PREC, USE_V16)
-            jj = tl.arange(0, NB)
-            yp = Y16 + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
+            yp, ysp = _y_ptrs(Y16, YS, b, n, cc, NB)
             tl.store(yp, Y1h, mask=ccmask[:, None])
             tl.store(yp + NB, Y2h, mask=ccmask[:, None])
-            tl.store(YS + b.to(tl.int64) * n + tl.min(cc, axis=0), ys)
+            tl.store(ysp, ys)
 
 
 @triton.jit
@@ -420,11 +428,10 @@ def pair_u_kernel(Ht, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, rows_pe
     if go:
         sc, base16, do16, _ = _routes(C16, SC, b, m, n, F16_ONLY)
         if do16:
-            jj = tl.arange(0, NB)
-            yp = Y16 + (b.to(tl.int64) * n + cc[:, None]) * (2 * NB) + jj[None, :]
+            yp, ysp = _y_ptrs(Y16, YS, b, n, cc, NB)
             Y1h = tl.load(yp, mask=ccmask[:, None], other=0.0)
             Y2h = tl.load(yp + NB, mask=ccmask[:, None], other=0.0)
-            ys = tl.load(YS + b.to(tl.int64) * n + c_start + tl.program_id(1) * BN)
+            ys = tl.load(ysp)
             _pair_rows(base, base16, k, r_lo, r_hi, na, m, n, cc, ccmask, sc,
                        V16 + b.to(tl.int64) * 2 * NB * m, Y1h, Y2h, ys, NB, BM, USE_V16)
 
