@@ -43,7 +43,9 @@ One setting comes from torch, not the environment: ``torch.use_deterministic_alg
 (:attr:`Settings.deterministic`). Under it a call gives the same bits on the same input
 every time: the Householder path's trailing updates are never split over rows, since a
 row-split update sums ``W`` with atomics, whose order varies from run to run (slower where
-few large matrices leave SMs idle; docs/NUMERICS.md "Determinism").
+few large matrices leave SMs idle; docs/NUMERICS.md "Determinism"). The experiment knob
+``w_partials`` (EXPERIMENTS.md N26, not yet measured) keeps the row split in that mode: its
+slices' sums are added in a fixed order.
 
 ``ADAPTQR_COMMIT``
     The git commit that ``adaptqr bench`` records for a working tree copied to a GPU machine;

@@ -446,7 +446,8 @@ class Schedule:
     # None: the knob, else the constant.
     w_partials: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
-    # update is split over rows (a row-split update sums W with atomics).
+    # update is split over rows (a row-split update sums W with atomics), unless
+    # w_partials keeps each slice's sums (householder._splits).
     deterministic: bool = False
 
 
