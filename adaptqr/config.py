@@ -41,11 +41,10 @@ users may change the variables at run time:
     ``0`` skips the per-matrix probes: every matrix gets the default route.
 One setting comes from torch, not the environment: ``torch.use_deterministic_algorithms``
 (:attr:`Settings.deterministic`). Under it a call gives the same bits on the same input
-every time: the Householder path's trailing updates are never split over rows, since a
-row-split update sums ``W`` with atomics, whose order varies from run to run (slower where
-few large matrices leave SMs idle; docs/NUMERICS.md "Determinism"). The experiment knob
-``w_partials`` (EXPERIMENTS.md N26, not yet measured) keeps the row split in that mode: its
-slices' sums are added in a fixed order.
+every time: a trailing update split over rows keeps each slice's sums of ``W`` and adds
+them in slice order, where outside the mode it sums them with atomics, whose order varies
+from run to run (4-11 % slower where updates split, 8x2048 to 2x4096; docs/NUMERICS.md
+"Determinism").
 
 ``ADAPTQR_COMMIT``
     The git commit that ``adaptqr bench`` records for a working tree copied to a GPU machine;
@@ -141,7 +140,8 @@ class Knobs:
     from a float16 copy), ``pair_split`` (``schedules.PAIR_SPLIT_ROWS``: 0 / 32 / 64 / 128 /
     256, the FP16 pair rest update's second sweep in a launch of its own over row slices of
     that many rows), ``w_partials`` (``schedules.W_PARTIALS``: 0 / 1, the row-split updates'
-    W as each slice's sums, added in slice order)."""
+    W as each slice's sums, added in slice order; unset: exactly in the deterministic
+    mode)."""
 
     split_min_rows: int | None
     tail_prec: str | None

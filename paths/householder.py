@@ -278,6 +278,10 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         **{name: getattr(s, name) if getattr(s, name) is not None else schedules.knob(name, knobs)
            for name in schedules.SCHEDULE_KNOBS})
+    if r.w_partials is None:
+        # Ordered partials cost 4-11 % where updates split (N26), but the mode's other way
+        # to the same bits, no split at all, costs up to 2.5x (N26b).
+        r = dataclasses.replace(r, w_partials=r.deterministic)
     # Panels of small_n_nb columns where the table gives 16 and n is a whole number of
     # SMALL_N_NB_MULTIPLE columns (``whole``; EXPERIMENTS.md H18, H19).
     widen = r.small_n_nb and r.nb == 16 and whole

@@ -161,9 +161,14 @@ PAIR_SPLIT_BN = 64
 PAIR_SPLIT_MAX_PROGRAMS = 1024
 #: The row-split updates' W as each slice's own sums, added in slice order by the U kernel
 #: (``row_split.WParts``), instead of one sum by atomics in the order the programs run: the
-#: same bits every call, and no zeroing of W. Built, not measured (EXPERIMENTS.md N26).
-#: Knob ``w_partials`` (1: on).
-W_PARTIALS = False
+#: same bits every call, and no zeroing of W. None: exactly in the deterministic mode
+#: (``Schedule.deterministic``), where the alternative is no row split at all. Measured
+#: on the H200 (EXPERIMENTS.md N26, N26b; runs 1145, 1153), ms, atomics / partials /
+#: the mode without a split / the mode with partials: 2x4096 9.53 / 10.75 / 21.09 /
+#: 10.77, 1x4096 7.88 / 8.46 / 19.71 / 8.53, 4x3072 7.63 / 8.07 / 13.39 / 8.24, 8x2048
+#: 5.07 / 5.30 / 6.90 / 5.31; 60x1024 and 65x512 within 3 % throughout. Knob
+#: ``w_partials`` (0: off, 1: on, in and out of the mode).
+W_PARTIALS = None
 
 
 def _knob_or(knobs, name: str, constant):
@@ -210,7 +215,8 @@ def knob(name: str, knobs=None):
     True
     """
     constant, kind = SCHEDULE_KNOBS[name]
-    return kind(_knob_or(knobs, name, globals()[constant]))
+    value = _knob_or(knobs, name, globals()[constant])
+    return None if value is None else kind(value)  # None: the resolver decides (W_PARTIALS)
 
 
 def knob_constants() -> tuple:
@@ -443,11 +449,12 @@ class Schedule:
     # launch of its own (PAIR_SPLIT_ROWS; 0: one launch); None: the knob, else the constant.
     pair_split: int | None = None
     # The row-split updates' W as each slice's sums, added in slice order (W_PARTIALS);
-    # None: the knob, else the constant.
+    # None: the knob, else the constant, and where both are unset, the deterministic mode
+    # (householder._resolved).
     w_partials: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
-    # update is split over rows (a row-split update sums W with atomics), unless
-    # w_partials keeps each slice's sums (householder._splits).
+    # update is split over rows with atomics (a row-split update sums W in no fixed order
+    # that way); w_partials, on by default in the mode, keeps the split (householder._splits).
     deterministic: bool = False
 
 

@@ -359,7 +359,8 @@ def test_lookahead_w_only_where_updates_can_split_rows():
 
 def test_schedule_knobs_table():
     # Each knob the schedule reads is a Knobs field and a Schedule field left to the knob
-    # (None), and resolves to the constant's type.
+    # (None), and resolves to the constant's type (to the constant itself, unless that is
+    # None: then the resolver picks, as W_PARTIALS's deterministic mode).
     import dataclasses
 
     from adaptqr import config
@@ -369,7 +370,8 @@ def test_schedule_knobs_table():
     s = hh._with_knobs(schedules.schedule_for(512, 512), None)
     for name, (constant, kind) in schedules.SCHEDULE_KNOBS.items():
         assert name in knob_fields and sched_fields[name] is None, name
-        assert getattr(s, name) == getattr(schedules, constant)
+        if getattr(schedules, constant) is not None:
+            assert getattr(s, name) == getattr(schedules, constant)
         assert type(getattr(s, name)) is kind, name
 
 
@@ -483,10 +485,11 @@ def test_w_slot_hands_out_zeros(pingpong):
     assert len(seen) == len(slot.bufs)
 
 
-def test_deterministic_mode_never_splits_rows():
+def test_deterministic_mode_splits_rows_only_with_partials():
     # docs/NUMERICS.md "Determinism": torch.use_deterministic_algorithms reaches the
-    # resolved schedule through the settings snapshot, and no update then splits its rows
-    # (W summed by atomics); 2x4096's first update and 8x2048's groups do by default.
+    # resolved schedule through the settings snapshot. There a row-split update (2x4096's
+    # first, 8x2048's groups) keeps each slice's sums (N26b); with the knob w_partials=0
+    # it would sum them by atomics, so the mode then splits no update's rows.
     from adaptqr import config
     from adaptqr.testing import deterministic
 
@@ -494,10 +497,14 @@ def test_deterministic_mode_never_splits_rows():
     with deterministic():
         assert config.snapshot().deterministic
         r = hh._with_knobs(s, None)
-        assert r.deterministic and not hh._splits(r, 1, 2, 63, 4032)
-        assert hh.fp16_group(r, 8, 2048, 2048) == 2
+        assert r.deterministic and r.w_partials and hh._splits(r, 1, 2, 63, 4032)
+        assert hh.fp16_group(r, 8, 2048, 2048) == 1
+        with config.experiment(w_partials=0):
+            r = hh._with_knobs(s, None)
+            assert r.deterministic and not hh._splits(r, 1, 2, 63, 4032)
+            assert hh.fp16_group(r, 8, 2048, 2048) == 2
     r = hh._with_knobs(s, None)
-    assert not config.snapshot().deterministic and not r.deterministic
+    assert not config.snapshot().deterministic and not r.deterministic and not r.w_partials
     assert hh._splits(r, 1, 2, 63, 4032) and hh.fp16_group(r, 8, 2048, 2048) == 1
 
 
@@ -529,9 +536,26 @@ def test_pair_split_knob():
 
 
 def test_w_partials_knob():
-    # N26: off until measured, on under the knob.
-    assert schedules.W_PARTIALS is False
-    _knob_resolves("w_partials", False, True, 2)
+    # N26, N26b: ordered partials exactly in the deterministic mode (4-11 % slower than the
+    # atomics outside it, up to 2.5x faster than no split inside it); the knob either way.
+    import contextlib
+
+    from adaptqr import config
+    from adaptqr.testing import deterministic
+
+    assert schedules.W_PARTIALS is None
+    s = schedules.schedule_for(4096, 4096)
+    assert hh._with_knobs(s, None).w_partials is False
+    with deterministic():
+        assert hh._with_knobs(s, None).w_partials is True
+    for value in (0, 1):
+        with config.experiment(w_partials=value):
+            for mode in (contextlib.nullcontext, deterministic):
+                with mode():
+                    assert hh._with_knobs(s, None).w_partials is bool(value)
+    with pytest.raises(ValueError, match="w_partials"):
+        with config.experiment(w_partials=2):
+            pass
 
 
 def test_w_partials_split_rows_in_deterministic_mode():

@@ -1,8 +1,10 @@
 """``torch.use_deterministic_algorithms`` on the Householder path, under the Triton
-interpreter: no trailing update is split over rows (a row-split update sums ``W`` with
-atomics, whose order on a GPU changes from run to run: docs/NUMERICS.md "Determinism",
-EXPERIMENTS.md L4). The same batch, factored with the default schedule, does split (so the
-test sees the switch), and both factorizations agree to float32 rounding and pass the bar.
+interpreter (docs/NUMERICS.md "Determinism", EXPERIMENTS.md L4, N26, N26b). A row-split
+update sums ``W`` with atomics outside the mode, whose order on a GPU changes from run to
+run; in the mode each slice keeps its sums, added in slice order, so the mode keeps the
+same launches (and, here, where the interpreter runs the atomics in slice order, the same
+bits). With the knob ``w_partials=0`` the mode splits no update over rows instead; both
+factorizations agree to float32 rounding and pass the bar.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _factor(A, **knobs):
     return H, tau
 
 
-def test_no_row_split_update_when_deterministic(monkeypatch):
+def test_no_row_split_update_when_deterministic_without_partials(monkeypatch):
     import torch
 
     from adaptqr import config
@@ -56,7 +58,8 @@ def test_no_row_split_update_when_deterministic(monkeypatch):
     launches.clear()
     with deterministic():
         assert config.snapshot().deterministic
-        H1, t1 = _factor(A)
+        # Without ordered partials (N26b's default in the mode) the mode splits no rows.
+        H1, t1 = _factor(A, w_partials=0)
     assert not launches
     assert not config.snapshot().deterministic
     assert check_geqrf(A, H1, t1).passes_bar
@@ -81,3 +84,8 @@ def test_deterministic_mode_splits_rows_with_partial_sums(monkeypatch):
         H1, t1 = _factor(A, w_partials=1)
     assert plain and launches == plain
     assert torch.equal(H0, H1) and torch.equal(t0, t1)
+    launches.clear()
+    with deterministic():  # the mode's default (N26b): the same
+        H2, t2 = _factor(A)
+    assert launches == plain
+    assert torch.equal(H0, H2) and torch.equal(t0, t2)
