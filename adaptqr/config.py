@@ -29,9 +29,10 @@ users may change the variables at run time:
     Bounds of the graph cache: entries (default 16) and bytes of static buffers
     (default 4 GiB); least recently used entries are evicted first.
 ``ADAPTQR_GRAPH_MAX_INPUT``
-    Inputs larger than this many bytes (default 256 MiB) run eagerly instead of through a
-    graph: their kernels run long enough to hide the launches, and a graph would add a copy
-    in, a clone out and a retained pool of twice the input (see ``GRAPH_MAX_INPUT``).
+    Inputs larger than this many bytes (default 1 GiB) run eagerly instead of through a
+    graph. A cached graph keeps its output slots and its pool, about three times its input
+    (within ``ADAPTQR_GRAPH_BYTES``); an eager call instead pays a few milliseconds of host
+    time a call, which only long enough GPU work hides (see ``GRAPH_MAX_INPUT``).
 ``ADAPTQR_FP16``
     ``0`` keeps every matrix on the FP32 trailing update (default on: the route probe sends
     a dense matrix whose estimated error fits the budget to the float16-resident trailing
@@ -87,8 +88,13 @@ import torch
 # Since H13 (CUDA C panels of 1024 rows) 60x1024 (240 MiB) is host-bound eagerly: 256 MiB
 # against 128, same run (EXPERIMENTS.md G4, run 0138): 60x1024 dense 5.59 -> 4.53 ms, mixed
 # 6.49 -> 5.91, nearrank 7.43 -> 6.93; the rest unchanged. Its first call captures (~0.6 s)
-# and the graph keeps ~480 MiB while cached. 640x512 (640 MiB) stays eager.
-GRAPH_MAX_INPUT = 256 << 20
+# and the graph keeps ~480 MiB while cached. Since the look-ahead (two streams, events) an
+# eager call enqueues for 3-5 ms on the host whatever the batch, so mid-size batches above
+# 256 MiB waited for it (EXPERIMENTS.md G6, run 1200, eager / graph, ms): 320x512 4.23 /
+# 3.08, 100x1024 6.12 / 4.55, 6x4096 42.5 / 17.6 (128 panels' launches), 640x512 5.23 /
+# 5.10, 200x768 4.56 / 4.56. So 1 GiB; ADAPTQR_GRAPH_BYTES (4 GiB) still bounds what the
+# cache keeps, and a graph that would not fit it runs eagerly.
+GRAPH_MAX_INPUT = 1 << 30
 
 
 @dataclass(frozen=True)
