@@ -30,7 +30,7 @@ users may change the variables at run time:
     (default 4 GiB); least recently used entries are evicted first.
 ``ADAPTQR_GRAPH_MAX_INPUT``
     Inputs larger than this many bytes (default 1 GiB) run eagerly instead of through a
-    graph. A cached graph keeps its output slots and its pool, about three times its input
+    graph. A cached graph keeps its output slots and its pools, 3 to 6 times its input
     (within ``ADAPTQR_GRAPH_BYTES``); an eager call instead pays a few milliseconds of host
     time a call, which only long enough GPU work hides (see ``GRAPH_MAX_INPUT``).
 ``ADAPTQR_FP16``
