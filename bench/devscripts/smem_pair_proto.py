@@ -1,0 +1,265 @@
+"""OC26 family 1, a feasibility prototype (device script, EXPERIMENTS.md N27): the FP16
+pair rest update with its column tile resident in shared memory, on tensor cores (WMMA,
+float16 operands, float32 accumulation), against torch on the same operands.
+
+Not the library's kernel: one fixed configuration, no routes (every matrix takes the FP16
+route, ``SC[b] > 0``), a float16 source (an update after the first, ``k > 0``), ``m - k`` a
+multiple of 16. It computes what ``trailing._apply_pair_f16`` computes for a tile of 64
+columns (in transposed form, ``C`` the tile in units of ``sc``)::
+
+    W1 = C^T V1, W2 = C^T V2, G = V1^T V2
+    Y1 = W1 T1, Y2 = (W2 - Y1 G) T2, ys = 2^ceil(log2(max |Y| / 16384))
+    C^T -= ys (f16(Y1 / ys) V1^T + f16(Y2 / ys) V2^T)
+
+and writes rows ``< k + 64`` and columns ``< k + 128`` to ``Ht`` in float32 (divided by
+``sc``), the rest to ``C16``: one read of the tile and one write, where the Triton pair
+kernel reads it twice. The question it answers: how far below the Triton kernel's ~350 us
+(640x512's update at k = 64, run 1153 with the look-ahead off) one such launch gets.
+
+Run there: ``python3 bench/devscripts/smem_pair_proto.py [B] [m] [k ...]``.
+"""
+
+import sys
+
+import torch
+
+SRC = r"""
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+
+#define BN 64
+#define NB 32
+#define NT 256
+#define TP (RMAX + 8)   /* tile row pitch (halves): a multiple of 8 for WMMA */
+#define WP 68           /* W pitch (floats) */
+#define YP 72           /* Yh pitch (halves) */
+#define SP 20           /* a warp's scratch pitch (floats) */
+
+extern "C" __global__ void __launch_bounds__(NT) pair_smem(
+    const __half* __restrict__ V16, const float* __restrict__ TW, const float* __restrict__ SC,
+    __half* C16, float* Ht, int k, int m, int n, int n_tw, int c_start, int c_end)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    __half* tile = (__half*)smem;                                /* [BN][TP] */
+    float* W = (float*)(smem + BN * TP * 2);                     /* [BN][WP]: W1 | W2 */
+    float* G = W + BN * WP;                                      /* [NB][NB + 4] */
+    float* Y = G + NB * (NB + 4);                                /* [BN][2 NB]: Y1 | Y2 */
+    __half* Yh = (__half*)(Y + BN * 2 * NB);                     /* [BN][YP] */
+    float* scr = Y;            /* [8][16][SP] in phase 4, where Y (float) is dead: 10 of 16 KB */
+    __shared__ float red[NT / 32];
+
+    const int b = blockIdx.y, c0 = c_start + blockIdx.x * BN, tid = threadIdx.x;
+    const int warp = tid >> 5, lane = tid & 31;
+    const float sc = SC[b];
+    if (sc == 0.0f) return;
+    const int R = m - k;
+    const size_t mat = (size_t)b * n * m;
+    const __half* V = V16 + (size_t)b * 2 * NB * m + k;          /* V[j * m + r]: row k + r */
+
+    /* 1. The tile, 8 halves a load. */
+    const int R8 = R >> 3;
+    for (int i = tid; i < BN * R8; i += NT) {
+        int c = i / R8, r8 = i - c * R8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (c0 + c < c_end) v = *(const uint4*)(C16 + mat + (size_t)(c0 + c) * m + k + r8 * 8);
+        *(uint4*)(tile + c * TP + r8 * 8) = v;
+    }
+    __syncthreads();
+
+    /* 2. W = C^T [V1 V2] (64 x 64): warp w owns column block w / 2, reflector blocks
+          2 (w % 2) and 2 (w % 2) + 1; warps 0-3 also G = V1^T V2 (32 x 32). */
+    {
+        const int cb = warp >> 1, rb0 = (warp & 1) * 2;
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc0, acc1, accg;
+        wmma::fill_fragment(acc0, 0.0f);
+        wmma::fill_fragment(acc1, 0.0f);
+        wmma::fill_fragment(accg, 0.0f);
+        const int gi = warp >> 1, gj = warp & 1;
+        for (int kk = 0; kk < R; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b0, b1;
+            wmma::load_matrix_sync(a, tile + cb * 16 * TP + kk, TP);
+            wmma::load_matrix_sync(b0, V + (size_t)(rb0 * 16) * m + kk, m);
+            wmma::load_matrix_sync(b1, V + (size_t)(rb0 * 16 + 16) * m + kk, m);
+            wmma::mma_sync(acc0, a, b0, acc0);
+            wmma::mma_sync(acc1, a, b1, acc1);
+            if (warp < 4) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> va;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> vb;
+                wmma::load_matrix_sync(va, V + (size_t)(gi * 16) * m + kk, m);
+                wmma::load_matrix_sync(vb, V + (size_t)(NB + gj * 16) * m + kk, m);
+                wmma::mma_sync(accg, va, vb, accg);
+            }
+        }
+        wmma::store_matrix_sync(W + cb * 16 * WP + rb0 * 16, acc0, WP, wmma::mem_row_major);
+        wmma::store_matrix_sync(W + cb * 16 * WP + rb0 * 16 + 16, acc1, WP, wmma::mem_row_major);
+        if (warp < 4)
+            wmma::store_matrix_sync(G + gi * 16 * (NB + 4) + gj * 16, accg, NB + 4,
+                                    wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    /* 3. Y1 = W1 T1, then Y2 = (W2 - Y1 G) T2, in float32 (8 entries a thread a phase). */
+    const float* T1 = TW + ((size_t)b * n_tw + k / NB) * NB * NB;
+    const float* T2 = T1 + NB * NB;
+    for (int e = tid; e < BN * NB; e += NT) {
+        int i = e / NB, j = e - i * NB;
+        float s = 0.0f;
+        for (int l = 0; l <= j; ++l) s += W[i * WP + l] * T1[l * NB + j];
+        Y[i * 2 * NB + j] = s;
+    }
+    __syncthreads();
+    for (int e = tid; e < BN * NB; e += NT) {  /* Z = W2 - Y1 G into W2's place */
+        int i = e / NB, j = e - i * NB;
+        float s = W[i * WP + NB + j];
+        for (int l = 0; l < NB; ++l) s -= Y[i * 2 * NB + l] * G[l * (NB + 4) + j];
+        W[i * WP + NB + j] = s;
+    }
+    __syncthreads();
+    float ymax = 0.0f;
+    for (int e = tid; e < BN * NB; e += NT) {
+        int i = e / NB, j = e - i * NB;
+        float s = 0.0f;
+        for (int l = 0; l <= j; ++l) s += W[i * WP + NB + l] * T2[l * NB + j];
+        Y[i * 2 * NB + NB + j] = s;
+        ymax = fmaxf(ymax, fmaxf(fabsf(s), fabsf(Y[i * 2 * NB + j])));
+    }
+    for (int o = 16; o > 0; o >>= 1) ymax = fmaxf(ymax, __shfl_xor_sync(0xffffffffu, ymax, o));
+    if (lane == 0) red[warp] = ymax;
+    __syncthreads();
+    ymax = red[0];
+    for (int w = 1; w < NT / 32; ++w) ymax = fmaxf(ymax, red[w]);
+    const float ys = exp2f(ceilf(log2f(fmaxf(ymax, 1e-30f) / 16384.0f)));
+    const float inv = 1.0f / ys;
+    for (int e = tid; e < BN * 2 * NB; e += NT) {
+        int i = e / (2 * NB), j = e - i * 2 * NB;
+        Yh[i * YP + j] = __float2half_rn(Y[i * 2 * NB + j] * inv);
+    }
+    __syncthreads();
+
+    /* 4. D = Yh [V1 V2]^T by 16 x 16 tiles (columns x rows), C -= ys D, stored. */
+    float* my = scr + warp * 16 * SP;
+    const int nrb = R >> 4;
+    const float isc = 1.0f / sc;
+    for (int tIdx = warp; tIdx < 4 * nrb; tIdx += NT / 32) {
+        const int cb = tIdx & 3, rbk = tIdx >> 2;
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> d;
+        wmma::fill_fragment(d, 0.0f);
+        for (int kk = 0; kk < 2 * NB; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bv;
+            wmma::load_matrix_sync(a, Yh + cb * 16 * YP + kk, YP);
+            wmma::load_matrix_sync(bv, V + (size_t)kk * m + rbk * 16, m);
+            wmma::mma_sync(d, a, bv, d);
+        }
+        wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
+        __syncwarp();
+        for (int e = lane; e < 256; e += 32) {
+            int i = e >> 4, r = e & 15;
+            int col = c0 + cb * 16 + i, row = k + rbk * 16 + r;
+            if (col < c_end) {
+                float c = __half2float(tile[(cb * 16 + i) * TP + rbk * 16 + r]) - ys * my[i * SP + r];
+                size_t off = mat + (size_t)col * m + row;
+                if (row < k + 2 * NB || col < k + 4 * NB) Ht[off] = c * isc;
+                else C16[off] = __float2half_rn(c);
+            }
+        }
+        __syncwarp();
+    }
+}
+"""
+
+
+def smem_bytes(rmax: int) -> int:
+    return 64 * (rmax + 8) * 2 + 64 * 68 * 4 + 32 * 36 * 4 + 64 * 64 * 4 + 64 * 72 * 2
+
+
+def kernel(rmax: int):
+    import cupy as cp
+
+    mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DRMAX={rmax}"))
+    fn = mod.get_function("pair_smem")
+    fn.max_dynamic_shared_size_bytes = smem_bytes(rmax)
+    return fn
+
+
+def reference(C16, V16, TW, SC, Ht, k, c_start, c_end):
+    """The update in torch (float32 from the float16 operands), as the kernel writes it."""
+    B, n, m = C16.shape
+    C = C16[:, c_start:c_end, k:].float()                    # (B, cols, R): C^T
+    V = V16[:, :, k:].float()                                # (B, 64, R)
+    V1, V2 = V[:, :32], V[:, 32:]
+    T1 = TW[:, k // 32]
+    T2 = TW[:, k // 32 + 1]
+    W1, W2 = C @ V1.mT, C @ V2.mT
+    G = V1 @ V2.mT
+    Y1 = W1 @ T1
+    Y2 = (W2 - Y1 @ G) @ T2
+    ymax = torch.maximum(Y1.abs().amax((1, 2)), Y2.abs().amax((1, 2)))
+    ys = torch.exp2(torch.ceil(torch.log2(ymax.clamp_min(1e-30) / 16384.0)))[:, None, None]
+    Y1h, Y2h = (Y1 / ys).half().float(), (Y2 / ys).half().float()
+    return C - ys * (Y1h @ V1 + Y2h @ V2)
+
+
+def main():
+    import cupy as cp
+    import numpy as np
+
+    B = int(sys.argv[1]) if len(sys.argv) > 1 else 640
+    m = int(sys.argv[2]) if len(sys.argv) > 2 else 512
+    ks = [int(x) for x in sys.argv[3:]] or [64, 128, 192]
+    n = m
+    n_tw = n // 32
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    C16 = (torch.randn(B, n, m, device=dev) * 100).half()
+    V16 = torch.randn(B, 64, m, device=dev).half() * 0.05
+    TW = torch.triu(torch.randn(B, n_tw, 32, 32, device=dev) * 0.1)
+    SC = torch.ones(B, device=dev)
+    for k in ks:
+        R = m - k
+        rmax = R
+        fn = kernel(rmax)
+        Vk = V16.clone()
+        Vk[:, :, :k] = 0  # rows above k are never read
+        c_start, c_end = k + 64, n
+        tiles = (c_end - c_start + 63) // 64
+        C = C16.clone()
+        Ht = torch.zeros(B, n, m, device=dev)
+        ref = reference(C16, Vk, TW, SC, Ht, k, c_start, c_end)
+        stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        args = (np.uint64(Vk.data_ptr()), np.uint64(TW.data_ptr()), np.uint64(SC.data_ptr()),
+                np.uint64(C.data_ptr()), np.uint64(Ht.data_ptr()), np.int32(k), np.int32(m),
+                np.int32(n), np.int32(n_tw), np.int32(c_start), np.int32(c_end))
+        with stream:
+            fn((tiles, B), (256,), args, shared_mem=smem_bytes(rmax))
+        torch.cuda.synchronize()
+        out = C[:, c_start:c_end, k:].float()
+        hot = torch.zeros_like(out, dtype=torch.bool)
+        hot[:, :, :64] = True
+        hot[:, : max(0, k + 128 - c_start), :] = True
+        out = torch.where(hot, Ht[:, c_start:c_end, k:], out)
+        err = float((out - ref).abs().max() / ref.abs().max())
+        # Time: 20 launches, L2 flushed before each.
+        flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+        times = []
+        for _ in range(20):
+            C.copy_(C16)  # in place: each timed launch starts from the same values
+            flush.zero_()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            with stream:
+                fn((tiles, B), (256,), args, shared_mem=smem_bytes(rmax))
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e) * 1e3)
+        times.sort()
+        tb = B * (c_end - c_start) * R * 2 * 2
+        print(f"{B}x{m} k={k}: {tiles}x{B} CTAs, smem {smem_bytes(rmax) / 1024:.0f} KB, "
+              f"median {times[10]:.1f} us (min {times[0]:.1f}), tile bytes {tb / 1e6:.0f} MB "
+              f"-> {tb / times[10] / 1e6:.2f} TB/s; max rel err vs torch {err:.2e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
