@@ -176,9 +176,14 @@ def smem_bytes(rmax: int) -> int:
 
 
 def kernel(rmax: int):
-    import cupy as cp
+    import os
 
-    mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DRMAX={rmax}"))
+    import cupy as cp
+    import triton
+
+    # The device's NVRTC headers lack crt/mma.h (run 1221); triton's CUDA headers have it.
+    inc = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "include")
+    mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-DRMAX={rmax}", f"-I{inc}"))
     fn = mod.get_function("pair_smem")
     fn.max_dynamic_shared_size_bytes = smem_bytes(rmax)
     return fn
