@@ -42,10 +42,12 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
 {
     extern __shared__ __align__(16) unsigned char smem[];
     __half* tile = (__half*)smem;                                /* [BN][TP] */
-    float* W = (float*)(smem + BN * TP * 2);                     /* [BN][WP]: W1 | W2 */
+    __half* Vs = tile + BN * TP;                                 /* [2 NB][TP]: V1 | V2 */
+    float* W = (float*)(Vs + 2 * NB * TP);                       /* [BN][WP]: W1 | W2 */
     float* G = W + BN * WP;                                      /* [NB][NB + 4] */
     float* Y = G + NB * (NB + 4);                                /* [BN][2 NB]: Y1 | Y2 */
     __half* Yh = (__half*)(Y + BN * 2 * NB);                     /* [BN][YP] */
+    float* Ts = (float*)(Yh + BN * YP);                          /* [2][NB][NB]: T1 | T2 */
     float* scr = Y;            /* [8][16][SP] in phase 4, where Y (float) is dead: 10 of 16 KB */
     __shared__ float red[NT / 32];
 
@@ -57,14 +59,17 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
     const size_t mat = (size_t)b * n * m;
     const __half* V = V16 + (size_t)b * 2 * NB * m + k;          /* V[j * m + r]: row k + r */
 
-    /* 1. The tile, 8 halves a load. */
+    /* 1. The tile and both panels' V, 8 halves a load; T1, T2. */
     const int R8 = R >> 3;
     for (int i = tid; i < BN * R8; i += NT) {
         int c = i / R8, r8 = i - c * R8;
         uint4 v = make_uint4(0, 0, 0, 0);
         if (c0 + c < c_end) v = *(const uint4*)(C16 + mat + (size_t)(c0 + c) * m + k + r8 * 8);
         *(uint4*)(tile + c * TP + r8 * 8) = v;
+        *(uint4*)(Vs + c * TP + r8 * 8) = *(const uint4*)(V + (size_t)c * m + r8 * 8);
     }
+    const float* Tg = TW + ((size_t)b * n_tw + k / NB) * NB * NB;
+    for (int i = tid; i < 2 * NB * NB; i += NT) Ts[i] = Tg[i];
     __syncthreads();
 
     /* 2. W = C^T [V1 V2] (64 x 64): warp w owns column block w / 2, reflector blocks
@@ -80,15 +85,15 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b0, b1;
             wmma::load_matrix_sync(a, tile + cb * 16 * TP + kk, TP);
-            wmma::load_matrix_sync(b0, V + (size_t)(rb0 * 16) * m + kk, m);
-            wmma::load_matrix_sync(b1, V + (size_t)(rb0 * 16 + 16) * m + kk, m);
+            wmma::load_matrix_sync(b0, Vs + (rb0 * 16) * TP + kk, TP);
+            wmma::load_matrix_sync(b1, Vs + (rb0 * 16 + 16) * TP + kk, TP);
             wmma::mma_sync(acc0, a, b0, acc0);
             wmma::mma_sync(acc1, a, b1, acc1);
             if (warp < 4) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> va;
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> vb;
-                wmma::load_matrix_sync(va, V + (size_t)(gi * 16) * m + kk, m);
-                wmma::load_matrix_sync(vb, V + (size_t)(NB + gj * 16) * m + kk, m);
+                wmma::load_matrix_sync(va, Vs + (gi * 16) * TP + kk, TP);
+                wmma::load_matrix_sync(vb, Vs + (NB + gj * 16) * TP + kk, TP);
                 wmma::mma_sync(accg, va, vb, accg);
             }
         }
@@ -101,8 +106,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
     __syncthreads();
 
     /* 3. Y1 = W1 T1, then Y2 = (W2 - Y1 G) T2, in float32 (8 entries a thread a phase). */
-    const float* T1 = TW + ((size_t)b * n_tw + k / NB) * NB * NB;
-    const float* T2 = T1 + NB * NB;
+    const float* T1 = Ts;
+    const float* T2 = Ts + NB * NB;
     for (int e = tid; e < BN * NB; e += NT) {
         int i = e / NB, j = e - i * NB;
         float s = 0.0f;
@@ -150,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bv;
             wmma::load_matrix_sync(a, Yh + cb * 16 * YP + kk, YP);
-            wmma::load_matrix_sync(bv, V + (size_t)kk * m + rbk * 16, m);
+            wmma::load_matrix_sync(bv, Vs + kk * TP + rbk * 16, TP);
             wmma::mma_sync(d, a, bv, d);
         }
         wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
@@ -172,7 +177,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
 
 
 def smem_bytes(rmax: int) -> int:
-    return 64 * (rmax + 8) * 2 + 64 * 68 * 4 + 32 * 36 * 4 + 64 * 64 * 4 + 64 * 72 * 2
+    return (2 * 64 * (rmax + 8) * 2 + 64 * 68 * 4 + 32 * 36 * 4 + 64 * 64 * 4 + 64 * 72 * 2
+            + 2 * 32 * 32 * 4)
 
 
 def kernel(rmax: int):
