@@ -16,7 +16,9 @@ and writes rows ``< k + 64`` and columns ``< k + 128`` to ``Ht`` in float32 (div
 kernel reads it twice. The question it answers: how far below the Triton kernel's ~350 us
 (640x512's update at k = 64, run 1153 with the look-ahead off) one such launch gets.
 
-Run there: ``python3 bench/devscripts/smem_pair_proto.py [B] [m] [k ...]``.
+Run there: ``python3 bench/devscripts/smem_pair_proto.py [B] [m] [k ...]``. On the CPU,
+``--host``: the same kernel through :mod:`adaptqr.testing.cuda_host` (float16 and WMMA
+stood in for on the host) on a 2 x 256 x 256 batch at k = 64, against the same reference.
 """
 
 import sys
@@ -40,7 +42,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
     const __half* __restrict__ V16, const float* __restrict__ TW, const float* __restrict__ SC,
     __half* C16, float* Ht, int k, int m, int n, int n_tw, int c_start, int c_end)
 {
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(16) float smem_f[];
+    unsigned char* smem = (unsigned char*)smem_f;
     __half* tile = (__half*)smem;                                /* [BN][TP] */
     __half* Vs = tile + BN * TP;                                 /* [2 NB][TP]: V1 | V2 */
     float* W = (float*)(Vs + 2 * NB * TP);                       /* [BN][WP]: W1 | W2 */
@@ -195,7 +198,7 @@ def kernel(rmax: int):
     return fn
 
 
-def reference(C16, V16, TW, SC, Ht, k, c_start, c_end):
+def reference(C16, V16, TW, SC, k, c_start, c_end):
     """The update in torch (float32 from the float16 operands), as the kernel writes it."""
     B, n, m = C16.shape
     C = C16[:, c_start:c_end, k:].float()                    # (B, cols, R): C^T
@@ -213,7 +216,79 @@ def reference(C16, V16, TW, SC, Ht, k, c_start, c_end):
     return C - ys * (Y1h @ V1 + Y2h @ V2)
 
 
+HOST_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const int k = std::atoi(argv[4]), c_start = std::atoi(argv[5]), c_end = std::atoi(argv[6]);
+    const int n_tw = n / 32;
+    std::vector<float> Cf = read_floats(argv[7], (size_t)B * n * m);
+    std::vector<float> Ht = read_floats(argv[8], (size_t)B * n * m);
+    std::vector<float> Vf = read_floats(argv[9], (size_t)B * 64 * m);
+    std::vector<float> TW = read_floats(argv[10], (size_t)B * n_tw * 1024);
+    std::vector<float> SC = read_floats(argv[11], (size_t)B);
+    std::vector<__half> C16(Cf.size()), V16(Vf.size());
+    for (size_t i = 0; i < Cf.size(); ++i) C16[i] = __float2half_rn(Cf[i]);
+    for (size_t i = 0; i < Vf.size(); ++i) V16[i] = __float2half_rn(Vf[i]);
+    gridDim = {(unsigned)((c_end - c_start + 63) / 64), (unsigned)B, 1};
+    run_grid<256>((size_t)std::atol(argv[12]), [&] {
+        pair_smem(V16.data(), TW.data(), SC.data(), C16.data(), Ht.data(), k, m, n, n_tw,
+                  c_start, c_end);
+    });
+    for (size_t i = 0; i < Cf.size(); ++i) Cf[i] = __half2float(C16[i]);
+    write_floats(argv[7], Cf);
+    write_floats(argv[8], Ht);
+    return 0;
+}
+"""
+
+
+def compare(C16_in, C_out, Ht, ref, k, c_start, c_end) -> float:
+    """The kernel's result (``C_out`` float16 where it stores float16, ``Ht`` where float32)
+    against ``ref``, relative to ``ref``'s largest entry; raises where it wrote outside its
+    tile."""
+    n = C_out.shape[1]
+    out = C_out[:, c_start:c_end, k:].float()
+    hot = torch.zeros_like(out, dtype=torch.bool)
+    hot[:, :, :64] = True
+    hot[:, : max(0, k + 128 - c_start), :] = True
+    out = torch.where(hot, Ht[:, c_start:c_end, k:], out)
+    keep = torch.ones(C_out.shape, dtype=torch.bool, device=C_out.device)
+    keep[:, c_start:c_end, k:] = False
+    if not torch.equal(C_out[keep], C16_in[keep]) or bool((Ht[keep] != 0).any()) or n < c_end:
+        raise AssertionError("the kernel wrote outside its tile")
+    return float((out - ref).abs().max() / ref.abs().max())
+
+
+def operands(B, m, k, dev):
+    """Random float16 ``C16`` (B, m, m), ``V16`` (B, 64, m; zero above row k), upper
+    triangular ``TW`` and unit scales, as the GPU run and the host run draw them."""
+    n = m
+    g = torch.Generator().manual_seed(0)
+    C16 = (torch.randn(B, n, m, generator=g) * 100).half()
+    V16 = (torch.randn(B, 64, m, generator=g) * 0.05).half()
+    V16[:, :, :k] = 0
+    TW = torch.triu(torch.randn(B, n // 32, 32, 32, generator=g) * 0.1)
+    return C16.to(dev), V16.to(dev), TW.to(dev), torch.ones(B, device=dev)
+
+
+def host(B=2, m=256, k=64):
+    from adaptqr.testing import cuda_host
+
+    R, n, c_start = m - k, m, k + 64
+    C16, V16, TW, SC = operands(B, m, k, "cpu")
+    ref = reference(C16, V16, TW, SC, k, c_start, n)
+    C, Ht = C16.float(), torch.zeros(B, n, m)
+    exe = cuda_host.build(SRC, HOST_MAIN, (("RMAX", R),))
+    cuda_host.run(exe, [B, m, n, k, c_start, n], (C, Ht, V16.float(), TW, SC),
+                  [smem_bytes(R)], 2)
+    err = compare(C16.float(), C, Ht, ref, k, c_start, n)
+    print(f"host {B}x{m} k={k}: max rel err vs torch {err:.2e}")
+    assert err < 2e-3, err
+
+
 def main():
+    if sys.argv[1:2] == ["--host"]:
+        return host()
     import cupy as cp
     import numpy as np
 
@@ -222,23 +297,17 @@ def main():
     ks = [int(x) for x in sys.argv[3:]] or [64, 128, 192]
     n = m
     n_tw = n // 32
-    torch.manual_seed(0)
     dev = torch.device("cuda")
-    C16 = (torch.randn(B, n, m, device=dev) * 100).half()
-    V16 = torch.randn(B, 64, m, device=dev).half() * 0.05
-    TW = torch.triu(torch.randn(B, n_tw, 32, 32, device=dev) * 0.1)
-    SC = torch.ones(B, device=dev)
     for k in ks:
         R = m - k
         rmax = R
         fn = kernel(rmax)
-        Vk = V16.clone()
-        Vk[:, :, :k] = 0  # rows above k are never read
+        C16, Vk, TW, SC = operands(B, m, k, dev)
         c_start, c_end = k + 64, n
         tiles = (c_end - c_start + 63) // 64
         C = C16.clone()
         Ht = torch.zeros(B, n, m, device=dev)
-        ref = reference(C16, Vk, TW, SC, Ht, k, c_start, c_end)
+        ref = reference(C16, Vk, TW, SC, k, c_start, c_end)
         stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         args = (np.uint64(Vk.data_ptr()), np.uint64(TW.data_ptr()), np.uint64(SC.data_ptr()),
                 np.uint64(C.data_ptr()), np.uint64(Ht.data_ptr()), np.int32(k), np.int32(m),
@@ -246,12 +315,7 @@ def main():
         with stream:
             fn((tiles, B), (256,), args, shared_mem=smem_bytes(rmax))
         torch.cuda.synchronize()
-        out = C[:, c_start:c_end, k:].float()
-        hot = torch.zeros_like(out, dtype=torch.bool)
-        hot[:, :, :64] = True
-        hot[:, : max(0, k + 128 - c_start), :] = True
-        out = torch.where(hot, Ht[:, c_start:c_end, k:], out)
-        err = float((out - ref).abs().max() / ref.abs().max())
+        err = compare(C16, C, Ht, ref, k, c_start, c_end)
         # Time: 20 launches, L2 flushed before each.
         flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
         times = []
