@@ -49,6 +49,7 @@ SHIM = r"""
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 struct dim3_ { unsigned x, y, z; };
 static thread_local dim3_ threadIdx;
@@ -129,17 +130,17 @@ template <class P> static void load_(float* v, const P* p, unsigned ldm, int row
         for (int j = 0; j < cols; ++j)
             v[i * cols + j] = ld_(p + (rm ? (size_t)i * ldm + j : (size_t)j * ldm + i));
 }
-template <int M, int N, int K, class T, class P>
-static void load_matrix_sync(fragment<matrix_a, M, N, K, T, row_major>& f, const P* p, unsigned ldm) { load_(f.v, p, ldm, M, K, true); }
-template <int M, int N, int K, class T, class P>
-static void load_matrix_sync(fragment<matrix_a, M, N, K, T, col_major>& f, const P* p, unsigned ldm) { load_(f.v, p, ldm, M, K, false); }
-template <int M, int N, int K, class T, class P>
-static void load_matrix_sync(fragment<matrix_b, M, N, K, T, row_major>& f, const P* p, unsigned ldm) { load_(f.v, p, ldm, K, N, true); }
-template <int M, int N, int K, class T, class P>
-static void load_matrix_sync(fragment<matrix_b, M, N, K, T, col_major>& f, const P* p, unsigned ldm) { load_(f.v, p, ldm, K, N, false); }
+// An A fragment is M x K, a B fragment K x N.
+template <class U, int M, int N, int K, class T, class L, class P>
+static void load_matrix_sync(fragment<U, M, N, K, T, L>& f, const P* p, unsigned ldm) {
+    constexpr bool a = std::is_same_v<U, matrix_a>;
+    load_(f.v, p, ldm, a ? M : K, a ? K : N, std::is_same_v<L, row_major>);
+}
 template <int M, int N, int K, class T, class LA, class LB>
-static void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<matrix_a, M, N, K, T, LA>& a,
-                     const fragment<matrix_b, M, N, K, T, LB>& b, const fragment<accumulator, M, N, K, float>& c) {
+static void mma_sync(fragment<accumulator, M, N, K, float>& d,
+                     const fragment<matrix_a, M, N, K, T, LA>& a,
+                     const fragment<matrix_b, M, N, K, T, LB>& b,
+                     const fragment<accumulator, M, N, K, float>& c) {
     float r[M * N];
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
@@ -150,7 +151,8 @@ static void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<ma
     for (int e = 0; e < M * N; ++e) d.v[e] = r[e];
 }
 template <int M, int N, int K>
-static void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t l) {
+static void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f,
+                              unsigned ldm, layout_t l) {
     if (threadIdx.x % 32 != 0) return;
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j)
