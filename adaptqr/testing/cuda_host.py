@@ -276,6 +276,6 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
     if gram and not gram_build(nt, pw, 32):
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
-                  (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
+                (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
     run(exe, [Ht.shape[0], m, n, k, pw, tw_index, n_tw, int(has_na), repr(float(floor))],
-         (Ht, tau, TW, na), [gram_smem(nt) if gram else 0], 3)
+        (Ht, tau, TW, na), [gram_smem(nt) if gram else 0], 3)
