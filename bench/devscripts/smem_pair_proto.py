@@ -390,6 +390,10 @@ def smem_bytes3(R: int) -> int:
     return 32 * (R + 8) * 2 + x + 32 * 68 * 4 + 32 * 36 * 4 + 32 * 72 * 2
 
 
+#: The H200's opt-in shared memory a CTA (227 KB).
+MAX_SMEM = 227 * 1024
+
+
 def smem_bytes(rmax: int) -> int:
     return (2 * 64 * (rmax + 8) * 2 + 64 * 68 * 4 + 32 * 36 * 4 + 64 * 64 * 4 + 64 * 72 * 2
             + 2 * 32 * 32 * 4)
@@ -537,8 +541,13 @@ def main():
         c_start, c_end = k + 64, n
         ref = reference(C16, Vk, TW, SC, k, c_start, c_end)
         stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-        for name, fn, bn, nt, smem in (("v2", kernel(R), 64, 256, smem_bytes(R)),
-                                       ("v3", kernel3(R), 32, 128, smem_bytes3(R))):
+        for name, build, bn, nt, smem in (("v2", kernel, 64, 256, smem_bytes(R)),
+                                          ("v3", kernel3, 32, 128, smem_bytes3(R))):
+            if smem > MAX_SMEM:
+                print(f"{name} {B}x{m} k={k}: {smem / 1024:.0f} KB of shared memory, over the "
+                      f"{MAX_SMEM // 1024} KB a CTA may take: not run", flush=True)
+                continue
+            fn = build(R)
             tiles = (c_end - c_start + bn - 1) // bn
             C = C16.clone()
             Ht = torch.zeros(B, n, m, device=dev)
