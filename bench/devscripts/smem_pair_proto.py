@@ -31,6 +31,74 @@ import sys
 
 import torch
 
+# Device code both kernels share (after their BN, NB, NT, WP, YP, SP): the Y phase and a
+# warp's store of one 16 x 16 block of the updated tile.
+COMMON = r"""
+/* Y1 = W1 T1, then Y2 = (W2 - Y1 G) T2 (Z = W2 - Y1 G in W2's place), in float32 by the
+   CTA; returns ys and leaves Yh = f16([Y1 Y2] / ys). W: [BN][WP], G: [NB][NB + 4], Ts: T1 | T2,
+   Y: [BN][2 NB], Yh: [BN][YP], red: NT / 32 floats. */
+__device__ float pair_y(float* W, const float* G, const float* Ts, float* Y, __half* Yh,
+                        float* red, int tid)
+{
+    const float* T1 = Ts;
+    const float* T2 = Ts + NB * NB;
+    for (int e = tid; e < BN * NB; e += NT) {
+        int i = e / NB, j = e - i * NB;
+        float t = 0.0f;
+        for (int l = 0; l <= j; ++l) t += W[i * WP + l] * T1[l * NB + j];
+        Y[i * 2 * NB + j] = t;
+    }
+    __syncthreads();
+    for (int e = tid; e < BN * NB; e += NT) {
+        int i = e / NB, j = e - i * NB;
+        float t = W[i * WP + NB + j];
+        for (int l = 0; l < NB; ++l) t -= Y[i * 2 * NB + l] * G[l * (NB + 4) + j];
+        W[i * WP + NB + j] = t;
+    }
+    __syncthreads();
+    float ymax = 0.0f;
+    for (int e = tid; e < BN * NB; e += NT) {
+        int i = e / NB, j = e - i * NB;
+        float t = 0.0f;
+        for (int l = 0; l <= j; ++l) t += W[i * WP + NB + l] * T2[l * NB + j];
+        Y[i * 2 * NB + NB + j] = t;
+        ymax = fmaxf(ymax, fmaxf(fabsf(t), fabsf(Y[i * 2 * NB + j])));
+    }
+    for (int o = 16; o > 0; o >>= 1) ymax = fmaxf(ymax, __shfl_xor_sync(0xffffffffu, ymax, o));
+    if ((tid & 31) == 0) red[tid >> 5] = ymax;
+    __syncthreads();
+    ymax = red[0];
+    for (int w = 1; w < NT / 32; ++w) ymax = fmaxf(ymax, red[w]);
+    const float ys = exp2f(ceilf(log2f(fmaxf(ymax, 1e-30f) / 16384.0f)));
+    const float inv = 1.0f / ys;
+    for (int e = tid; e < BN * 2 * NB; e += NT) {
+        int i = e / (2 * NB), j = e - i * 2 * NB;
+        Yh[i * YP + j] = __float2half_rn(Y[i * 2 * NB + j] * inv);
+    }
+    __syncthreads();
+    return ys;
+}
+
+/* One warp's 16 x 16 block of D (my, row-major, pitch SP) applied to the tile's block at
+   tb (pitch tp; its first column col0, first row row0): C = tile - ys D, the update's R
+   rows (< k + 2 NB) and the next group's columns (< k + 4 NB) to Ht in float32 (times
+   isc = 1 / sc), the rest to C16. */
+__device__ void pair_put(const float* my, const __half* tb, int tp, int col0, int row0, int k,
+                         int m, int c_end, float ys, float isc, size_t mat, __half* C16,
+                         float* Ht, int lane)
+{
+    for (int e = lane; e < 256; e += 32) {
+        int i = e >> 4, r = e & 15, col = col0 + i, row = row0 + r;
+        if (col < c_end) {
+            float c = __half2float(tb[i * tp + r]) - ys * my[i * SP + r];
+            size_t off = mat + (size_t)col * m + row;
+            if (row < k + 2 * NB || col < k + 4 * NB) Ht[off] = c * isc;
+            else C16[off] = __float2half_rn(c);
+        }
+    }
+}
+"""
+
 SRC = r"""
 #include <mma.h>
 #include <cuda_fp16.h>
@@ -43,7 +111,7 @@ using namespace nvcuda;
 #define WP 68           /* W pitch (floats) */
 #define YP 72           /* Yh pitch (halves) */
 #define SP 20           /* a warp's scratch pitch (floats) */
-
+""" + COMMON + r"""
 extern "C" __global__ void __launch_bounds__(NT) pair_smem(
     const __half* __restrict__ V16, const float* __restrict__ TW, const float* __restrict__ SC,
     __half* C16, float* Ht, int k, int m, int n, int n_tw, int c_start, int c_end)
@@ -114,43 +182,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
     }
     __syncthreads();
 
-    /* 3. Y1 = W1 T1, then Y2 = (W2 - Y1 G) T2, in float32 (8 entries a thread a phase). */
-    const float* T1 = Ts;
-    const float* T2 = Ts + NB * NB;
-    for (int e = tid; e < BN * NB; e += NT) {
-        int i = e / NB, j = e - i * NB;
-        float s = 0.0f;
-        for (int l = 0; l <= j; ++l) s += W[i * WP + l] * T1[l * NB + j];
-        Y[i * 2 * NB + j] = s;
-    }
-    __syncthreads();
-    for (int e = tid; e < BN * NB; e += NT) {  /* Z = W2 - Y1 G into W2's place */
-        int i = e / NB, j = e - i * NB;
-        float s = W[i * WP + NB + j];
-        for (int l = 0; l < NB; ++l) s -= Y[i * 2 * NB + l] * G[l * (NB + 4) + j];
-        W[i * WP + NB + j] = s;
-    }
-    __syncthreads();
-    float ymax = 0.0f;
-    for (int e = tid; e < BN * NB; e += NT) {
-        int i = e / NB, j = e - i * NB;
-        float s = 0.0f;
-        for (int l = 0; l <= j; ++l) s += W[i * WP + NB + l] * T2[l * NB + j];
-        Y[i * 2 * NB + NB + j] = s;
-        ymax = fmaxf(ymax, fmaxf(fabsf(s), fabsf(Y[i * 2 * NB + j])));
-    }
-    for (int o = 16; o > 0; o >>= 1) ymax = fmaxf(ymax, __shfl_xor_sync(0xffffffffu, ymax, o));
-    if (lane == 0) red[warp] = ymax;
-    __syncthreads();
-    ymax = red[0];
-    for (int w = 1; w < NT / 32; ++w) ymax = fmaxf(ymax, red[w]);
-    const float ys = exp2f(ceilf(log2f(fmaxf(ymax, 1e-30f) / 16384.0f)));
-    const float inv = 1.0f / ys;
-    for (int e = tid; e < BN * 2 * NB; e += NT) {
-        int i = e / (2 * NB), j = e - i * 2 * NB;
-        Yh[i * YP + j] = __float2half_rn(Y[i * 2 * NB + j] * inv);
-    }
-    __syncthreads();
+    /* 3. Y and its float16 form. */
+    const float ys = pair_y(W, G, Ts, Y, Yh, red, tid);
 
     /* 4. D = Yh [V1 V2]^T by 16 x 16 tiles (columns x rows), C -= ys D, stored. */
     float* my = scr + warp * 16 * SP;
@@ -169,16 +202,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
         }
         wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
         __syncwarp();
-        for (int e = lane; e < 256; e += 32) {
-            int i = e >> 4, r = e & 15;
-            int col = c0 + cb * 16 + i, row = k + rbk * 16 + r;
-            if (col < c_end) {
-                float c = __half2float(tile[(cb * 16 + i) * TP + rbk * 16 + r]) - ys * my[i * SP + r];
-                size_t off = mat + (size_t)col * m + row;
-                if (row < k + 2 * NB || col < k + 4 * NB) Ht[off] = c * isc;
-                else C16[off] = __float2half_rn(c);
-            }
-        }
+        pair_put(my, tile + cb * 16 * TP + rbk * 16, TP, c0 + cb * 16, k + rbk * 16, k, m,
+                 c_end, ys, isc, mat, C16, Ht, lane);
         __syncwarp();
     }
 }
@@ -203,7 +228,7 @@ using namespace nvcuda;
 #define WP 68
 #define YP 72
 #define SP 20
-
+""" + COMMON + r"""
 /* The tile's rows [r0, r0 + rows) and V's into registers: 2 + 4 uint4 a thread. */
 __device__ __forceinline__ void fetch(uint4* t, uint4* v, const __half* C, const __half* V, int m,
                                       int c0, int c_end, int r0, int rows, int tid)
@@ -303,43 +328,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem3(
     for (int i = tid; i < 2 * NB * NB; i += NT) Ts[i] = Tg[i];
     __syncthreads();
 
-    /* 3. Y1 = W1 T1, Y2 = (W2 - Y1 G) T2, ys, Yh: as v2, 32 rows. */
-    const float* T1 = Ts;
-    const float* T2 = Ts + NB * NB;
-    for (int e = tid; e < BN * NB; e += NT) {
-        int i = e / NB, j = e - i * NB;
-        float t = 0.0f;
-        for (int l = 0; l <= j; ++l) t += W[i * WP + l] * T1[l * NB + j];
-        Y[i * 2 * NB + j] = t;
-    }
-    __syncthreads();
-    for (int e = tid; e < BN * NB; e += NT) {
-        int i = e / NB, j = e - i * NB;
-        float t = W[i * WP + NB + j];
-        for (int l = 0; l < NB; ++l) t -= Y[i * 2 * NB + l] * G[l * (NB + 4) + j];
-        W[i * WP + NB + j] = t;
-    }
-    __syncthreads();
-    float ymax = 0.0f;
-    for (int e = tid; e < BN * NB; e += NT) {
-        int i = e / NB, j = e - i * NB;
-        float t = 0.0f;
-        for (int l = 0; l <= j; ++l) t += W[i * WP + NB + l] * T2[l * NB + j];
-        Y[i * 2 * NB + NB + j] = t;
-        ymax = fmaxf(ymax, fmaxf(fabsf(t), fabsf(Y[i * 2 * NB + j])));
-    }
-    for (int o = 16; o > 0; o >>= 1) ymax = fmaxf(ymax, __shfl_xor_sync(0xffffffffu, ymax, o));
-    if (lane == 0) red[warp] = ymax;
-    __syncthreads();
-    ymax = red[0];
-    for (int w = 1; w < NT / 32; ++w) ymax = fmaxf(ymax, red[w]);
-    const float ys = exp2f(ceilf(log2f(fmaxf(ymax, 1e-30f) / 16384.0f)));
-    const float inv = 1.0f / ys;
-    for (int e = tid; e < BN * 2 * NB; e += NT) {
-        int i = e / (2 * NB), j = e - i * 2 * NB;
-        Yh[i * YP + j] = __float2half_rn(Y[i * 2 * NB + j] * inv);
-    }
-    __syncthreads();
+    /* 3. Y and its float16 form. */
+    const float ys = pair_y(W, G, Ts, Y, Yh, red, tid);
 
     /* 4. D = Yh [V1 V2]^T chunk by chunk (V streamed again), C -= ys D, stored. */
     fetch(pt, pv, C, V, m, c0, c_end, 0, min(VC, R), tid);
@@ -364,16 +354,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem3(
             }
             wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
             __syncwarp();
-            for (int e = lane; e < 256; e += 32) {
-                int i = e >> 4, r = e & 15;
-                int col = c0 + cb * 16 + i, row = k + r0 + rb * 16 + r;
-                if (col < c_end) {
-                    float c = __half2float(tile[(cb * 16 + i) * tp + r0 + rb * 16 + r]) - ys * my[i * SP + r];
-                    size_t off = mat + (size_t)col * m + row;
-                    if (row < k + 2 * NB || col < k + 4 * NB) Ht[off] = c * isc;
-                    else C16[off] = __float2half_rn(c);
-                }
-            }
+            pair_put(my, tile + cb * 16 * tp + r0 + rb * 16, tp, c0 + cb * 16, k + r0 + rb * 16,
+                     k, m, c_end, ys, isc, mat, C16, Ht, lane);
             __syncwarp();
         }
         if (ch + 1 < nch)
