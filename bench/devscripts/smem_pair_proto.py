@@ -32,7 +32,7 @@ import sys
 import torch
 
 # Device code both kernels share (after their BN, NB, NT, WP, YP, SP): the Y phase and a
-# warp's store of one 16 x 16 block of the updated tile.
+# warp's 16 x 16 block of the update.
 COMMON = r"""
 /* Y1 = W1 T1, then Y2 = (W2 - Y1 G) T2 (Z = W2 - Y1 G in W2's place), in float32 by the
    CTA; returns ys and leaves Yh = f16([Y1 Y2] / ys). W: [BN][WP], G: [NB][NB + 4], Ts: T1 | T2,
@@ -79,14 +79,27 @@ __device__ float pair_y(float* W, const float* G, const float* Ts, float* Y, __h
     return ys;
 }
 
-/* One warp's 16 x 16 block of D (my, row-major, pitch SP) applied to the tile's block at
-   tb (pitch tp; its first column col0, first row row0): C = tile - ys D, the update's R
-   rows (< k + 2 NB) and the next group's columns (< k + 4 NB) to Ht in float32 (times
-   isc = 1 / sc), the rest to C16. */
-__device__ void pair_put(const float* my, const __half* tb, int tp, int col0, int row0, int k,
-                         int m, int c_end, float ys, float isc, size_t mat, __half* C16,
-                         float* Ht, int lane)
+/* One warp's 16 x 16 block of the update: D = Yh's 16 rows at yb [V1 V2]^T's 16 columns
+   at vb (V's rows, pitch vp), through the warp's scratch my (row-major, pitch SP), applied
+   to the tile's block at tb (pitch tp; its first column col0, first row row0): C = tile -
+   ys D, the update's R rows (< k + 2 NB) and the next group's columns (< k + 4 NB) to Ht
+   in float32 (times isc = 1 / sc), the rest to C16. */
+__device__ void pair_block(const __half* yb, const __half* vb, int vp, float* my,
+                           const __half* tb, int tp, int col0, int row0, int k, int m,
+                           int c_end, float ys, float isc, size_t mat, __half* C16, float* Ht,
+                           int lane)
 {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> d;
+    wmma::fill_fragment(d, 0.0f);
+    for (int kk = 0; kk < 2 * NB; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bv;
+        wmma::load_matrix_sync(a, yb + kk, YP);
+        wmma::load_matrix_sync(bv, vb + kk * vp, vp);
+        wmma::mma_sync(d, a, bv, d);
+    }
+    wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
+    __syncwarp();
     for (int e = lane; e < 256; e += 32) {
         int i = e >> 4, r = e & 15, col = col0 + i, row = row0 + r;
         if (col < c_end) {
@@ -96,6 +109,7 @@ __device__ void pair_put(const float* my, const __half* tb, int tp, int col0, in
             else C16[off] = __float2half_rn(c);
         }
     }
+    __syncwarp();
 }
 """
 
@@ -191,20 +205,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem(
     const float isc = 1.0f / sc;
     for (int tIdx = warp; tIdx < 4 * nrb; tIdx += NT / 32) {
         const int cb = tIdx & 3, rbk = tIdx >> 2;
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> d;
-        wmma::fill_fragment(d, 0.0f);
-        for (int kk = 0; kk < 2 * NB; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bv;
-            wmma::load_matrix_sync(a, Yh + cb * 16 * YP + kk, YP);
-            wmma::load_matrix_sync(bv, Vs + kk * TP + rbk * 16, TP);
-            wmma::mma_sync(d, a, bv, d);
-        }
-        wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
-        __syncwarp();
-        pair_put(my, tile + cb * 16 * TP + rbk * 16, TP, c0 + cb * 16, k + rbk * 16, k, m,
-                 c_end, ys, isc, mat, C16, Ht, lane);
-        __syncwarp();
+        pair_block(Yh + cb * 16 * YP, Vs + rbk * 16, TP, my, tile + cb * 16 * TP + rbk * 16, TP,
+                   c0 + cb * 16, k + rbk * 16, k, m, c_end, ys, isc, mat, C16, Ht, lane);
     }
 }
 """
@@ -343,20 +345,8 @@ extern "C" __global__ void __launch_bounds__(NT) pair_smem3(
         const __half* vb = vbuf + (ch & 1) * 2 * NB * VP;
         for (int t = warp; t < 2 * (rows >> 4); t += NT / 32) {
             const int cb = t & 1, rb = t >> 1;
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> d;
-            wmma::fill_fragment(d, 0.0f);
-            for (int kk = 0; kk < 2 * NB; kk += 16) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bv;
-                wmma::load_matrix_sync(a, Yh + cb * 16 * YP + kk, YP);
-                wmma::load_matrix_sync(bv, vb + kk * VP + rb * 16, VP);
-                wmma::mma_sync(d, a, bv, d);
-            }
-            wmma::store_matrix_sync(my, d, SP, wmma::mem_row_major);
-            __syncwarp();
-            pair_put(my, tile + cb * 16 * tp + r0 + rb * 16, tp, c0 + cb * 16, k + r0 + rb * 16,
-                     k, m, c_end, ys, isc, mat, C16, Ht, lane);
-            __syncwarp();
+            pair_block(Yh + cb * 16 * YP, vb + rb * 16, VP, my, tile + cb * 16 * tp + r0 + rb * 16,
+                       tp, c0 + cb * 16, k + r0 + rb * 16, k, m, c_end, ys, isc, mat, C16, Ht, lane);
         }
         if (ch + 1 < nch)
             put(pt, pv, tile, tp, vbuf + ((ch + 1) & 1) * 2 * NB * VP, r0 + VC,
