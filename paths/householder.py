@@ -80,7 +80,6 @@ from adaptqr.paths.kernels.panel import (
 from adaptqr.paths.kernels.trailing import (
     pair_u_kernel,
     pair_y_kernel,
-    pair_yw_kernel,
     trailing_kernel,
     trailing_u_kernel,
     trailing_w_kernel,
@@ -309,7 +308,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
     f16 = None
-    v16 = y16 = wg = None
+    v16 = y16 = None
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
@@ -317,18 +316,13 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             # The rest updates' reflectors in float16, one group at a time (N23, N24);
             # allocated here, before any fork, and used on one stream only.
             v16 = torch.empty((B, group * nb, m), dtype=torch.float16, device=H.device)
-        blas = pair_blas(s, group) and v16 is not None
-        if pair_splits(s, B, n, group) or blas:
+        if pair_splits(s, B, n, group):
             # The split pair update's Y and scales (N25): allocated before any fork, used by
             # the rest update's stream alone, one update after the other.
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
                    torch.empty((B, n), dtype=torch.float32, device=H.device))
-        if blas:
-            # Its sums by cuBLAS (N28): W of the widest rest update, G; the same stream.
-            wg = (torch.empty(B * n * 2 * nb, dtype=torch.float32, device=H.device),
-                  torch.empty((B, nb, nb), dtype=torch.float32, device=H.device))
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, v16, y16, wg)
+                 after_panels, v16, y16)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -499,7 +493,6 @@ class _Blocked(NamedTuple):
     after_panels: Any     # factor_householder's after_panels, or None
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
     y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
-    wg: Any = None        # ((B n 2 nb,) float32, (B, nb, nb) float32): its cuBLAS sums (N28)
 
 
 def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
@@ -662,12 +655,8 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         grid = (tiles, B) if tile_major else (B, tiles)
         stages = s.fp16_stages if only16 and s.fp16_stages else schedules.TRAILING_STAGES
         with lanes.on(mode):
-            # From a float16 source (k0 > 0) the pair's sums may come from cuBLAS (N28).
-            blas = f.wg is not None and v16 and k0 > 0
-            if pair and only16 and rest and f.y16 is not None and (
-                    blas or pair_splits(s, B, n, 2)):
-                _pair_split(f, k0, c_start, c_end, bn_l, tile_major, C16, SC, v16, stages,
-                            blas)
+            if pair and only16 and rest and f.y16 is not None:
+                _pair_split(f, k0, c_start, c_end, bn_l, tile_major, C16, SC, v16, stages)
                 continue
             trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                                   f.v16 if v16 and pair else C16,
@@ -695,67 +684,24 @@ def pair_splits(s: schedules.Schedule, B: int, n: int, group: int) -> bool:
             and B * triton.cdiv(n, s.fp16_bn or s.bn) < schedules.PAIR_SPLIT_MAX_PROGRAMS)
 
 
-def pair_blas(s: schedules.Schedule, group: int) -> bool:
-    """Whether the FP16 pair rest updates after the first take their sums from cuBLAS
-    (EXPERIMENTS.md N28) under the resolved ``s``: ``s.pair_blas`` set, pairs, their
-    reflectors in a float16 copy (``s.fp16_v16``), and not the deterministic mode.
-
-    >>> s = _with_knobs(schedules.schedule_for(512, 512), None)
-    >>> pair_blas(dataclasses.replace(s, pair_blas=True), 2), pair_blas(s, 2)
-    (True, False)
-    """
-    return bool(s.pair_blas) and group == 2 and bool(s.fp16_v16) and not s.deterministic
-
-
-def _pair_sums(f: _Blocked, k0: int, c_start: int, c_end: int, C16: torch.Tensor
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(W, G)`` of the pair from ``k0`` over rows ``[k0, m)`` as cuBLAS products of the
-    float16 copies (float32 results, into ``f.wg``): ``W`` ``(B, c_end - c_start, 2 nb)``,
-    ``C^T [V1 V2]`` of columns ``[c_start, c_end)`` (``C16`` holds them, ``k0 > 0``), and
-    ``G`` ``(B, nb, nb)``, ``V1^T V2``. Off the GPU the same products in float32 (exact
-    float16 products, summed in float32), for the interpreter."""
-    B, nb = f.B, f.s.nb
-    W = f.wg[0][:B * (c_end - c_start) * 2 * nb].view(B, c_end - c_start, 2 * nb)
-    G = f.wg[1]
-    C = C16[:, c_start:c_end, k0:]
-    V = f.v16[:, :2 * nb, k0:]
-    if C16.is_cuda:
-        torch.bmm(C, V.mT, out_dtype=torch.float32, out=W)
-        torch.bmm(V[:, :nb], V[:, nb:].mT, out_dtype=torch.float32, out=G)
-    else:
-        torch.bmm(C.float(), V.mT.float(), out=W)
-        torch.bmm(V[:, :nb].float(), V[:, nb:].mT.float(), out=G)
-    return W, G
-
-
 def _pair_split(f: _Blocked, k0: int, c_start: int, c_end: int, bn: int, tile_major: bool,
-                C16: torch.Tensor, SC: torch.Tensor, v16: bool, stages: int,
-                blas: bool = False) -> None:
+                C16: torch.Tensor, SC: torch.Tensor, v16: bool, stages: int) -> None:
     """The FP16-only launch of a rest update of the two panels from ``k0`` as two launches
     (:func:`pair_splits`, EXPERIMENTS.md N25): :func:`~adaptqr.paths.kernels.trailing.pair_y_kernel`
     forms the ``Y`` of each column tile of at most ``schedules.PAIR_SPLIT_BN`` columns into
     ``f.y16``, then ``pair_u_kernel`` updates the tiles by row slices of ``s.pair_split``
     rows (rounded up to the row chunk). Tiles of ``bn`` columns give the pair kernel's bits;
     narrower ones scale ``Y`` by their own tile, so round it otherwise. ``stages``: the
-    pair launch's pipelining stages, for both. ``blas``: the sums from :func:`_pair_sums`
-    and ``pair_yw_kernel`` in place of ``pair_y_kernel`` (N28)."""
+    pair launch's pipelining stages, for both."""
     s, B = f.s, f.B
     Y16, YS = f.y16
     bn = min(bn, schedules.PAIR_SPLIT_BN)
     tiles = triton.cdiv(c_end - c_start, bn)
     V16 = f.v16 if v16 else C16
-    grid = (tiles, B) if tile_major else (B, tiles)
-    if blas:
-        W, G = _pair_sums(f, k0, c_start, c_end, C16)
-        pair_yw_kernel[grid](f.Ht, f.TW, f.na, f.nz, SC, W, G, Y16, YS, k0, f.m, f.n, c_start,
-                             c_end, f.n_tw, NB=s.nb, BN=bn, HAS_NA=f.has_na, PREC=s.prec,
-                             TILE_MAJOR=tile_major, num_warps=schedules.TRAILING_WARPS)
-    else:
-        pair_y_kernel[grid](
-            f.Ht, f.TW, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, f.n_tw,
-            V16, NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, PREC=s.prec,
-            TILE_MAJOR=tile_major, USE_V16=v16, num_warps=schedules.TRAILING_WARPS,
-            num_stages=stages)
+    pair_y_kernel[(tiles, B) if tile_major else (B, tiles)](
+        f.Ht, f.TW, f.na, f.nz, C16, SC, Y16, YS, k0, f.m, f.n, c_start, c_end, f.n_tw, V16,
+        NB=s.nb, BN=bn, BM=s.bm, HAS_NA=f.has_na, PREC=s.prec, TILE_MAJOR=tile_major,
+        USE_V16=v16, num_warps=schedules.TRAILING_WARPS, num_stages=stages)
     rows = f.m - k0
     per = min(triton.cdiv(rows, s.bm), triton.cdiv(s.pair_split, s.bm)) * s.bm
     pair_u_kernel[(B, tiles, triton.cdiv(rows, per))](

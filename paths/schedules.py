@@ -159,14 +159,6 @@ FP16_V16 = True
 PAIR_SPLIT_ROWS = 128
 PAIR_SPLIT_BN = 64
 PAIR_SPLIT_MAX_PROGRAMS = 1024
-#: The FP16 pair rest updates from a float16 source (after the first) with their sums
-#: ``W = C^T [V1 V2]`` and ``G = V1^T V2`` as cuBLAS products (float16 operands, float32
-#: results), then ``pair_yw_kernel`` and the split pair's update launch (EXPERIMENTS.md
-#: N28): N25 found the pair's reduction sweep 70-80 % of its time, and cuBLAS makes the
-#: same sums at 2.1-2.8 TB/s of tile (run 1502: 84 us at 640x512's second update). Off in
-#: the deterministic mode (cuBLAS's products are not, unless the user configures its
-#: workspace). Knob ``pair_blas`` (0 / 1).
-PAIR_BLAS = False
 #: The row-split updates' W as each slice's own sums, added in slice order by the U kernel
 #: (``row_split.WParts``), instead of one sum by atomics in the order the programs run: the
 #: same bits every call, and no zeroing of W. None: exactly in the deterministic mode
@@ -211,7 +203,6 @@ SCHEDULE_KNOBS = {
     "fp16_fit": ("FP16_FIT", bool),
     "fp16_v16": ("FP16_V16", bool),
     "pair_split": ("PAIR_SPLIT_ROWS", int),
-    "pair_blas": ("PAIR_BLAS", bool),
     "w_partials": ("W_PARTIALS", bool),
 }
 
@@ -457,9 +448,6 @@ class Schedule:
     # The FP16 pair rest update's second sweep over row slices of this many rows, in a
     # launch of its own (PAIR_SPLIT_ROWS; 0: one launch); None: the knob, else the constant.
     pair_split: int | None = None
-    # The FP16 pair rest updates' sums by cuBLAS (PAIR_BLAS); None: the knob, else the
-    # constant.
-    pair_blas: bool | None = None
     # The row-split updates' W as each slice's sums, added in slice order (W_PARTIALS);
     # None: the knob, else the constant, and where both are unset, the deterministic mode
     # (householder._resolved).

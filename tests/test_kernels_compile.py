@@ -50,9 +50,6 @@ CASES = [
                                   TILE_MAJOR=1, USE_V16=1), schedules.TRAILING_WARPS, S.fp16_stages),
     (trailing.pair_u_kernel, dict(NB=S.nb, BN=S.fp16_bn, BM=S.bm, HAS_NA=1, USE_V16=1),
      schedules.TRAILING_WARPS, S.fp16_stages),
-    # Its Y from sums made by cuBLAS (N28).
-    (trailing.pair_yw_kernel, dict(NB=S.nb, BN=schedules.PAIR_SPLIT_BN, HAS_NA=1, PREC=S.prec,
-                                   TILE_MAJOR=1), schedules.TRAILING_WARPS, 3),
     (trailing.trailing_kernel, dict(_TRAIL, BN=_RES_BN, BM=_RES_MB, BM16=_RES_MB, RESIDENT=1,
                                     F16=F16_SKIP.value, PAIR16=0, TILE_MAJOR=0),
      householder._warps(_RES_BN * _RES_MB), schedules.TRAILING_STAGES),

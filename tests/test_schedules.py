@@ -535,17 +535,6 @@ def test_pair_split_knob():
     _knob_resolves("pair_split", 128, 0, 100)
 
 
-def test_pair_blas_knob():
-    # N28: off until measured; on under the knob, and never in the deterministic mode.
-    assert schedules.PAIR_BLAS is False
-    _knob_resolves("pair_blas", False, True, 2)
-    s = hh._with_knobs(schedules.schedule_for(512, 512), None)
-    on = dataclasses.replace(s, pair_blas=True)
-    assert hh.pair_blas(on, 2) and not hh.pair_blas(on, 1)
-    assert not hh.pair_blas(dataclasses.replace(on, deterministic=True), 2)
-    assert not hh.pair_blas(dataclasses.replace(on, fp16_v16=False), 2)
-
-
 def test_w_partials_knob():
     # N26, N26b: ordered partials exactly in the deterministic mode (4-11 % slower than the
     # atomics outside it, up to 2.5x faster than no split inside it); the knob either way.

@@ -32,8 +32,7 @@ Issue 8's FP16 route (``F16``, :mod:`adaptqr.paths.kernels.fp16_storage`): a mat
 the others the float32 update. ``F16`` says which of the two a launch runs (both, or one
 each in two launches). An update of two panels of such a matrix reads its tile once for
 both (``PAIR16``, :func:`_apply_pair_f16`); where its programs are few, the same update runs
-as two launches, :func:`pair_y_kernel` then :func:`pair_u_kernel` over row slices (N25); with
-its sums from cuBLAS products, :func:`pair_yw_kernel` in place of the first (N28).
+as two launches, :func:`pair_y_kernel` then :func:`pair_u_kernel` over row slices (N25).
 
 Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
@@ -300,13 +299,6 @@ def _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
         W1 += tl.dot(C, tl.trans(V1))
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
-    return _pair_y_of(W1, W2, G, TW, b, k, n_tw, NB, PREC)
-
-
-@triton.jit
-def _pair_y_of(W1, W2, G, TW, b, k, n_tw, NB: tl.constexpr, PREC: tl.constexpr):
-    """``(Y1h, Y2h, ys)`` of a pair update from its sums ``W1 = C^T V1``, ``W2 = C^T V2``
-    ([BN, NB]) and ``G = V1^T V2`` ([NB, NB]), float32."""
     # No T2 mask: its matrices have n_active == n.
     Y1 = tl.dot(W1, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
     Y2 = tl.dot(W2 - tl.dot(Y1, G, input_precision=PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB),
@@ -417,33 +409,6 @@ def pair_y_kernel(Ht, TW, NA, NZ, C16, SC, Y16, YS, k, m, n, c_start, c_end, n_t
         if do16:
             Y1h, Y2h, ys = _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc,
                                    V16 + b.to(tl.int64) * 2 * NB * m, NB, BN, BM, PREC, USE_V16)
-            yp, ysp = _y_ptrs(Y16, YS, b, n, cc, NB)
-            tl.store(yp, Y1h, mask=ccmask[:, None])
-            tl.store(yp + NB, Y2h, mask=ccmask[:, None])
-            tl.store(ysp, ys)
-
-
-@triton.jit
-def pair_yw_kernel(Ht, TW, NA, NZ, SC, W, G, Y16, YS, k, m, n, c_start, c_end, n_tw,
-                   NB: tl.constexpr, BN: tl.constexpr, HAS_NA: tl.constexpr,
-                   PREC: tl.constexpr, TILE_MAJOR: tl.constexpr = True):
-    """:func:`pair_y_kernel` from sums made elsewhere (EXPERIMENTS.md N28): ``W``
-    ``(B, c_end - c_start, 2 NB)`` float32, ``[C^T V1, C^T V2]`` of columns ``[c_start,
-    c_end)`` over rows ``[k, m)``, and ``G`` ``(B, NB, NB)`` float32, ``V1^T V2``: the same
-    ``Y1h``, ``Y2h`` and ``ys`` into ``Y16`` and ``YS`` for :func:`pair_u_kernel`, without
-    the sweep over the rows. FP32-routed matrices and skipped tiles store nothing."""
-    b, base, na, cc, ccmask, run, _ = _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN,
-                                                    HAS_NA, TILE_MAJOR)
-    if (k < na) & run:
-        _, _, do16, _ = _routes(Ht, SC, b, m, n, F16_ONLY)
-        if do16:
-            jj = tl.arange(0, NB)
-            wp = (W + (b.to(tl.int64) * (c_end - c_start) + (cc - c_start)[:, None]) * (2 * NB)
-                  + jj[None, :])
-            W1 = tl.load(wp, mask=ccmask[:, None], other=0.0)
-            W2 = tl.load(wp + NB, mask=ccmask[:, None], other=0.0)
-            Gb = tl.load(G + b.to(tl.int64) * NB * NB + jj[:, None] * NB + jj[None, :])
-            Y1h, Y2h, ys = _pair_y_of(W1, W2, Gb, TW, b, k, n_tw, NB, PREC)
             yp, ysp = _y_ptrs(Y16, YS, b, n, cc, NB)
             tl.store(yp, Y1h, mask=ccmask[:, None])
             tl.store(yp + NB, Y2h, mask=ccmask[:, None])
