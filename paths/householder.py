@@ -322,7 +322,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
                    torch.empty((B, n), dtype=torch.float32, device=H.device))
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, v16, y16, [] if w_blas(s) and v16 is not None else None)
+                 after_panels, v16, y16)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -493,7 +493,6 @@ class _Blocked(NamedTuple):
     after_panels: Any     # factor_householder's after_panels, or None
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
     y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
-    wblas: Any = None     # [] then [(B, n, nb) float32]: the row-split rest W by cuBLAS (N29)
 
 
 def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
@@ -620,26 +619,20 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                       num_warps=schedules.TRAILING_WARPS,
                       num_stages=schedules.TRAILING_STAGES)
         lanes = RouteLanes(s.route_lanes, Ht, f16 is not None, row_split=True)
-        # From a float16 source the FP16 launch's W may be one cuBLAS product (N29).
-        blas = f.wblas is not None and v16 and npan == 1 and k0 > 0
-        Ws = {}
         for mode in modes:
             # The next W zeroed by the first launch: with route lanes, the side stream's.
             zero = WZ is not None and mode == modes[0]
             with lanes.on(mode):
                 use = v16 and mode == F16_ONLY.value
-                if use and blas and not zero:
-                    Ws[mode] = _w_blas(f, k0, c_start, c_end, C16)
-                    continue
                 trailing_w_kernel[grid](Ht, W, na, nz, C16, SC, k0, m, n, c_start, c_end, per,
                                         WZ if zero else W, c_start, f.v16 if use else C16,
                                         F16=mode, ZERO=zero, USE_V16=use, **common)
         for mode in modes:
             with lanes.on(mode):
                 use = v16 and mode == F16_ONLY.value
-                trailing_u_kernel[grid](Ht, TW, Ws.get(mode, W), na, nz, C16, SC, k0, m, n,
-                                        c_start, c_end, n_tw, per, f.v16 if use else C16,
-                                        F16=mode, USE_V16=use, **common)
+                trailing_u_kernel[grid](Ht, TW, W, na, nz, C16, SC, k0, m, n, c_start, c_end,
+                                        n_tw, per, f.v16 if use else C16, F16=mode,
+                                        USE_V16=use, **common)
         lanes.join()
         return
     if B * triton.cdiv(c_end - c_start, bn) < schedules.TRAILING_MIN_PROGRAMS:
@@ -674,40 +667,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                                   num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                                   num_stages=stages)
     lanes.join()
-
-
-def w_blas(s: schedules.Schedule) -> bool:
-    """Whether the FP16 route's row-split rest updates from a float16 source take their
-    ``W`` from one cuBLAS product (:func:`_w_blas`, EXPERIMENTS.md N29) under the resolved
-    ``s``: ``s.w_blas`` set, the reflectors' float16 copy on (``s.fp16_v16``), and neither
-    the deterministic mode nor ordered partials (``s.w_partials``).
-
-    >>> s = _with_knobs(schedules.schedule_for(4096, 4096), None)
-    >>> w_blas(dataclasses.replace(s, w_blas=True)), w_blas(s)
-    (True, False)
-    """
-    return (bool(s.w_blas) and bool(s.fp16_v16) and not s.deterministic
-            and not s.w_partials)
-
-
-def _w_blas(f: _Blocked, k0: int, c_start: int, c_end: int, C16: torch.Tensor
-            ) -> torch.Tensor:
-    """``W`` ``(B, n, nb)`` float32 of the one panel from ``k0`` over columns ``[c_start,
-    c_end)`` and rows ``[k0, m)``: ``C^T V`` of the float16 copies (``C16``, ``f.v16``) as
-    one cuBLAS product with float32 results, into a buffer of its own (allocated on first
-    use, on the rest update's stream, which alone uses it), laid out as the row-split
-    kernels' ``W``. Off the GPU the same products in float32 (exact float16 products,
-    summed in float32), for the interpreter."""
-    if not f.wblas:
-        f.wblas.append(torch.empty((f.B, f.n, f.s.nb), dtype=torch.float32, device=C16.device))
-    W = f.wblas[0]
-    C = C16[:, c_start:c_end, k0:]
-    V = f.v16[:, :f.s.nb, k0:]
-    if C16.is_cuda:
-        torch.bmm(C, V.mT, out_dtype=torch.float32, out=W[:, c_start:c_end])
-    else:
-        W[:, c_start:c_end] = torch.bmm(C.float(), V.mT.float())
-    return W
 
 
 def pair_splits(s: schedules.Schedule, B: int, n: int, group: int) -> bool:

@@ -159,13 +159,6 @@ FP16_V16 = True
 PAIR_SPLIT_ROWS = 128
 PAIR_SPLIT_BN = 64
 PAIR_SPLIT_MAX_PROGRAMS = 1024
-#: The FP16 route's row-split rest updates from a float16 source (few large matrices) with
-#: their sums ``W = C^T V`` as one cuBLAS product (float16 operands, float32 results) in
-#: place of the atomics of ``trailing_w_kernel`` (EXPERIMENTS.md N29): N28's probe made
-#: such sums at 2.1-2.8 TB/s of tile, H27 measured 2x4096's first row-split W at 52 us
-#: (1.3-1.6 TB/s). Not in the deterministic mode (cuBLAS's products are not, and torch
-#: then raises) nor with ``w_partials``. Knob ``w_blas`` (0 / 1).
-W_BLAS = False
 #: The row-split updates' W as each slice's own sums, added in slice order by the U kernel
 #: (``row_split.WParts``), instead of one sum by atomics in the order the programs run: the
 #: same bits every call, and no zeroing of W. None: exactly in the deterministic mode
@@ -211,7 +204,6 @@ SCHEDULE_KNOBS = {
     "fp16_v16": ("FP16_V16", bool),
     "pair_split": ("PAIR_SPLIT_ROWS", int),
     "w_partials": ("W_PARTIALS", bool),
-    "w_blas": ("W_BLAS", bool),
 }
 
 
@@ -460,9 +452,6 @@ class Schedule:
     # None: the knob, else the constant, and where both are unset, the deterministic mode
     # (householder._resolved).
     w_partials: bool | None = None
-    # The row-split FP16 rest updates' W by cuBLAS (W_BLAS); None: the knob, else the
-    # constant.
-    w_blas: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows with atomics (a row-split update sums W in no fixed order
     # that way); w_partials, on by default in the mode, keeps the split (householder._splits).

@@ -535,17 +535,6 @@ def test_pair_split_knob():
     _knob_resolves("pair_split", 128, 0, 100)
 
 
-def test_w_blas_knob():
-    # N29: off until measured; on under the knob, never in the deterministic mode, with
-    # ordered partials or without the reflectors' float16 copy.
-    assert schedules.W_BLAS is False
-    _knob_resolves("w_blas", False, True, 2)
-    on = dataclasses.replace(hh._with_knobs(schedules.schedule_for(4096, 4096), None), w_blas=True)
-    assert hh.w_blas(on)
-    for off in (dict(deterministic=True), dict(w_partials=True), dict(fp16_v16=False)):
-        assert not hh.w_blas(dataclasses.replace(on, **off)), off
-
-
 def test_w_partials_knob():
     # N26, N26b: ordered partials exactly in the deterministic mode (4-11 % slower than the
     # atomics outside it, up to 2.5x faster than no split inside it); the knob either way.

@@ -283,27 +283,6 @@ def test_pair_split_matches(n, dense, rows):
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("n,dense", [(2048, 2), (4096, 1), (3072, 3)])
-def test_w_blas_matches(n, dense, monkeypatch):
-    # EXPERIMENTS.md N29: the row-split FP16 rest updates' W as one cuBLAS product. Taken
-    # (one a rest update from a float16 source), every matrix at the bar, and the
-    # FP32-routed one as without the knob to the atomics' order (its launches read their
-    # own W).
-    from adaptqr.paths import householder as hh
-
-    A = _both_routes(n, dense, 86)
-    H0, t0 = adaptqr.geqrf(A)
-    sums = []
-    w_blas = hh._w_blas
-    monkeypatch.setattr(hh, "_w_blas", lambda *a: sums.append(a[1]) or w_blas(*a))
-    H, tau, rec = _under_knobs(A, w_blas=1)
-    assert rec["precision_counts"] == {"fp16": dense, "fp32": 1}, rec
-    ks = sorted(set(sums))
-    assert len(ks) >= n // 64 and all(k % 32 == 0 and 0 < k < n for k in ks), ks
-    _fp32_matrix_as_before(H, tau, H0, t0, 1e-5, 1e-4)
-
-
-@pytest.mark.variant
 @pytest.mark.parametrize("n,dense", [(2048, 2), (4096, 1)])
 def test_fp16_v16_row_split(n, dense):
     # EXPERIMENTS.md N24: row-split FP16 updates (groups of one panel) with the reflectors
