@@ -147,8 +147,7 @@ class Knobs:
     256, the FP16 pair rest update's second sweep in a launch of its own over row slices of
     that many rows), ``w_partials`` (``schedules.W_PARTIALS``: 0 / 1, the row-split updates'
     W as each slice's sums, added in slice order; unset: exactly in the deterministic
-    mode), ``ingroup_tf32`` (``schedules.INGROUP_TF32``: 0 / 1, the FP16-routed matrices'
-    updates inside a group of panels in the tail's one-pass precision)."""
+    mode)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -179,7 +178,6 @@ class Knobs:
     fp16_v16: int | None = None
     pair_split: int | None = None
     w_partials: int | None = None
-    ingroup_tf32: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -309,7 +307,6 @@ KNOB_CHOICES = {
     "fp16_v16": (0, 1),
     "pair_split": (0, 32, 64, 128, 256),
     "w_partials": (0, 1),
-    "ingroup_tf32": (0, 1),
 }
 
 

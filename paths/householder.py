@@ -322,7 +322,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
                    torch.empty((B, n), dtype=torch.float32, device=H.device))
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, v16, y16, sc if s.ingroup_tf32 else None)
+                 after_panels, v16, y16)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -373,7 +373,7 @@ def _group_panels(f: _Blocked, g0: int, gend: int, w_slot: int) -> None:
         pw = min(f.s.nb, f.n - k)
         _panel(f, k, pw)
         if k + pw < gend:
-            _trailing(f, k, 1, k + pw, gend, None, w_slot, group=True)
+            _trailing(f, k, 1, k + pw, gend, None, w_slot)
     if f.after_panels is not None:
         f.after_panels(gend)
 
@@ -493,7 +493,6 @@ class _Blocked(NamedTuple):
     after_panels: Any     # factor_householder's after_panels, or None
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
     y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
-    sc16: Any = None      # (B,) float32 FP16 scales where in-group updates read them (N30)
 
 
 def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
@@ -589,12 +588,11 @@ def _v16(f: _Blocked, k0: int, npan: int) -> None:
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
-              w_slot: int = 0, rest: bool = False, group: bool = False) -> None:
+              w_slot: int = 0, rest: bool = False) -> None:
     """Apply the ``npan`` panels from column ``k0`` to columns ``[c_start, c_end)``; ``f16``:
     ``(C16, scales)`` of the FP16 route (one or two panels an update), else None;
     ``w_slot``: which ``W`` a row-split update uses (:func:`_w`); ``rest``: the update of
-    every column after the next group (its stream owns ``f.v16``); ``group``: an update
-    inside a group of panels (FP16-routed matrices may take the tail precision, N30)."""
+    every column after the next group (its stream owns ``f.v16``)."""
     Ht, TW, na, nz, has_na, B, m, n, n_tw, s = (
         f.Ht, f.TW, f.na, f.nz, f.has_na, f.B, f.m, f.n, f.n_tw, f.s)
     C16, SC = f16 if f16 is not None else (Ht, Ht)
@@ -645,9 +643,6 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     tile_major = B <= MAX_GRID_Y
     lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
     v16 = v16 and npan == 2 and not resident  # the pair update's streamed tiles only
-    low16 = group and f16 is None and f.sc16 is not None
-    if low16:
-        SC = f.sc16
     if v16:
         _v16(f, k0, npan)
     for mode in modes:
@@ -668,7 +663,7 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                                   NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
                                   HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                                   BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
-                                  TILE_MAJOR=tile_major, USE_V16=v16 and pair, LOW16=low16,
+                                  TILE_MAJOR=tile_major, USE_V16=v16 and pair,
                                   num_warps=_warps(bn * bm) if resident else schedules.TRAILING_WARPS,
                                   num_stages=stages)
     lanes.join()

@@ -159,12 +159,6 @@ FP16_V16 = True
 PAIR_SPLIT_ROWS = 128
 PAIR_SPLIT_BN = 64
 PAIR_SPLIT_MAX_PROGRAMS = 1024
-#: The update inside a group of panels (a pair's second panel by its first) in the tail's
-#: one-pass precision (``TAIL_PREC``) for the matrices on the FP16 route, whose later
-#: columns are rounded to float16 anyway; the FP32 route's keep ``prec`` (EXPERIMENTS.md
-#: N30). Column-tile updates only (the row-split ones keep ``prec``). Knob
-#: ``ingroup_tf32`` (0 / 1).
-INGROUP_TF32 = False
 #: The row-split updates' W as each slice's own sums, added in slice order by the U kernel
 #: (``row_split.WParts``), instead of one sum by atomics in the order the programs run: the
 #: same bits every call, and no zeroing of W. None: exactly in the deterministic mode
@@ -210,7 +204,6 @@ SCHEDULE_KNOBS = {
     "fp16_v16": ("FP16_V16", bool),
     "pair_split": ("PAIR_SPLIT_ROWS", int),
     "w_partials": ("W_PARTIALS", bool),
-    "ingroup_tf32": ("INGROUP_TF32", bool),
 }
 
 
@@ -459,9 +452,6 @@ class Schedule:
     # None: the knob, else the constant, and where both are unset, the deterministic mode
     # (householder._resolved).
     w_partials: bool | None = None
-    # The FP16-routed matrices' in-group updates in the tail precision (INGROUP_TF32);
-    # None: the knob, else the constant.
-    ingroup_tf32: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows with atomics (a row-split update sums W in no fixed order
     # that way); w_partials, on by default in the mode, keeps the split (householder._splits).

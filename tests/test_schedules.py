@@ -517,11 +517,10 @@ def test_group_panels_update_between_panels(monkeypatch):
     s = hh._with_knobs(schedules.schedule_for(512, 512), None)
     calls = []
     monkeypatch.setattr(hh, "_panel", lambda f, k, pw: calls.append(("panel", k)))
-    monkeypatch.setattr(hh, "_trailing", lambda f, k0, npan, c0, c1, f16, w=0, group=False:
-                        calls.append(("update", k0, c0, c1, group)))
+    monkeypatch.setattr(hh, "_trailing", lambda f, k0, npan, c0, c1, f16, w=0:
+                        calls.append(("update", k0, c0, c1)))
     hh._group_panels(F(s=s, B=640, m=512, n=512, after_panels=None), 64, 128, 1)
-    # The update is marked as one inside a group (N30: the tail precision may apply).
-    assert calls == [("panel", 64), ("update", 64, 96, 128, True), ("panel", 96)]
+    assert calls == [("panel", 64), ("update", 64, 96, 128), ("panel", 96)]
 
 
 def test_fp16_v16_knob():
@@ -534,12 +533,6 @@ def test_pair_split_knob():
     # N25: slices of 128 rows (run 0811), other rows or 0 (the pair kernel) under the knob.
     assert schedules.PAIR_SPLIT_ROWS == 128
     _knob_resolves("pair_split", 128, 0, 100)
-
-
-def test_ingroup_tf32_knob():
-    # N30: off until measured, on under the knob.
-    assert schedules.INGROUP_TF32 is False
-    _knob_resolves("ingroup_tf32", False, True, 2)
 
 
 def test_w_partials_knob():

@@ -359,7 +359,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
                     PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = True,
-                    USE_V16: tl.constexpr = False, LOW16: tl.constexpr = False):
+                    USE_V16: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -368,13 +368,9 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
     streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
     ``(B, 2 NB, m)``, :func:`v16_kernel`'s, else ``V16`` is not read).
-    LOW16 (F16_NONE): a matrix with ``SC[b] > 0`` (on the FP16 route) takes PREC_TAIL, as
-    a tail tile does: the update inside a group of its panels (EXPERIMENTS.md N30).
     """
     b, base, na, cc, ccmask, run, tail = _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN,
                                                        HAS_NA, TILE_MAJOR)
-    if LOW16:
-        tail = tail | (tl.load(SC + b) > 0.0)
     if (k0 < na) & run:
         sc, base16, do16, do32 = _routes(C16, SC, b, m, n, F16)
         if do16:
