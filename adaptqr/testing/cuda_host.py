@@ -6,11 +6,9 @@ are exchanges among its 32 threads between two barriers of their own, static sha
 are one copy for the CTA (the CTAs run one at a time), and dynamic shared memory is a host
 buffer filled with NaN (a read of a slot nothing wrote shows). The kernel's indexing,
 masks, barriers and warp exchanges run as written; the GPU's memory model, lockstep and
-timing do not, nor do clusters. ``__half`` is its 16 bits, converted as the GPU converts
-(round to nearest even); WMMA's 16 x 16 x 16 products (``nvcuda::wmma``, float16 operands,
-float32 sums) are computed whole by every lane of a warp, and stored by lane 0. Each kernel
-gets a ``main`` of its own (:func:`build`, :func:`run`): :func:`panel_launch` is
-:func:`adaptqr.paths.kernels.panel_cuda.launch`'s without clusters.
+timing do not, nor do clusters. Each kernel gets a ``main`` of its own (:func:`build`,
+:func:`run`): :func:`panel_launch` is :func:`adaptqr.paths.kernels.panel_cuda.launch`'s
+without clusters.
 
 Example (where ``g++`` is on the path): one 32-column panel of a 40 x 32 matrix, whose
 R's first entry is minus the first column's norm (LAPACK's sign)::
@@ -44,12 +42,9 @@ SHIM = r"""
 #include <algorithm>
 #include <barrier>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <thread>
-#include <type_traits>
 #include <vector>
 struct dim3_ { unsigned x, y, z; };
 static thread_local dim3_ threadIdx;
@@ -85,80 +80,6 @@ static float __shfl_sync(unsigned, float v, int src) { return warp_exchange(v, s
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-// float16 as its bits, converted as the GPU converts (round to nearest even, subnormals).
-struct __half { uint16_t x; };
-static inline float __half2float(__half h) {
-    const uint32_t sign = (uint32_t)(h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1fu, m = h.x & 0x3ffu;
-    if (e == 0) { const float f = std::ldexp((float)m, -24); return sign ? -f : f; }
-    const uint32_t u = e == 31 ? (sign | 0x7f800000u | (m << 13)) : (sign | ((e + 112) << 23) | (m << 13));
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-static inline __half __float2half_rn(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a >= 0x7f800000u) return {(uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u))};
-    if (a >= 0x477ff000u) return {(uint16_t)(sign | 0x7c00u)};  // 65520 and up round to inf
-    if (a < 0x38800000u) {  // below 2^-14: a multiple of 2^-24, to nearest even
-        float v;
-        std::memcpy(&v, &a, 4);
-        return {(uint16_t)(sign | (uint32_t)std::nearbyint(v * 16777216.0f))};
-    }
-    const uint32_t mant = a & 0x7fffffu, rem = mant & 0x1fffu;
-    uint32_t r = ((((a >> 23) - 112) << 10) | (mant >> 13));
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r += 1;  // a carry moves the exponent
-    return {(uint16_t)(sign | r)};
-}
-struct uint4 { unsigned x, y, z, w; };  // no alignas: the host's copies may be unaligned
-static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
-// WMMA (16 x 16 x 16, float16 operands, float32 accumulation): every lane of a warp holds
-// the whole tile and computes it; lane 0 alone stores (the kernels sync before reading).
-namespace nvcuda { namespace wmma {
-struct matrix_a {}; struct matrix_b {}; struct accumulator {};
-struct row_major {}; struct col_major {};
-enum layout_t { mem_row_major, mem_col_major };
-template <class Use, int M, int N, int K, class T, class L = void> struct fragment { float v[256]; };
-static inline float ld_(const __half* p) { return __half2float(*p); }
-static inline float ld_(const float* p) { return *p; }
-template <class U, int M, int N, int K, class T, class L>
-static void fill_fragment(fragment<U, M, N, K, T, L>& f, float x) { for (float& e : f.v) e = x; }
-// (i, j) of a row-major M x N tile is p[i ldm + j]; of a column-major one p[j ldm + i].
-template <class P> static void load_(float* v, const P* p, unsigned ldm, int rows, int cols, bool rm) {
-    for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j)
-            v[i * cols + j] = ld_(p + (rm ? (size_t)i * ldm + j : (size_t)j * ldm + i));
-}
-// An A fragment is M x K, a B fragment K x N.
-template <class U, int M, int N, int K, class T, class L, class P>
-static void load_matrix_sync(fragment<U, M, N, K, T, L>& f, const P* p, unsigned ldm) {
-    constexpr bool a = std::is_same_v<U, matrix_a>;
-    load_(f.v, p, ldm, a ? M : K, a ? K : N, std::is_same_v<L, row_major>);
-}
-template <int M, int N, int K, class T, class LA, class LB>
-static void mma_sync(fragment<accumulator, M, N, K, float>& d,
-                     const fragment<matrix_a, M, N, K, T, LA>& a,
-                     const fragment<matrix_b, M, N, K, T, LB>& b,
-                     const fragment<accumulator, M, N, K, float>& c) {
-    float r[M * N];
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-            float s = c.v[i * N + j];
-            for (int q = 0; q < K; ++q) s += a.v[i * K + q] * b.v[q * N + j];
-            r[i * N + j] = s;
-        }
-    for (int e = 0; e < M * N; ++e) d.v[e] = r[e];
-}
-template <int M, int N, int K>
-static void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f,
-                              unsigned ldm, layout_t l) {
-    if (threadIdx.x % 32 != 0) return;
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j)
-            p[l == mem_row_major ? (size_t)i * ldm + j : (size_t)j * ldm + i] = f.v[i * N + j];
-}
-} }  // namespace nvcuda::wmma
 static bool __all_sync(unsigned, int pred) {
     bool all = true;
     const float mine = pred ? 1.f : 0.f;
@@ -230,14 +151,13 @@ def available() -> bool:
 @functools.lru_cache(maxsize=None)
 def build(src: str, main: str, defines: tuple) -> str:
     """The host build of the kernel source ``src`` (``extern __shared__ float x[];`` made
-    the shim's buffer; the CUDA headers the shim stands in for left out) with ``main``, a
+    the shim's buffer) with ``main``, a
     C++ ``main`` that reads its tensors with ``read_floats`` and calls the kernel through
     ``run_grid``; ``defines``: ``(name, value)`` pairs. Cached for the process; returns
     the executable's path (for :func:`run`)."""
-    body = re.sub(r"#include <(mma|cuda_fp16)\.h>\n", "", src)
     # Dynamic shared memory: the shim's buffer.
     body = re.sub(r"extern __shared__ (__align__\(\d+\) )?float (\w+)\[\];",
-                  r"float* \2 = g_smem;", body)
+                  r"float* \2 = g_smem;", src)
     head = "".join(f"#define {k} {v}\n" for k, v in defines)
     d = tempfile.mkdtemp(prefix="adaptqr_cuda_host_")
     path = os.path.join(d, "kernel")
