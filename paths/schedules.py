@@ -318,7 +318,9 @@ PANEL_FEW_WARPS_TILE = 8192
 #: 23.85 ms, 8x2048 (128 rows) 12.62 -> 12.37, but 60x1024 (512 rows, two programs a
 #: matrix) 9.50 -> 10.01: the pair algebra on a [32, 512] tile costs more than a barrier.
 PAIRS_MAX_RB = 128
-#: Software-pipelining depth of the trailing kernel's row loops.
+#: Software-pipelining depth of the trailing kernel's row loops. Run 1627 (EXPERIMENTS.md
+#: H30), ms, 3 / 2 / 4 / 5 stages: 2x4096 9.48-9.50 / 9.85 / 9.63 / 9.68; 1x4096, 8x2048,
+#: 640x512 and 60x1024 within the 3-stage runs' spread.
 TRAILING_STAGES = 3
 #: Warps of the streamed (non-resident) and row-split trailing kernels. At 4 they spill for
 #: sm_90 (triton 3.6, offline: 624 / 16 / 400 B of stack for the column-tile, W and U
