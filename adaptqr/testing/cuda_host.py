@@ -151,10 +151,9 @@ def available() -> bool:
 @functools.lru_cache(maxsize=None)
 def build(src: str, main: str, defines: tuple) -> str:
     """The host build of the kernel source ``src`` (``extern __shared__ float x[];`` made
-    the shim's buffer) with ``main``, a
-    C++ ``main`` that reads its tensors with ``read_floats`` and calls the kernel through
-    ``run_grid``; ``defines``: ``(name, value)`` pairs. Cached for the process; returns
-    the executable's path (for :func:`run`)."""
+    the shim's buffer) with ``main``, a C++ ``main`` that reads its tensors with
+    ``read_floats`` and calls the kernel through ``run_grid``; ``defines``: ``(name,
+    value)`` pairs. Cached for the process; returns the executable's path (for :func:`run`)."""
     # Dynamic shared memory: the shim's buffer.
     body = re.sub(r"extern __shared__ (__align__\(\d+\) )?float (\w+)\[\];",
                   r"float* \2 = g_smem;", src)

@@ -1,8 +1,8 @@
 """Schedule constants that no knob reaches, measured as the bench measures (device script):
 one variant a process, ``schedules.NAME=VALUE`` assignments set before the first call (the
 constants are module state, and a graph captured under one value must not serve another),
-then each case of a case file timed with L2 flushed, inputs rotated and CUDA events
-(graph replays where the public call takes them), every output checked at the bar first.
+then each case of a case file checked at the bar and timed by the bench's own
+``run_variant`` (L2 flushed, inputs rotated, CUDA events, graph replays after its warm-up).
 
 Run there: ``python3 bench/devscripts/const_variants.py LABEL [NAME=VALUE ...] --cases
 FILE`` (``NAME`` a ``adaptqr.paths.schedules`` constant, ``VALUE`` an int), e.g. ``for s in
@@ -14,9 +14,10 @@ import argparse
 import json
 
 import adaptqr
-from adaptqr.bench.timing import StopRule, time_calls
+from adaptqr.bench.runner import run_variant
+from adaptqr.bench.timing import StopRule
 from adaptqr.paths import schedules
-from adaptqr.testing import check_geqrf, generate
+from adaptqr.testing import make_inputs
 
 
 def main():
@@ -32,19 +33,14 @@ def main():
             raise SystemExit(f"schedules has no constant {name}")
         setattr(schedules, name, int(value))
     for c in json.load(open(args.cases)):
-        B, n, cond, seed, case = c["batch"], c["n"], c["cond"], c["seed"], c.get("case", "dense")
-        inputs = [generate(B, n, cond, seed + 42 * (i + 1), case) for i in range(args.inputs)]
-        worst = 0.0
-        for A in inputs:
-            H, tau = adaptqr.geqrf(A)
-            r = check_geqrf(A, H, tau)
-            if not r.passes_bar:
-                raise SystemExit(f"{args.label} {B}x{n} {case}: FAILED the bar ({r.summary()})")
-            worst = max(worst, r.worst_factor)
-        t = time_calls(lambda A: adaptqr.geqrf(A), inputs, StopRule(max_repeats=60, budget_s=3.0))
-        ts = sorted(t.times_ms)
-        print(f"{args.label:8s} {B}x{n} {case} cond={cond}: median {ts[len(ts) // 2]:.3f} ms "
-              f"({len(ts)} repeats), worst factor {worst:.2f}", flush=True)
+        # The bench's own check, warm-up and timing (adaptqr.bench.runner.run_variant).
+        r = run_variant(adaptqr.geqrf, None, make_inputs(c, args.inputs),
+                        StopRule(max_repeats=60, budget_s=3.0))
+        head = f"{args.label:8s} {c['batch']}x{c['n']} {c.get('case', 'dense')} cond={c['cond']}"
+        if r["status"] != "ok":
+            raise SystemExit(f"{head}: {r['status']} (factor {r['worst_factor']}, {r['error']})")
+        print(f"{head}: median {r['median_ms']:.3f} ms ({r['repeats']} repeats), worst factor "
+              f"{r['worst_factor']:.2f}", flush=True)
 
 
 if __name__ == "__main__":
