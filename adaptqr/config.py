@@ -133,7 +133,10 @@ class Knobs:
     (``qform.QFORM_ROW_ALIGN``: 0 / 16, Q of reflectors whose rows are not a multiple of it
     formed from a copy padded with zero rows), ``qform_t_prec`` / ``qform_t_warps``
     (``qform.QFORM_T_PREC`` / ``QFORM_T_WARPS``: "ieee" / "tf32x3" and 1 / 2 / 4, the Q
-    formation's T kernel's ``V^T V`` products and warps), ``route_lanes``
+    formation's T kernel's ``V^T V`` products and warps), ``qform_prec``
+    (``qform.QFORM_PREC``: "tf32x3" / "f16x3", the Q strip kernel's products),
+    ``trailing_prec`` (``schedules.DEFAULT_PREC``: "tf32x3" / "f16x3", the trailing
+    updates' float32 products), ``route_lanes``
     (``schedules.ROUTE_LANES``: 0, 1 or 3, the FP32 route's update launches on a side
     stream in graph captures, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
@@ -170,6 +173,8 @@ class Knobs:
     qform_row_align: int | None = None
     qform_t_prec: str | None = None
     qform_t_warps: int | None = None
+    qform_prec: str | None = None
+    trailing_prec: str | None = None
     route_lanes: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
@@ -299,6 +304,8 @@ KNOB_CHOICES = {
     "qform_row_align": (0, 16),
     "qform_t_prec": ("ieee", "tf32x3"),
     "qform_t_warps": (1, 2, 4),
+    "qform_prec": ("tf32x3", "f16x3"),
+    "trailing_prec": ("tf32x3", "f16x3"),
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),

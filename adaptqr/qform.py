@@ -70,6 +70,10 @@ QFORM_T_ROWS = 64
 #: 60x1024 4.19 / 4.09, 40x176 0.079 / 0.073. Knobs ``qform_t_prec``, ``qform_t_warps``
 #: (EXPERIMENTS.md QF16).
 QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 2
+
+#: The Q strip kernel's products (knob ``qform_prec``; experiment OC28 family, not yet
+#: measured): "tf32x3", or "f16x3" (float16 halves, entries of Q within float16's range).
+QFORM_PREC = DEFAULT_PREC
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -397,7 +401,8 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
         TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
     qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            PREC=DEFAULT_PREC, num_warps=t.warps)
+                                            PREC=knobs.get("qform_prec", QFORM_PREC),
+                                            num_warps=t.warps)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

@@ -273,7 +273,7 @@ def _resolved(s: schedules.Schedule, knobs, constants: tuple, whole: bool,
               deterministic: bool = False) -> schedules.Schedule:
     # Schedules and knobs are frozen: a call of a seen shape and settings costs one lookup.
     r = dataclasses.replace(
-        s, deterministic=s.deterministic or deterministic,
+        s, deterministic=s.deterministic or deterministic, prec=knobs.trailing_prec or s.prec,
         tail_prec=s.tail_prec or knobs.tail_prec or schedules.TAIL_PREC,
         split_min_rows=s.split_min_rows or knobs.split_min_rows or schedules.SPLIT_MIN_ROWS,
         **{name: getattr(s, name) if getattr(s, name) is not None else schedules.knob(name, knobs)

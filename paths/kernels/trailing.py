@@ -34,7 +34,7 @@ each in two launches). An update of two panels of such a matrix reads its tile o
 both (``PAIR16``, :func:`_apply_pair_f16`); where its programs are few, the same update runs
 as two launches, :func:`pair_y_kernel` then :func:`pair_u_kernel` over row slices (N25).
 
-Products use ``input_precision=PREC`` ("ieee", "tf32x3" or "tf32"), never a global flag.
+Products in ``PREC`` (:func:`_dot`: "ieee", "tf32x3", "tf32" or "f16x3"), never a global flag.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
 suffix (``n_nonzero``) is skipped (every reflector leaves a zero column zero, so the result
 is the same); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
@@ -65,10 +65,33 @@ from adaptqr.paths.kernels.fp16_storage import (
 from adaptqr.paths.kernels.panel import program_matrix
 
 
+#: ``"f16x3"``'s low halves are ``(x - f16(x)) * F16X3_LO``: at most 2^-11 of ``|x|`` before
+#: the factor, so float16 holds them at the high halves' scale, not near its subnormals.
+F16X3_LO = tl.constexpr(2048.0)
+
+
 @triton.jit
 def _dot(a, b, PREC: tl.constexpr):
-    """``a @ b`` with FP32 accumulation, operands in PREC ("ieee", "tf32" or "tf32x3")."""
+    """``a @ b`` with FP32 accumulation, operands in PREC ("ieee", "tf32", "tf32x3" or
+    "f16x3": :func:`_dot_f16x3`)."""
+    if PREC == "f16x3":
+        return _dot_f16x3(a, b)
     return tl.dot(a, b, input_precision=PREC)
+
+
+@triton.jit
+def _dot_f16x3(a, b):
+    """``a @ b`` from float16 tensor-core products at float32 accuracy: each operand as a
+    rounded float16 high half plus a float16 low half (22 significant bits, as tf32x3's
+    two tf32 halves), the three products that matter summed small ones first. float16's
+    products run at twice tf32's rate. Only for operands whose entries lie within float16's
+    range (below 65504; what lies under 2^-24 is an absolute error of at most 2^-36)."""
+    a_hi = a.to(tl.float16)
+    a_lo = ((a - a_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+    b_hi = b.to(tl.float16)
+    b_lo = ((b - b_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+    small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
+    return tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
 
 
 @triton.jit
@@ -199,7 +222,7 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             kp = k + i * NB
             Vt = _load_v(base, kp, r, m, m, na, NB, n - kp)
             T = _load_t(TW, b, kp // NB, n_tw, NB)
-            Y16, ys = y_scaled(tl.dot(dot16(C, tl.trans(Vt)), T, input_precision=PREC))
+            Y16, ys = y_scaled(_dot(dot16(C, tl.trans(Vt)), T, PREC))
             C -= dot16(Y16, Vt) * ys
         store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, npan * NB), sc)
     elif PAIR:
@@ -213,7 +236,7 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             amask = ccmask[:, None] & (r < m)[None, :]
             C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16, sc)
             W += dot16(C, tl.trans(_load_v(base, k, r, m, m, na, NB, n - k)))
-        Y16, ys = y_scaled(tl.dot(W, T, input_precision=PREC))
+        Y16, ys = y_scaled(_dot(W, T, PREC))
         for r0 in range(k, m, BM):
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
@@ -300,9 +323,8 @@ def _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
     # No T2 mask: its matrices have n_active == n.
-    Y1 = tl.dot(W1, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC)
-    Y2 = tl.dot(W2 - tl.dot(Y1, G, input_precision=PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB),
-                input_precision=PREC)
+    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    Y2 = _dot(W2 - _dot(Y1, G, PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB), PREC)
     ys = y_scale(tl.maximum(abs_max(Y1), abs_max(Y2)))
     return (Y1 * (1.0 / ys)).to(tl.float16), (Y2 * (1.0 / ys)).to(tl.float16), ys
 
@@ -621,7 +643,7 @@ def _u_rows_f16(base, base16, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_
     """:func:`_u_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
     rr = tl.arange(0, BM)
     Wt = _w_get(wp, ccmask, NB, BN, PARTIAL)
-    Y16, ys = y_scaled(tl.dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), input_precision=PREC))
+    Y16, ys = y_scaled(_dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC))
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         amask = ccmask[:, None] & (r < r_hi)[None, :]
