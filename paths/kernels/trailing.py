@@ -74,24 +74,51 @@ F16X3_LO = tl.constexpr(2048.0)
 def _dot(a, b, PREC: tl.constexpr):
     """``a @ b`` with FP32 accumulation, operands in PREC ("ieee", "tf32", "tf32x3" or
     "f16x3": :func:`_dot_f16x3`)."""
+    # One return: Triton generates the code after a constexpr branch's return too.
     if PREC == "f16x3":
-        return _dot_f16x3(a, b)
-    return tl.dot(a, b, input_precision=PREC)
+        c = _dot_f16x3(a, b, True)
+    elif PREC == "f16x3u":
+        c = _dot_f16x3(a, b, False)
+    else:
+        c = tl.dot(a, b, input_precision=PREC)
+    return c
 
 
 @triton.jit
-def _dot_f16x3(a, b):
+def _pow2_at_most(x):
+    """The power of two at or below ``max |x|`` over the tile, kept within [2^-100, 2^100]
+    (so that it and its inverse are normal float32 numbers)."""
+    mx = tl.minimum(tl.maximum(tl.max(tl.max(tl.abs(x), axis=1), axis=0), 7.888609052210118e-31),
+                    1.2676506002282294e30)
+    return (mx.to(tl.int32, bitcast=True) & 0x7F800000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _halves(x):
+    hi = x.to(tl.float16)
+    return hi, ((x - hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+
+
+@triton.jit
+def _dot_f16x3(a, b, SCALED: tl.constexpr):
     """``a @ b`` from float16 tensor-core products at float32 accuracy: each operand as a
     rounded float16 high half plus a float16 low half (22 significant bits, as tf32x3's
     two tf32 halves), the three products that matter summed small ones first. float16's
-    products run at twice tf32's rate. Only for operands whose entries lie within float16's
-    range (below 65504; what lies under 2^-24 is an absolute error of at most 2^-36)."""
-    a_hi = a.to(tl.float16)
-    a_lo = ((a - a_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
-    b_hi = b.to(tl.float16)
-    b_lo = ((b - b_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+    products run at twice tf32's rate. ``SCALED``: each operand over the power of two at or
+    below its largest entry first (exact), so any float32 range fits float16's; what lies
+    under 2^-24 of it is an absolute error of at most 2^-36 of it."""
+    if SCALED:
+        pa = _pow2_at_most(a)
+        pb = _pow2_at_most(b)
+        a = a * (1.0 / pa)
+        b = b * (1.0 / pb)
+    a_hi, a_lo = _halves(a)
+    b_hi, b_lo = _halves(b)
     small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
-    return tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
+    c = tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
+    if SCALED:
+        c = (c * pa) * pb
+    return c
 
 
 @triton.jit
