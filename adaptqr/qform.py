@@ -52,7 +52,7 @@ from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
-from adaptqr.paths.schedules import DEFAULT_PREC, next_pow2
+from adaptqr.paths.schedules import next_pow2
 
 #: Panel width of the blocked Q formation: the factorization's (its T kernel's helpers).
 QFORM_NB = 32
@@ -71,9 +71,17 @@ QFORM_T_ROWS = 64
 #: (EXPERIMENTS.md QF16).
 QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 2
 
-#: The Q strip kernel's products (knob ``qform_prec``; experiment OC28 family, not yet
-#: measured): "tf32x3", or "f16x3" (float16 halves, entries of Q within float16's range).
-QFORM_PREC = DEFAULT_PREC
+#: The Q strip kernel's products (knob ``qform_prec``): "f16x3", float32 accuracy from float16
+#: halves on tensor cores (:func:`adaptqr.paths.kernels.trailing._dot`), for the panels whose
+#: reflectors are bounded (:func:`adaptqr.paths.kernels.qform.bounded_reflectors`), or
+#: "tf32x3". Run 1907 (QF22, ``householder_product``, ms, tf32x3 / f16x3): 640x512 6.07 /
+#: 4.51, 60x1024 4.18 / 3.21, 40x352 0.211 / 0.143, 40x176 0.137 / 0.097, 640x512 rankdef
+#: 6.17 / 4.38; 8x2048 and 2x4096 (cuBLAS route) unchanged; orthogonality the same.
+QFORM_PREC = "f16x3"
+
+#: :func:`apply_qt`'s products: tf32x3, for its ``C`` is the caller's columns, whose range
+#: nothing bounds.
+APPLY_QT_PREC = "tf32x3"
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -391,28 +399,32 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
 def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
           tiles: QFormTiles | None, knobs: config.Knobs) -> None:
     """``Qt`` (``(B, n, m)`` contiguous, any batch view of it) ``= Q^T`` of the reflectors in
-    ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T``, then Q."""
+    ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T`` (and whether
+    its reflectors are bounded, for "f16x3"), then Q."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
+    prec = knobs.get("qform_prec", QFORM_PREC)
     n_tw = triton.cdiv(k, t.nb)
     if t.resident or n_tw == 0:
-        TW = tau  # unread
+        TW = OK = tau  # unread
     else:
-        TW = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
-    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, Qt, m, n, k, n_tw, NB=t.nb,
+        TW, OK = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=prec == "f16x3")
+    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, OK, Qt, m, n, k, n_tw, NB=t.nb,
                                             BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            PREC=knobs.get("qform_prec", QFORM_PREC),
-                                            num_warps=t.warps)
+                                            PREC=prec, num_warps=t.warps)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,
-              knobs: config.Knobs) -> torch.Tensor:
+              knobs: config.Knobs, flags: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Every panel's ``T`` ``(B, n_tw, nb, nb)`` of the reflectors in ``Ht`` ``(B, n, m)``
-    (``tau`` ``(B, k)`` contiguous): one launch, one warp a panel."""
+    (``tau`` ``(B, k)`` contiguous), and with ``flags`` whether each panel's reflectors are
+    bounded (``(B, n_tw)`` int32, else ``tau``, unread): one launch, one warp a panel."""
     B, k = tau.shape
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
-    qform_t_kernel[(B, n_tw)](Ht, tau, TW, m, n, k, n_tw, 0, NB=nb, **_t_launch(knobs))
-    return TW
+    OK = torch.empty(B, n_tw, dtype=torch.int32, device=Ht.device) if flags else tau
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, OK, m, n, k, n_tw, 0, NB=nb, FLAGS=flags,
+                              **_t_launch(knobs))
+    return TW, OK
 
 
 def _t_launch(knobs: config.Knobs) -> dict:
@@ -478,13 +490,13 @@ def apply_qt_panels(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, TW: tor
         return
     Ht = H.mT
     n_tw = TW.shape[1]
-    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, m, k, k, n_tw, p0, NB=QFORM_NB,
+    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, tau, m, k, k, n_tw, p0, NB=QFORM_NB,
                                  **_t_launch(knobs or config.snapshot().knobs))
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
     bn = QFORM_NARROW_BN if narrow else QFORM_BN
     apply_qt_kernel[(B, triton.cdiv(nc, bn))](Ht, TW, C, m, k, k, nc, n_tw, C.stride(0),
                                               C.stride(-1), p0, p1, NB=QFORM_NB, BN=bn,
-                                              BM=QFORM_BM, PREC=DEFAULT_PREC,
+                                              BM=QFORM_BM, PREC=APPLY_QT_PREC,
                                               num_warps=QFORM_WARPS)
 
 

@@ -27,7 +27,10 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
 * :func:`apply_qt_kernel`: ``C <- Q^T C`` for other columns (the wide path's), the panels
   first to last with ``T`` as stored.
 
-Products in ``PREC`` ("ieee" or "tf32x3": float32 accuracy on tensor cores).
+Products in ``PREC`` ("ieee", "tf32x3" or "f16x3": float32 accuracy on tensor cores; see
+:func:`adaptqr.paths.kernels.trailing._dot`). "f16x3" needs Q's entries within float16's
+range: :func:`bounded_reflectors` checks each panel (``OK``), and a program takes tf32x3
+from the first panel that fails on.
 
 Example: see :func:`adaptqr.qform.triton_householder_product`.
 """
@@ -38,15 +41,36 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _build_t, _store_t, _stored_vtv
-from adaptqr.paths.kernels.trailing import _dot, _load_t, _load_v
+from adaptqr.paths.kernels.trailing import _dot, _dot_small, _load_t, _load_v, y_back, y_unit
+
+#: A reflector counts as orthogonal for "f16x3" (:func:`bounded_reflectors`) when
+#: ``|tau ||v||^2 - 2|`` is at most this: each then grows a column by at most ``1 + 2^-12``,
+#: so Q's entries stay below 65504 for up to ~45000 reflectors. geqrf's own are within
+#: float32's rounding of 2 (~1e-5 at m = 4096).
+ORTHO_TOL = tl.constexpr(2.0 ** -12)
 
 
 @triton.jit
-def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.constexpr,
-                   PREC: tl.constexpr):
+def bounded_reflectors(S, taus, NB: tl.constexpr):
+    """1 (int32) where every reflector of the panel with ``S = V^T V`` and ``taus`` is
+    orthogonal (``tau`` in [1/2, 5/2] and ``tau ||v||^2`` within :data:`ORTHO_TOL` of 2, as
+    geqrf's are) or the identity with ``||v||^2 <= 4``, else 0. Such panels keep Q's entries
+    and ``|v|`` within float16's range, as "f16x3" needs; torch's
+    ``householder_product`` takes any ``tau``."""
+    ii = tl.arange(0, NB)
+    d = tl.sum(tl.where(ii[:, None] == ii[None, :], S, 0.0), axis=1)
+    ok = ((taus == 0.0) & (d <= 4.0)) | ((taus >= 0.5) & (taus <= 2.5)
+                                         & (tl.abs(taus * d - 2.0) <= ORTHO_TOL))
+    return tl.min(ok.to(tl.int32), axis=0)
+
+
+@triton.jit
+def qform_t_kernel(Ht, TAU, TW, OK, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.constexpr,
+                   PREC: tl.constexpr, FLAGS: tl.constexpr = False):
     """``TW[b, p]``: the ``T`` of the reflectors in columns ``[p*NB, p*NB + NB)`` of matrix b
     (columns at or past ``k`` count as ``tau = 0``: a zero column of ``T``), for the panels
-    ``p = p0 + program_id(1)``; ``V^T V``'s products in ``PREC``."""
+    ``p = p0 + program_id(1)``; ``V^T V``'s products in ``PREC``. ``FLAGS``: also
+    ``OK[b, p]`` (``(B, n_tw)`` int32), :func:`bounded_reflectors` of the panel."""
     b = tl.program_id(0)
     p = p0 + tl.program_id(1)
     k0 = p * NB
@@ -55,16 +79,21 @@ def qform_t_kernel(Ht, TAU, TW, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.cons
     keep = cols < k
     base = Ht + b.to(tl.int64) * n * m
     taus = tl.load(TAU + b.to(tl.int64) * k + cols, mask=keep, other=0.0)
-    T = _build_t(_stored_vtv(base, cols, keep, k0, m, NB, CH, PREC), taus, NB)
-    _store_t(TW, b, p, n_tw, T, NB)
+    S = _stored_vtv(base, cols, keep, k0, m, NB, CH, PREC)
+    _store_t(TW, b, p, n_tw, _build_t(S, taus, NB), NB)
+    if FLAGS:
+        tl.store(OK + b.to(tl.int64) * n_tw + p, bounded_reflectors(S, taus, NB))
 
 
 @triton.jit
-def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
+def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
                  BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
-    ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` unread: one
-    launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU`` unread)."""
+    ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` and ``OK``
+    unread: one launch in all); otherwise ``TW`` and ``OK`` hold :func:`qform_t_kernel`'s
+    (``TAU`` unread). "f16x3" ``PREC``: from the first panel that is not
+    :func:`bounded_reflectors` on, the program's products are tf32x3 (its entries may then
+    grow past float16's range)."""
     b = tl.program_id(0)
     # The tiles at the right do the most panels: they start first.
     t = tl.num_programs(1) - 1 - tl.program_id(1)
@@ -79,13 +108,21 @@ def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.conste
         amask = ccmask[:, None] & (rr < m)[None, :]
         Ct = tl.where(cc[:, None] == rr[None, :], 1.0, 0.0)
         jj = tl.arange(0, NB)
+        fast = tl.full((), 1, tl.int32)
         for i in range(0, p_top + 1):
             k0 = (p_top - i) * NB
             Vt = _load_v(base, k0, rr, m, m, k, NB, k - k0)
             taus = tl.load(TAU + b.to(tl.int64) * k + k0 + jj, mask=k0 + jj < k, other=0.0)
-            T = _build_t(tl.dot(Vt, tl.trans(Vt), input_precision="ieee"), taus, NB)
-            Y = _dot(_dot(Ct, tl.trans(Vt), PREC), tl.trans(T), PREC)
-            Ct -= _dot(Y, Vt, PREC)
+            S = tl.dot(Vt, tl.trans(Vt), input_precision="ieee")
+            T = _build_t(S, taus, NB)
+            if PREC == "f16x3":
+                fast = fast & bounded_reflectors(S, taus, NB)
+                if fast != 0:
+                    Ct = _resident_step(Ct, Vt, T, "f16x3")
+                else:
+                    Ct = _resident_step(Ct, Vt, T, "tf32x3")
+            else:
+                Ct = _resident_step(Ct, Vt, T, PREC)
         tl.store(qbase + cc[:, None] * m + rr[None, :], Ct, mask=amask)
     else:
         for r0 in range(0, m, BM):
@@ -94,10 +131,27 @@ def qform_kernel(Ht, TAU, TW, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.conste
                      tl.where(cc[:, None] == r[None, :], 1.0, 0.0),
                      mask=ccmask[:, None] & (r < m)[None, :])
         tl.debug_barrier()
+        fast = tl.full((), 1, tl.int32)
         for i in range(0, p_top + 1):
             k0 = (p_top - i) * NB
-            _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
-                            NB, BN, BM, PREC)
+            if PREC == "f16x3":
+                fast = fast & tl.load(OK + b.to(tl.int64) * n_tw + k0 // NB)
+                if fast != 0:
+                    _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                                    NB, BN, BM, "f16x3")
+                else:
+                    _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                                    NB, BN, BM, "tf32x3")
+            else:
+                _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                                NB, BN, BM, PREC)
+
+
+@triton.jit
+def _resident_step(Ct, Vt, T, PREC: tl.constexpr):
+    """``C^T -= (C^T V) T^T V^T`` on the resident tile, products in PREC."""
+    Y, ys = y_unit(_dot_small(_dot(Ct, tl.trans(Vt), PREC), tl.trans(T), PREC), PREC)
+    return Ct - y_back(_dot(Y, Vt, PREC), ys, PREC)
 
 
 @triton.jit
@@ -117,13 +171,13 @@ def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRA
     T = _load_t(TW, b, k0 // NB, n_tw, NB)
     if TRANS_T:
         T = tl.trans(T)
-    Y = _dot(W, T, PREC)
+    Y, ys = y_unit(_dot_small(W, T, PREC), PREC)
     for r0 in range(k0, m, BM):
         r = r0 + rr
         cptr = cbase + cc[:, None] * cstride + r[None, :]
         cmask = ccmask[:, None] & (r < m)[None, :]
         Ct = tl.load(cptr, mask=cmask, other=0.0)
-        Ct -= _dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
+        Ct -= y_back(_dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC), ys, PREC)
         tl.store(cptr, Ct, mask=cmask)
     # The next panel re-reads rows this program just wrote.
     tl.debug_barrier()

@@ -73,51 +73,66 @@ F16X3_LO = tl.constexpr(2048.0)
 @triton.jit
 def _dot(a, b, PREC: tl.constexpr):
     """``a @ b`` with FP32 accumulation, operands in PREC ("ieee", "tf32", "tf32x3" or
-    "f16x3": :func:`_dot_f16x3`)."""
+    "f16x3": :func:`_dot_f16x3`, whose operands must lie within float16's range)."""
     # One return: Triton generates the code after a constexpr branch's return too.
     if PREC == "f16x3":
-        c = _dot_f16x3(a, b, True)
-    elif PREC == "f16x3u":
-        c = _dot_f16x3(a, b, False)
+        c = _dot_f16x3(a, b)
     else:
         c = tl.dot(a, b, input_precision=PREC)
     return c
 
 
 @triton.jit
-def _pow2_at_most(x):
-    """The power of two at or below ``max |x|`` over the tile, kept within [2^-100, 2^100]
-    (so that it and its inverse are normal float32 numbers)."""
-    mx = tl.minimum(tl.maximum(tl.max(tl.max(tl.abs(x), axis=1), axis=0), 7.888609052210118e-31),
-                    1.2676506002282294e30)
-    return (mx.to(tl.int32, bitcast=True) & 0x7F800000).to(tl.float32, bitcast=True)
+def _dot_small(a, b, PREC: tl.constexpr):
+    """:func:`_dot` for the ``[BN, NB] x [NB, NB]`` products with ``T`` or ``G``, whose range
+    nothing bounds: tf32x3 where PREC is "f16x3" (they are a small part of an update's
+    work)."""
+    if PREC == "f16x3":
+        c = tl.dot(a, b, input_precision="tf32x3")
+    else:
+        c = tl.dot(a, b, input_precision=PREC)
+    return c
 
 
 @triton.jit
-def _halves(x):
-    hi = x.to(tl.float16)
-    return hi, ((x - hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
-
-
-@triton.jit
-def _dot_f16x3(a, b, SCALED: tl.constexpr):
+def _dot_f16x3(a, b):
     """``a @ b`` from float16 tensor-core products at float32 accuracy: each operand as a
-    rounded float16 high half plus a float16 low half (22 significant bits, as tf32x3's
-    two tf32 halves), the three products that matter summed small ones first. float16's
-    products run at twice tf32's rate. ``SCALED``: each operand over the power of two at or
-    below its largest entry first (exact), so any float32 range fits float16's; what lies
-    under 2^-24 of it is an absolute error of at most 2^-36 of it."""
-    if SCALED:
-        pa = _pow2_at_most(a)
-        pb = _pow2_at_most(b)
-        a = a * (1.0 / pa)
-        b = b * (1.0 / pb)
-    a_hi, a_lo = _halves(a)
-    b_hi, b_lo = _halves(b)
+    rounded float16 high half plus a float16 low half (22 significant bits, as tf32x3's two
+    tf32 halves), the three products that matter summed small ones first. float16's
+    products run at twice tf32's rate. The operands must lie below 65504; what lies under
+    2^-14 keeps an absolute accuracy of 2^-36 (float16's subnormal spacing in the low half).
+    Scaling each tile here to its largest entry cost most of the gain (EXPERIMENTS.md T10):
+    the callers bound their operands instead (:func:`y_unit`)."""
+    a_hi = a.to(tl.float16)
+    a_lo = ((a - a_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+    b_hi = b.to(tl.float16)
+    b_lo = ((b - b_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
     small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
-    c = tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
-    if SCALED:
-        c = (c * pa) * pb
+    return tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
+
+
+@triton.jit
+def y_unit(Y, PREC: tl.constexpr):
+    """``(Y / ys, ys)``: for "f16x3", ``ys`` the power of two at or below ``Y``'s largest
+    entry (kept within [2^-100, 2^100], so it and its inverse are normal; exact), which puts
+    ``Y``, an operand of every row chunk's product, within float16's range whatever ``T``
+    holds; else ``ys = 1``. Once a panel and tile, where a tile of ``C`` would be once a
+    chunk."""
+    if PREC == "f16x3":
+        mx = tl.minimum(tl.maximum(abs_max(Y), 7.888609052210118e-31), 1.2676506002282294e30)
+        ys = (mx.to(tl.int32, bitcast=True) & 0x7F800000).to(tl.float32, bitcast=True)
+        Y = Y * (1.0 / ys)
+    else:
+        ys = 1.0
+    return Y, ys
+
+
+@triton.jit
+def y_back(c, ys, PREC: tl.constexpr):
+    """A product of :func:`y_unit`'s ``Y / ys`` times ``ys`` again (nothing to do but for
+    "f16x3")."""
+    if PREC == "f16x3":
+        c = c * ys
     return c
 
 
@@ -199,9 +214,8 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
             if k < na:
                 Vt = _load_v(base, k, r, m, m, na, NB, n - k)
                 T = _load_t(TW, b, k // NB, n_tw, NB)
-                W = _dot(At, tl.trans(Vt), PREC)
-                Y = _dot(W, T, PREC)
-                At -= _dot(Y, Vt, PREC)
+                Y, ys = y_unit(_dot_small(_dot(At, tl.trans(Vt), PREC), T, PREC), PREC)
+                At -= y_back(_dot(Y, Vt, PREC), ys, PREC)
         tl.store(aptr, At, mask=amask)
     else:
         for i in range(0, npan):
@@ -212,11 +226,11 @@ def _apply_panels(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask,
                     _, _, At, Vt = _row_chunk(base, cc, ccmask, k, r0 + rr, m, m, na, n, NB)
                     W += _dot(At, tl.trans(Vt), PREC)
                 T = _load_t(TW, b, k // NB, n_tw, NB)
-                Y = _dot(W, T, PREC)
+                Y, ys = y_unit(_dot_small(W, T, PREC), PREC)
                 for r0 in range(k, m, BM):
                     aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r0 + rr, m, m, na, n,
                                                      NB)
-                    At -= _dot(Y, Vt, PREC)
+                    At -= y_back(_dot(Y, Vt, PREC), ys, PREC)
                     tl.store(aptr, At, mask=amask)
                 # The next panel re-reads columns this program just wrote.
                 tl.debug_barrier()
@@ -249,7 +263,7 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             kp = k + i * NB
             Vt = _load_v(base, kp, r, m, m, na, NB, n - kp)
             T = _load_t(TW, b, kp // NB, n_tw, NB)
-            Y16, ys = y_scaled(_dot(dot16(C, tl.trans(Vt)), T, PREC))
+            Y16, ys = y_scaled(_dot_small(dot16(C, tl.trans(Vt)), T, PREC))
             C -= dot16(Y16, Vt) * ys
         store_scaled(base, base16, off, amask, C, hot_mask(cc, r, k, npan * NB), sc)
     elif PAIR:
@@ -263,7 +277,7 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
             amask = ccmask[:, None] & (r < m)[None, :]
             C = load_scaled(base, base16, cc[:, None] * m + r[None, :], amask, src16, sc)
             W += dot16(C, tl.trans(_load_v(base, k, r, m, m, na, NB, n - k)))
-        Y16, ys = y_scaled(_dot(W, T, PREC))
+        Y16, ys = y_scaled(_dot_small(W, T, PREC))
         for r0 in range(k, m, BM):
             r = r0 + rr
             amask = ccmask[:, None] & (r < m)[None, :]
@@ -350,8 +364,8 @@ def _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
     # No T2 mask: its matrices have n_active == n.
-    Y1 = _dot(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
-    Y2 = _dot(W2 - _dot(Y1, G, PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB), PREC)
+    Y1 = _dot_small(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    Y2 = _dot_small(W2 - _dot_small(Y1, G, PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB), PREC)
     ys = y_scale(tl.maximum(abs_max(Y1), abs_max(Y2)))
     return (Y1 * (1.0 / ys)).to(tl.float16), (Y2 * (1.0 / ys)).to(tl.float16), ys
 
@@ -642,11 +656,11 @@ def _u_rows(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, NB: tl.c
     products in PREC."""
     rr = tl.arange(0, BM)
     Wt = _w_get(wp, ccmask, NB, BN, PARTIAL)
-    Y = _dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    Y, ys = y_unit(_dot_small(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC), PREC)
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         aptr, amask, At, Vt = _row_chunk(base, cc, ccmask, k, r, m, r_hi, na, n, NB)
-        At -= _dot(Y, Vt, PREC)
+        At -= y_back(_dot(Y, Vt, PREC), ys, PREC)
         tl.store(aptr, At, mask=amask)
 
 
@@ -670,7 +684,7 @@ def _u_rows_f16(base, base16, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_
     """:func:`_u_rows` for a matrix on the FP16 route (:func:`_apply_panel_f16`)."""
     rr = tl.arange(0, BM)
     Wt = _w_get(wp, ccmask, NB, BN, PARTIAL)
-    Y16, ys = y_scaled(_dot(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC))
+    Y16, ys = y_scaled(_dot_small(Wt, _load_t(TW, b, k // NB, n_tw, NB), PREC))
     for r0 in range(r_lo, r_hi, BM):
         r = r0 + rr
         amask = ccmask[:, None] & (r < r_hi)[None, :]

@@ -132,3 +132,51 @@ def test_apply_qt_equals_torch(B, m, nc):
     want = originals.householder_product(h, tau).mT @ C
     qform.apply_qt(h, tau, C)  # the Triton kernels: column-major h, contiguous columns of C
     torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
+
+
+@pytest.mark.parametrize("tiles", ["chunked", "resident"])
+@pytest.mark.parametrize("prec", ["tf32x3", "f16x3"])
+def test_product_precisions_equal_torch(tiles, prec):
+    # QF22 (knob qform_prec, f16x3 by default): the strip kernel's products from float16
+    # halves hold float32 accuracy, as tf32x3's do (float16 high halves alone: 5e-4 off).
+    from adaptqr import config
+
+    h, tau = _factors((2, 100, 70))
+    with config.experiment(qform_prec=prec):
+        got = triton_householder_product(h, tau, TILES[tiles])
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+def _unbounded(h, tau):
+    """Reflectors past column 40 made non-orthogonal (``tau = 200``: Q's entries grow past
+    1e6, float16's range is 65504) and column 44's an identity reflector (``tau = 0``) over
+    entries of 1e6."""
+    h, tau = h.clone(), tau.clone()
+    tau[:, 40:] = 200.0
+    tau[:, 44] = 0.0
+    h[:, 50:, 44] = 1e6
+    return h, tau
+
+
+@pytest.mark.parametrize("tiles", ["chunked", "resident"])
+def test_unbounded_reflectors_take_tf32x3(tiles):
+    # torch's householder_product takes any tau. From the first panel that is not
+    # bounded_reflectors on, a program's products are tf32x3: torch's Q, finite (f16x3's
+    # operands would overflow to inf and NaN).
+    h, tau = _unbounded(*_factors((2, 64, 48)))
+    want = originals.householder_product(h, tau)
+    assert want.abs().max() > 1e6 and torch.isfinite(want).all()
+    got = triton_householder_product(h, tau, TILES[tiles])
+    torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5 * float(want.abs().max()))
+
+
+def test_panel_flags():
+    # The T kernel's flags (FLAGS): 1 for geqrf's panels, 0 for one with a tau = 200
+    # reflector or an identity reflector over large entries.
+    h, tau = _factors((2, 64, 48))
+    _, ok = qform._panel_ts(h.mT, tau, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
+    assert ok.tolist() == [[1, 1, 1], [1, 1, 1]]
+    h2, tau2 = _unbounded(h, tau)
+    tau2[1, 40:] = tau[1, 40:]
+    _, ok = qform._panel_ts(h2.mT, tau2, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
+    assert ok.tolist() == [[1, 1, 0], [1, 1, 0]]
