@@ -64,7 +64,6 @@ from adaptqr.paths.kernels.fp16_storage import (
 )
 from adaptqr.paths.kernels.panel import program_matrix
 
-
 #: ``"f16x3"``'s low halves are ``(x - f16(x)) * F16X3_LO``: at most 2^-11 of ``|x|`` before
 #: the factor, so float16 holds them at the high halves' scale, not near its subnormals.
 F16X3_LO = tl.constexpr(2048.0)
