@@ -96,25 +96,42 @@ def fp16_est_scale(m: int, n: int, max_n: int | None = None) -> float:
     return FP16_EST_COEF * 4096.0 * math.sqrt(m) / n
 
 
-# Per-matrix prescaling (issue 22, adaptqr.paths.prescale). A matrix whose largest column 2-norm is outside
-# [2^-PRESCALE_EXP_RANGE, 2^PRESCALE_EXP_RANGE] is multiplied by a power of two before it is
-# factored (its largest column norm then in [1, 2)) and R is multiplied back after: V and
-# tau do not change under such a scaling, and no intermediate of the trailing updates is
-# then subnormal (the tensor-core products lost randn * 1e-40: factor residual 7e3 n eps32
-# on the H200, against LAPACK's 1.9) or overflows. Inside the range nothing is scaled, so
-# the results of such matrices stay bit for bit what they were.
-PRESCALE_EXP_RANGE = 40
+# Per-matrix prescaling (issue 22, adaptqr.paths.prescale). A matrix whose largest column
+# 2-norm has floor(log2) outside [PRESCALE_MIN_EXP, PRESCALE_MAX_EXP) is multiplied by a power
+# of two before it is factored (its largest column norm then in [2^PRESCALE_TARGET_EXP,
+# 2^(PRESCALE_TARGET_EXP + 1))) and R is multiplied back after: V and tau do not change under
+# such a scaling. Two reasons for the window:
+# - no intermediate of the trailing updates is subnormal or overflows (the tensor-core
+#   products lost randn * 1e-40: factor residual 7e3 n eps32 on the H200, against LAPACK's
+#   1.9), which needed [2^-40, 2^40) (issue 22);
+# - the "f16x3" products (paths.kernels.trailing._dot, EXPERIMENTS.md T10) take the trailing
+#   matrix's entries as float16 halves: they must stay below 65504 (entries are at most the
+#   largest column norm, < 2^12), and well above float16's subnormals, where the halves keep
+#   an absolute accuracy of 2^-36 (largest column norm >= 2^-2).
+# An overflowed norm (inf: at least 2^128, at most 2^128 sqrt(m) for entries below float32's
+# largest) counts as 2^128, which lands the scaled norm in [2^4, 2^12] for m up to 2^16.
+# Power-of-two scaling leaves every rounding where it was: results of matrices scaled or
+# not are the same but for entries that were subnormal.
+PRESCALE_MIN_EXP = -2
+PRESCALE_MAX_EXP = 12
+PRESCALE_TARGET_EXP = 4
+PRESCALE_INF_EXP = 128
 
 
 def prescale_exponents(n2max: torch.Tensor, finite: torch.Tensor) -> torch.Tensor:
     """``(B,)`` int32 exponents ``e``: matrix b is factored as ``A * 2^e``. ``n2max``: its
-    largest column 2-norm (inf where that overflowed: e = -64, entries then at most 2^64);
-    0 inside the range, for a zero matrix and for a non-finite one (``finite`` False)."""
+    largest column 2-norm (inf where that overflowed); 0 inside the window, for a zero matrix
+    and for a non-finite one (``finite`` False).
+
+    >>> import torch
+    >>> prescale_exponents(torch.tensor([20.0, 1e-3, 1e6]), torch.ones(3, dtype=torch.bool)).tolist()
+    [0, 14, -15]
+    """
     _, ex = torch.frexp(n2max.to(torch.float32))
     lg = (ex - 1).to(torch.int32)  # floor(log2(n2max)), subnormals included
-    lg = torch.where(torch.isinf(n2max), torch.full_like(lg, 64), lg)
-    out = (n2max > 0) & ((lg < -PRESCALE_EXP_RANGE) | (lg >= PRESCALE_EXP_RANGE))
-    return torch.where(out & finite, -lg, torch.zeros_like(lg)).to(torch.int32)
+    lg = torch.where(torch.isinf(n2max), torch.full_like(lg, PRESCALE_INF_EXP), lg)
+    out = (n2max > 0) & ((lg < PRESCALE_MIN_EXP) | (lg >= PRESCALE_MAX_EXP))
+    return torch.where(out & finite, PRESCALE_TARGET_EXP - lg, torch.zeros_like(lg)).to(torch.int32)
 
 
 def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,

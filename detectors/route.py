@@ -29,7 +29,10 @@ from .classify import (
     FP16_EXP_RANGE,
     FP16_MAX_N,
     FP16_TARGET,
-    PRESCALE_EXP_RANGE,
+    PRESCALE_INF_EXP,
+    PRESCALE_MAX_EXP,
+    PRESCALE_MIN_EXP,
+    PRESCALE_TARGET_EXP,
     classify,
     fp16_est_scale,
     fp16_scales,
@@ -124,7 +127,8 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
         BLOCK_N=ROUTE_BLOCK_N, FP16_NB=FP16_EST_NB, FP16_BUDGET=FP16_BUDGET,
         FP16_TARGET=FP16_TARGET, FP16_EXP_RANGE=FP16_EXP_RANGE,
-        PRESCALE_EXP_RANGE=PRESCALE_EXP_RANGE,
+        PRESCALE_MIN_EXP=PRESCALE_MIN_EXP, PRESCALE_MAX_EXP=PRESCALE_MAX_EXP,
+        PRESCALE_TARGET_EXP=PRESCALE_TARGET_EXP, PRESCALE_INF_EXP=PRESCALE_INF_EXP,
     )
     feats = {"n_active": n_active, "n_nonzero": n_nonzero, "prescale": pexp}
     if coef < float("inf"):  # else no matrix can take the route: no float16 copy, no launch

@@ -3,13 +3,13 @@ where ``A``'s scale is extreme, and scales R back.
 
 ``e = features["prescale"][b]`` comes from :func:`adaptqr.detectors.route`
 (:func:`adaptqr.detectors.classify.prescale_exponents`: 0 unless the largest column 2-norm
-is outside ``[2^-40, 2^40]``). Householder vectors and tau are invariant under a scaling
-by a power of two and R scales with it, so :func:`prescale` before the factorization and
-:func:`unscale` after it give geqrf of ``A`` itself, without a subnormal or overflowing
-intermediate (and the low-rank tail, which only clears entries below the diagonal, may
-come before or after). No host synchronization: a Triton
-kernel on CUDA (matrices with ``e == 0`` only read ``e``), ``torch.ldexp``-like products
-elsewhere.
+is outside ``[2^-2, 2^12)``, the window the "f16x3" products need). Householder vectors
+and tau are invariant under a scaling by a power of two and R scales with it, so
+:func:`prescale` before the factorization and :func:`unscale` after it give geqrf of ``A``
+itself, without a subnormal or overflowing intermediate (and the low-rank tail, which only
+clears entries below the diagonal, may come before or after). No host synchronization: a
+Triton kernel on CUDA (matrices with ``e == 0`` only read ``e``), ``torch.ldexp``-like
+products elsewhere.
 
 Example::
 
@@ -24,6 +24,8 @@ Example::
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -62,20 +64,20 @@ class Given:
 def own_exponents(H: torch.Tensor) -> torch.Tensor:
     """``(B,)`` int32 exponents for ``H`` ``(B, m, n)`` without the probe's column norms: from
     each matrix's largest entry (exact for subnormal and huge entries, where a sum of
-    squares under- or overflows), by :func:`adaptqr.detectors.classify.prescale_exponents`.
-    Its range test is on that entry rather than on the largest column norm, which is at most
-    ``sqrt(m)`` times larger: a prescaled matrix's largest norm is then in ``[1, 2 sqrt(m))``.
+    squares under- or overflows) times ``sqrt(m)``, a bound on its largest column norm, by
+    :func:`adaptqr.detectors.classify.prescale_exponents`: a matrix is then factored with
+    its largest column norm below ``2^PRESCALE_MAX_EXP``, as the "f16x3" products need.
 
     >>> import torch
-    >>> own_exponents(torch.full((2, 3, 3), 1e-40) * torch.tensor([1.0, 1e40]).view(2, 1, 1)).tolist()
-    [133, 0]
+    >>> own_exponents(torch.full((2, 4, 4), 1e-40) * torch.tensor([1.0, 1e40]).view(2, 1, 1)).tolist()
+    [136, 0]
     """
     from adaptqr.detectors.classify import prescale_exponents
 
     # One reduction over H, no |H| temporary (the wide path's 8x1024x4096: abs then amax
     # were 64 + 41 us, EXPERIMENTS.md W4). NaN propagates as amax's does.
     amax = torch.linalg.vector_norm(H, ord=float("inf"), dim=(-2, -1))
-    return prescale_exponents(amax, torch.isfinite(amax))
+    return prescale_exponents(amax * math.sqrt(max(H.shape[-2], 1)), torch.isfinite(amax))
 
 
 def _apply(H: torch.Tensor, e: torch.Tensor, sign: int, upper: bool) -> None:

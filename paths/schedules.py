@@ -335,9 +335,13 @@ TRAILING_WARPS = 4
 #: 64-column tile, half of it masked. Path alone (run 1857), FP16 route 640x512 / 60x1024 /
 #: 640x512 mixed: 7.42 / 6.49 / 8.08 -> 7.32 / 6.47 / 8.01 ms; FP32 route unchanged.
 FIT_MIN_BN = 32
-#: Products of the trailing update. One-pass TF32 fails 640x512 mixed (docs/DESIGN.md);
-#: tf32x3 keeps FP32 accuracy on tensor cores.
-DEFAULT_PREC = "tf32x3"
+#: Products of the trailing update (knob ``trailing_prec``). One-pass TF32 fails 640x512
+#: mixed (docs/DESIGN.md); tf32x3 keeps FP32 accuracy on tensor cores, and so does "f16x3"
+#: (float16 halves at twice tf32's rate, kernels.trailing._dot), given the operand range
+#: the prescaling window keeps (detectors.classify.PRESCALE_MAX_EXP). Run 1906 (T10, the 12
+#: cases, ms, tf32x3 / f16x3): geomean 2.404 / 2.205, 640x512 5.27 / 4.99, rankdef 5.77 /
+#: 4.75, 60x1024 nearrank 5.89 / 4.73, 40x176 0.255 / 0.239; worst residuals the same.
+DEFAULT_PREC = "f16x3"
 #: Products for column tiles wholly in a matrix's negligible tail (past n_active): those
 #: columns' norms are at most TAIL_BUDGET * eps32 * ||A||_1 * n / sqrt(m) (docs/DETECTORS.md),
 #: so one-pass TF32 (truncated operands, relative error ~2^-10 a product, a few products a

@@ -548,17 +548,17 @@ def test_fp16_route_range_and_its_knob():
 
 
 def test_prescale_exponents_rule():
-    # Inside [2^-40, 2^40]: 0 (results unchanged); outside: largest column norm to [1, 2);
-    # subnormal norms, an overflowed norm (inf: entries to at most 2^64), zero and non-finite
+    # Inside [2^-2, 2^12): 0 (results unchanged); outside: largest column norm to [16, 32);
+    # subnormal norms, an overflowed norm (inf: counted as 2^128), zero and non-finite
     # matrices.
     from adaptqr.detectors.classify import prescale_exponents
 
-    n2 = torch.tensor([1.0, 2.0 ** 39.5, 2.0 ** 40, 2.0 ** -41, 3e-40, float("inf"), 0.0, 1e30])
-    finite = torch.tensor([True] * 7 + [False])
+    n2 = torch.tensor([0.25, 2.0 ** 11.9, 2.0 ** 12, 0.24, 3e-40, float("inf"), 0.0, 1e30, 1e-30])
+    finite = torch.tensor([True] * 7 + [False, True])
     e = prescale_exponents(n2, finite).tolist()
-    assert e == [0, 0, -40, 41, 132, -64, 0, 0], e
-    for x, k in zip(n2[[2, 3, 4]].tolist(), (-40, 41, 132)):
-        assert 1.0 <= x * 2.0 ** k < 2.0
+    assert e == [0, 0, -8, 7, 136, -124, 0, 0, 104], e
+    for x, k in zip(n2[[2, 3, 4, 8]].tolist(), (-8, 7, 136, 104)):
+        assert 16.0 <= x * 2.0 ** k < 32.0
 
 
 def test_prescale_round_trip_keeps_v_and_tau():

@@ -113,7 +113,8 @@ def route_kernel(
     n, k, bound_scale, fp16_coef,
     CODE_DENSE: tl.constexpr, CODE_LOWRANK: tl.constexpr, CODE_UPPER: tl.constexpr,
     BLOCK_N: tl.constexpr, FP16_NB: tl.constexpr, FP16_BUDGET: tl.constexpr,
-    FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr, PRESCALE_EXP_RANGE: tl.constexpr,
+    FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr, PRESCALE_MIN_EXP: tl.constexpr,
+    PRESCALE_MAX_EXP: tl.constexpr, PRESCALE_TARGET_EXP: tl.constexpr, PRESCALE_INF_EXP: tl.constexpr,
 ):
     b = tl.program_id(0)
     base = b.to(tl.int64) * n
@@ -163,14 +164,14 @@ def route_kernel(
     n_nz = tl.where(nonfinite, n, tl.max(last_nz, axis=0))
     tl.store(n_nonzero_ptr + b, n_nz)
     # Prescale exponent (classify.prescale_exponents): floor(log2) through a power of two
-    # for subnormal norms (lg2.approx flushes them) and 64 for an overflowed one.
+    # for subnormal norms (lg2.approx flushes them) and PRESCALE_INF_EXP for an overflowed one.
     n2m = tl.max(n2max, axis=0)
     tiny = n2m < 8.673617379884035e-19  # 2^-60
     lg = tl.floor(tl.log2(tl.where(tiny, n2m * 1.8446744073709552e19, n2m)))  # 2^64
     lg = (lg - tl.where(tiny, 64.0, 0.0)).to(tl.int32)
-    lg = tl.where(n2m == float("inf"), 64, lg)
-    outside = (n2m > 0.0) & ((lg < -PRESCALE_EXP_RANGE) | (lg >= PRESCALE_EXP_RANGE))
-    pexp = tl.where(outside & finite, -lg, 0)
+    lg = tl.where(n2m == float("inf"), PRESCALE_INF_EXP, lg)
+    outside = (n2m > 0.0) & ((lg < PRESCALE_MIN_EXP) | (lg >= PRESCALE_MAX_EXP))
+    pexp = tl.where(outside & finite, PRESCALE_TARGET_EXP - lg, 0)
     tl.store(exp_ptr + b, pexp)
     # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales), of the prescaled matrix.
     est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
