@@ -28,10 +28,11 @@ panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, rea
 n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
 ``info.features["prescale"]`` (int32 ``(B,)``, from the route probe): matrix b is factored as
 ``A * 2^e`` and R scaled back (:mod:`adaptqr.paths.prescale`); blocked schedules then leave
-a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is. Without any feature (no probe:
+a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is. Without them (no probe:
 ``ADAPTQR_DETECT=0``, a direct call) a blocked schedule computes the exponents itself from
 each matrix's max-abs (:func:`~adaptqr.paths.prescale.own_exponents`,
-one read of the batch), so that extreme scales never depend on the probe.
+one read of the batch), so that extreme scales never depend on the probe, and scales a
+given ``fp16_scale`` along.
 ``info.features["fp16_scale"]`` (float32 ``(B,)``, optional, from the route probe): matrix b
 with a scale above 0 keeps its trailing matrix in a float16 copy (issue 8's FP16 route,
 :mod:`adaptqr.paths.kernels.fp16_storage`; the copy is ``B x n x m`` float16, half the
@@ -58,6 +59,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -108,7 +110,7 @@ from adaptqr.paths.panel_plan import (  # noqa: F401  (PANEL_* and split_* are h
     split_capacity,
     split_rows,
 )
-from adaptqr.paths.prescale import own_exponents, prescale, unscale
+from adaptqr.paths.prescale import own_exponents, prescale, times_pow2, unscale
 from adaptqr.paths.row_split import WParts, WSlot, partial_slots, row_slices, splits_rows
 from adaptqr.paths.schedules import next_pow2
 from adaptqr.registry import ALL_CLASSES, Path
@@ -220,10 +222,15 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     s = _with_knobs(schedule or schedules.schedule_for(m, n), info, n)
 
     pexp = _feature(info, "prescale", B, H.device)
-    if pexp is None and not s.small and not getattr(info, "features", None):
-        # No probe ran. (Features without exponents, e.g. an FP16 scale, were computed for
-        # the matrix as it is: it must not be rescaled under them.)
+    if pexp is None and not s.small:
+        # No probe ran, or a caller gave features without exponents: the "f16x3" products
+        # need every matrix in the prescaling window all the same (EXPERIMENTS.md T10). An
+        # FP16 scale given with them is the matrix's as it is: it follows the scaling.
         pexp = own_exponents(H)
+        sc = _feature(info, "fp16_scale", B, H.device, torch.float32)
+        if sc is not None:
+            info = copy.copy(info)
+            info.features = dict(info.features, fp16_scale=times_pow2(sc, -pexp))
     if pexp is not None:
         prescale(H, pexp)
     floor = NEGLIGIBLE_SUBCOLUMN.value if pexp is not None else 0.0

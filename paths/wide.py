@@ -85,8 +85,10 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     lead = torch.empty((B, m, m), dtype=H.dtype, device=H.device).mT  # strides (m*m, 1, m)
     lead.copy_(H[..., :m])
     C = H[..., m:]
-    # Prescaled already: exponents 0 for the block.
-    given = Given(torch.zeros(B, dtype=torch.int32, device=H.device), settings)
+    # The block's own exponents: H's come from its largest entry, which may sit in the
+    # other columns (linalg.qr's [A | c I] with c far from A's scale), and the block's
+    # "f16x3" products need its column norms in the prescaling window (EXPERIMENTS.md T10).
+    given = Given(own_exponents(lead), settings)
     n_active = _probe_block(lead, given, settings)
     chunk = settings.knobs.get("wide_chunk", WIDE_CHUNK_PANELS_ONE if B == 1 else WIDE_CHUNK_PANELS)
     if chunk and apply_qt_in_triton(lead, tau, C):
