@@ -399,19 +399,27 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
 def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
           tiles: QFormTiles | None, knobs: config.Knobs) -> None:
     """``Qt`` (``(B, n, m)`` contiguous, any batch view of it) ``= Q^T`` of the reflectors in
-    ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T`` (and whether
-    its reflectors are bounded, for "f16x3"), then Q."""
+    ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T`` (and, for
+    "f16x3", whether its reflectors are bounded), then Q: in "f16x3" the matrices whose
+    panels all are, in tf32x3 the others (a second launch whose other programs exit)."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
     prec = knobs.get("qform_prec", QFORM_PREC)
     n_tw = triton.cdiv(k, t.nb)
+    grid = (B, triton.cdiv(n, t.bn))
+    launch = dict(NB=t.nb, BN=t.bn, BM=t.bm, RESIDENT=t.resident, num_warps=t.warps)
     if t.resident or n_tw == 0:
-        TW = OK = tau  # unread
+        # One launch builds each T as it goes: nothing says beforehand whether a matrix's
+        # reflectors are bounded. (Columns of at most QFORM_RESIDENT_ROWS: host-bound.)
+        qform_kernel[grid](Ht, tau, tau, tau, Qt, m, n, k, n_tw,
+                           PREC="tf32x3" if prec == "f16x3" else prec, **launch)
+    elif prec == "f16x3":
+        TW, OK = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=True)
+        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, PREC="f16x3", BOUNDED=1, **launch)
+        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, PREC="tf32x3", BOUNDED=2, **launch)
     else:
-        TW, OK = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=prec == "f16x3")
-    qform_kernel[(B, triton.cdiv(n, t.bn))](Ht, tau, TW, OK, Qt, m, n, k, n_tw, NB=t.nb,
-                                            BN=t.bn, BM=t.bm, RESIDENT=t.resident,
-                                            PREC=prec, num_warps=t.warps)
+        TW, _ = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
+        qform_kernel[grid](Ht, tau, TW, tau, Qt, m, n, k, n_tw, PREC=prec, **launch)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

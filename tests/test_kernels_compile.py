@@ -72,9 +72,11 @@ CASES = [
     (qk.qform_t_kernel, dict(NB=qform.QFORM_NB, CH=qform.QFORM_T_ROWS, PREC=qform.QFORM_T_PREC,
                              FLAGS=1), qform.QFORM_T_WARPS, 3),
     (qk.qform_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM, RESIDENT=0,
-                           PREC=qform.QFORM_PREC), qform.QFORM_WARPS, 3),
+                           PREC=qform.QFORM_PREC, BOUNDED=1), qform.QFORM_WARPS, 3),
+    (qk.qform_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM, RESIDENT=0,
+                           PREC="tf32x3", BOUNDED=2), qform.QFORM_WARPS, 3),
     (qk.qform_kernel, dict(NB=32, BN=32, BM=qform.QFORM_RESIDENT_ROWS, RESIDENT=1,
-                           PREC=qform.QFORM_PREC), 4, 3),
+                           PREC="tf32x3"), 4, 3),
     (qk.apply_qt_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM,
                               PREC=qform.APPLY_QT_PREC), qform.QFORM_WARPS, 3),
     # Prescaling and the column-major load.

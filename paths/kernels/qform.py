@@ -28,9 +28,9 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
   first to last with ``T`` as stored.
 
 Products in ``PREC`` ("ieee", "tf32x3" or "f16x3": float32 accuracy on tensor cores; see
-:func:`adaptqr.paths.kernels.trailing._dot`). "f16x3" needs Q's entries within float16's
-range: :func:`bounded_reflectors` checks each panel (``OK``), and a program takes tf32x3
-from the first panel that fails on.
+:func:`adaptqr.paths.kernels.trailing._dot`). "f16x3" needs Q's entries, ``V`` and ``Y``
+within float16's range: :func:`bounded_reflectors` checks each panel (``OK``), and the
+matrices with a panel that fails are formed by a second launch in tf32x3 (``BOUNDED``).
 
 Example: see :func:`adaptqr.qform.triton_householder_product`.
 """
@@ -41,26 +41,28 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _build_t, _store_t, _stored_vtv
-from adaptqr.paths.kernels.trailing import _dot, _dot_small, _load_t, _load_v, y_back, y_unit
+from adaptqr.paths.kernels.trailing import _dot, _dot_small, _load_t, _load_v
 
-#: A reflector counts as orthogonal for "f16x3" (:func:`bounded_reflectors`) when
-#: ``|tau ||v||^2 - 2|`` is at most this: each then grows a column by at most ``1 + 2^-12``,
-#: so Q's entries stay below 65504 for up to ~45000 reflectors. geqrf's own are within
-#: float32's rounding of 2 (~1e-5 at m = 4096).
-ORTHO_TOL = tl.constexpr(2.0 ** -12)
+#: A panel counts as bounded for "f16x3" (:func:`bounded_reflectors`) when its ``T`` has no
+#: entry above this: with Q's columns of norm <= e^(1/2) and ``||v|| <= 2.03``, ``Y = W T^T``
+#: then stays under ``NB * 3.35 * T_MAX`` = 27443 at NB 32, within float16's 65504.
+T_MAX = tl.constexpr(256.0)
 
 
 @triton.jit
-def bounded_reflectors(S, taus, NB: tl.constexpr):
-    """1 (int32) where every reflector of the panel with ``S = V^T V`` and ``taus`` is
-    orthogonal (``tau`` in [1/2, 5/2] and ``tau ||v||^2`` within :data:`ORTHO_TOL` of 2, as
-    geqrf's are) or the identity with ``||v||^2 <= 4``, else 0. Such panels keep Q's entries
-    and ``|v|`` within float16's range, as "f16x3" needs; torch's
+def bounded_reflectors(S, T, taus, k, NB: tl.constexpr):
+    """1 (int32) where the panel with ``S = V^T V``, ``T`` and ``taus`` keeps "f16x3"'s
+    operands within float16's range, else 0: every reflector orthogonal to within
+    ``1 / (2k)`` (``tau`` in [1/2, 5/2], ``|tau ||v||^2 - 2| <= 1/(2k)``, as geqrf's are to
+    ~1e-5), so that Q's columns keep norms below ``e^(1/2)`` over all ``k``, or the identity
+    (``tau = 0``) with ``||v||^2 <= 4``; and ``|T| <= T_MAX``. torch's
     ``householder_product`` takes any ``tau``."""
     ii = tl.arange(0, NB)
     d = tl.sum(tl.where(ii[:, None] == ii[None, :], S, 0.0), axis=1)
+    tol = 0.5 / tl.maximum(k, 1).to(tl.float32)
     ok = ((taus == 0.0) & (d <= 4.0)) | ((taus >= 0.5) & (taus <= 2.5)
-                                         & (tl.abs(taus * d - 2.0) <= ORTHO_TOL))
+                                         & (tl.abs(taus * d - 2.0) <= tol))
+    ok = ok & (tl.max(tl.abs(T), axis=1) <= T_MAX)
     return tl.min(ok.to(tl.int32), axis=0)
 
 
@@ -80,78 +82,63 @@ def qform_t_kernel(Ht, TAU, TW, OK, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.
     base = Ht + b.to(tl.int64) * n * m
     taus = tl.load(TAU + b.to(tl.int64) * k + cols, mask=keep, other=0.0)
     S = _stored_vtv(base, cols, keep, k0, m, NB, CH, PREC)
-    _store_t(TW, b, p, n_tw, _build_t(S, taus, NB), NB)
+    T = _build_t(S, taus, NB)
+    _store_t(TW, b, p, n_tw, T, NB)
     if FLAGS:
-        tl.store(OK + b.to(tl.int64) * n_tw + p, bounded_reflectors(S, taus, NB))
+        tl.store(OK + b.to(tl.int64) * n_tw + p, bounded_reflectors(S, T, taus, k, NB))
 
 
 @triton.jit
 def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
-                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr):
+                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
+                 BOUNDED: tl.constexpr = 0):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
     ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` and ``OK``
-    unread: one launch in all); otherwise ``TW`` and ``OK`` hold :func:`qform_t_kernel`'s
-    (``TAU`` unread). "f16x3" ``PREC``: from the first panel that is not
-    :func:`bounded_reflectors` on, the program's products are tf32x3 (its entries may then
-    grow past float16's range)."""
+    unread: one launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU``
+    unread). ``BOUNDED`` (not ``RESIDENT``): 1 forms only the matrices whose panels are all
+    :func:`bounded_reflectors` (``OK``), 2 only the others, 0 every matrix: "f16x3" takes
+    the first launch, tf32x3 the second, each one code path (a branch between the two
+    precisions in one program cost 20 % at 640x512, run 1946)."""
     b = tl.program_id(0)
-    # The tiles at the right do the most panels: they start first.
-    t = tl.num_programs(1) - 1 - tl.program_id(1)
-    base = Ht + b.to(tl.int64) * n * m
-    qbase = Qt + b.to(tl.int64) * n * m
-    cc = t * BN + tl.arange(0, BN)
-    ccmask = cc < n
-    rr = tl.arange(0, BM)
-    # The last panel that reaches the tile's last column.
-    p_top = tl.minimum(tl.cdiv(k, NB), (t * BN + BN - 1) // NB + 1) - 1
-    if RESIDENT:
-        amask = ccmask[:, None] & (rr < m)[None, :]
-        Ct = tl.where(cc[:, None] == rr[None, :], 1.0, 0.0)
-        jj = tl.arange(0, NB)
-        fast = tl.full((), 1, tl.int32)
-        for i in range(0, p_top + 1):
-            k0 = (p_top - i) * NB
-            Vt = _load_v(base, k0, rr, m, m, k, NB, k - k0)
-            taus = tl.load(TAU + b.to(tl.int64) * k + k0 + jj, mask=k0 + jj < k, other=0.0)
-            S = tl.dot(Vt, tl.trans(Vt), input_precision="ieee")
-            T = _build_t(S, taus, NB)
-            if PREC == "f16x3":
-                fast = fast & bounded_reflectors(S, taus, NB)
-                if fast != 0:
-                    Ct = _resident_step(Ct, Vt, T, "f16x3")
-                else:
-                    Ct = _resident_step(Ct, Vt, T, "tf32x3")
-            else:
-                Ct = _resident_step(Ct, Vt, T, PREC)
-        tl.store(qbase + cc[:, None] * m + rr[None, :], Ct, mask=amask)
-    else:
-        for r0 in range(0, m, BM):
-            r = r0 + rr
-            tl.store(qbase + cc[:, None] * m + r[None, :],
-                     tl.where(cc[:, None] == r[None, :], 1.0, 0.0),
-                     mask=ccmask[:, None] & (r < m)[None, :])
-        tl.debug_barrier()
-        fast = tl.full((), 1, tl.int32)
-        for i in range(0, p_top + 1):
-            k0 = (p_top - i) * NB
-            if PREC == "f16x3":
-                fast = fast & tl.load(OK + b.to(tl.int64) * n_tw + k0 // NB)
-                if fast != 0:
-                    _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
-                                    NB, BN, BM, "f16x3")
-                else:
-                    _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
-                                    NB, BN, BM, "tf32x3")
-            else:
+    go = True
+    if BOUNDED != 0:
+        bounded = tl.full((), 1, tl.int32)
+        for p in range(0, n_tw):
+            bounded = bounded & tl.load(OK + b.to(tl.int64) * n_tw + p)
+        go = (bounded != 0) if BOUNDED == 1 else (bounded == 0)
+    if go:
+        # The tiles at the right do the most panels: they start first.
+        t = tl.num_programs(1) - 1 - tl.program_id(1)
+        base = Ht + b.to(tl.int64) * n * m
+        qbase = Qt + b.to(tl.int64) * n * m
+        cc = t * BN + tl.arange(0, BN)
+        ccmask = cc < n
+        rr = tl.arange(0, BM)
+        # The last panel that reaches the tile's last column.
+        p_top = tl.minimum(tl.cdiv(k, NB), (t * BN + BN - 1) // NB + 1) - 1
+        if RESIDENT:
+            amask = ccmask[:, None] & (rr < m)[None, :]
+            Ct = tl.where(cc[:, None] == rr[None, :], 1.0, 0.0)
+            jj = tl.arange(0, NB)
+            for i in range(0, p_top + 1):
+                k0 = (p_top - i) * NB
+                Vt = _load_v(base, k0, rr, m, m, k, NB, k - k0)
+                taus = tl.load(TAU + b.to(tl.int64) * k + k0 + jj, mask=k0 + jj < k, other=0.0)
+                T = _build_t(tl.dot(Vt, tl.trans(Vt), input_precision="ieee"), taus, NB)
+                Y = _dot_small(_dot(Ct, tl.trans(Vt), PREC), tl.trans(T), PREC)
+                Ct -= _dot(Y, Vt, PREC)
+            tl.store(qbase + cc[:, None] * m + rr[None, :], Ct, mask=amask)
+        else:
+            for r0 in range(0, m, BM):
+                r = r0 + rr
+                tl.store(qbase + cc[:, None] * m + r[None, :],
+                         tl.where(cc[:, None] == r[None, :], 1.0, 0.0),
+                         mask=ccmask[:, None] & (r < m)[None, :])
+            tl.debug_barrier()
+            for i in range(0, p_top + 1):
+                k0 = (p_top - i) * NB
                 _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
                                 NB, BN, BM, PREC)
-
-
-@triton.jit
-def _resident_step(Ct, Vt, T, PREC: tl.constexpr):
-    """``C^T -= (C^T V) T^T V^T`` on the resident tile, products in PREC."""
-    Y, ys = y_unit(_dot_small(_dot(Ct, tl.trans(Vt), PREC), tl.trans(T), PREC), PREC)
-    return Ct - y_back(_dot(Y, Vt, PREC), ys, PREC)
 
 
 @triton.jit
@@ -171,13 +158,13 @@ def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRA
     T = _load_t(TW, b, k0 // NB, n_tw, NB)
     if TRANS_T:
         T = tl.trans(T)
-    Y, ys = y_unit(_dot_small(W, T, PREC), PREC)
+    Y = _dot_small(W, T, PREC)
     for r0 in range(k0, m, BM):
         r = r0 + rr
         cptr = cbase + cc[:, None] * cstride + r[None, :]
         cmask = ccmask[:, None] & (r < m)[None, :]
         Ct = tl.load(cptr, mask=cmask, other=0.0)
-        Ct -= y_back(_dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC), ys, PREC)
+        Ct -= _dot(Y, _load_v(base, k0, r, m, m, k, NB, k - k0), PREC)
         tl.store(cptr, Ct, mask=cmask)
     # The next panel re-reads rows this program just wrote.
     tl.debug_barrier()

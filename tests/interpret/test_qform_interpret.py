@@ -139,6 +139,7 @@ def test_apply_qt_equals_torch(B, m, nc):
 def test_product_precisions_equal_torch(tiles, prec):
     # QF22 (knob qform_prec, f16x3 by default): the strip kernel's products from float16
     # halves hold float32 accuracy, as tf32x3's do (float16 high halves alone: 5e-4 off).
+    # The resident tile takes tf32x3 whatever the knob says.
     from adaptqr import config
 
     h, tau = _factors((2, 100, 70))
@@ -160,9 +161,9 @@ def _unbounded(h, tau):
 
 @pytest.mark.parametrize("tiles", ["chunked", "resident"])
 def test_unbounded_reflectors_take_tf32x3(tiles):
-    # torch's householder_product takes any tau. From the first panel that is not
-    # bounded_reflectors on, a program's products are tf32x3: torch's Q, finite (f16x3's
-    # operands would overflow to inf and NaN).
+    # torch's householder_product takes any tau. A matrix with a panel that is not
+    # bounded_reflectors is formed by the tf32x3 launch: torch's Q, finite (f16x3's
+    # operands would overflow to inf and NaN). The resident tile is tf32x3 anyway.
     h, tau = _unbounded(*_factors((2, 64, 48)))
     want = originals.householder_product(h, tau)
     assert want.abs().max() > 1e6 and torch.isfinite(want).all()
