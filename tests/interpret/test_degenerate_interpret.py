@@ -53,3 +53,18 @@ def test_linalg_qr(structure, n, qr_dispatched):
     finally:
         log.disable()
     assert last["op"] == "qr" and "householder" in str(last["plan"]), last
+
+
+@pytest.mark.parametrize("structure", ["subnormal", "huge"])
+def test_linalg_qr_augmented(structure):
+    # linalg.qr's [A | c I] on the wide path (batch 1 on the GPU): c's exponent is clamped,
+    # so A's block may sit far below the identity's columns. The block takes its own
+    # prescaling exponents, which the "f16x3" products need (with H's: factor 7e3 here,
+    # 1.99e3 on the H200 at 1x512, run 1928).
+    from adaptqr import linalg
+    from adaptqr.testing.check import check_qr
+    from adaptqr.testing.degenerate import degenerate
+
+    A = degenerate(structure, 72, seed=1, device="cpu").unsqueeze(0)
+    Q, R = linalg._qr_augmented(A)
+    assert check_qr(A, Q, R).passes_bar
