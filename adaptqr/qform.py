@@ -10,8 +10,8 @@ order, the panels applied backwards to the identity, each as
   (:mod:`adaptqr.paths.kernels.qform`): every panel's ``T`` by LAPACK ``larft``'s
   recurrence in one launch, then one launch in which each program applies every panel to
   its own identity columns (for columns of at most :data:`QFORM_RESIDENT_ROWS` rows one
-  launch in all). Products in tf32x3, float32 accuracy on tensor cores, whatever
-  ``torch.set_float32_matmul_precision`` says.
+  launch in all). Products at float32 accuracy on tensor cores (:data:`QFORM_PREC`),
+  whatever ``torch.set_float32_matmul_precision`` says.
 - :func:`blocked_householder_product` is the same blocked product in batched torch ops
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
   ``T^{-1}`` without a ``1/tau``), for any device and dtype, at full float32 precision.
@@ -74,9 +74,10 @@ QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 2
 #: The Q strip kernel's products (knob ``qform_prec``): "f16x3", float32 accuracy from float16
 #: halves on tensor cores (:func:`adaptqr.paths.kernels.trailing._dot`), for the panels whose
 #: reflectors are bounded (:func:`adaptqr.paths.kernels.qform.bounded_reflectors`), or
-#: "tf32x3". Run 1907 (QF22, ``householder_product``, ms, tf32x3 / f16x3): 640x512 6.07 /
-#: 4.51, 60x1024 4.18 / 3.21, 40x352 0.211 / 0.143, 40x176 0.137 / 0.097, 640x512 rankdef
-#: 6.17 / 4.38; 8x2048 and 2x4096 (cuBLAS route) unchanged; orthogonality the same.
+#: "tf32x3" (the other matrices, and columns of at most QFORM_RESIDENT_ROWS rows). Run 1907
+#: (QF22, ``householder_product``, ms, tf32x3 / f16x3): 640x512 6.07 / 4.51, 60x1024 4.18
+#: / 3.21, 40x352 0.211 / 0.143, 40x176 0.137 / 0.097, 640x512 rankdef 6.17 / 4.38; 8x2048
+#: and 2x4096 (cuBLAS route) unchanged; orthogonality the same.
 QFORM_PREC = "f16x3"
 
 #: :func:`apply_qt`'s products: tf32x3, for its ``C`` is the caller's columns, whose range
@@ -359,7 +360,7 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
                                knobs: config.Knobs | None = None) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
     ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
-    most :data:`QFORM_RESIDENT_ROWS`; products in tf32x3, float32 accuracy). Shapes as
+    most :data:`QFORM_RESIDENT_ROWS`; products at float32 accuracy). Shapes as
     :func:`householder_product` (not checked here); ``knobs``: the call's experiment knobs
     (None: the current snapshot's). Returns a new ``(*, m, n)`` tensor, each matrix
     column-major as torch's.
