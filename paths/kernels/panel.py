@@ -78,11 +78,11 @@ SAFE_HI = tl.constexpr(1.152921504606847e18)    # 2^60
 SAFE_UP = tl.constexpr(1.2089258196146292e24)   # 2^80
 #: Blocked factorizations leave a sub-column whose norm is below this as it is (tau = 0):
 #: the householder path prescales every matrix whose largest column norm is outside
-#: [2^-40, 2^40] (adaptqr.paths.prescale), so such a column is below 2^-70 of its matrix, far under
-#: eps32. A repeated column's residual otherwise went on into the subnormal range, where
+#: [2^-2, 2^12) (adaptqr.paths.prescale), so such a column is below 2^-108 of its matrix,
+#: far under eps32. A repeated column's residual otherwise went on into the subnormal range, where
 #: the H200 gave reflectors whose tau no longer matched v (orthogonality 2e4 n eps32 at
 #: n = 1024; the interpreter was exact): its norm is then dominated by normal entries.
-#: Only where the dispatcher's probe gave the prescale exponents (else the floor is 0).
+#: Only where the matrices were prescaled (every blocked schedule; else the floor is 0).
 NEGLIGIBLE_SUBCOLUMN = tl.constexpr(7.703719777548943e-34)  # 2^-110
 #: The panels' ``V^T V`` for their ``T``: IEEE FMA products (a panel's T is built once and
 #: applied to the whole trailing matrix; Q formation's T kernel chooses its own,
