@@ -4,8 +4,14 @@
 # file, the degenerate suite (DEGENERATE_EXAMPLES, default 200), then batch 1 timed for
 # geqrf and linalg.qr. Back under $OUT: log.txt, check_*.txt, gpu_tests_*.txt, single/, qr1/.
 # Usage there: CASES=bench/devscripts/cases_s22_unseen.json bash bench/devscripts/verify_call.sh
+# With WINDOW=1 first: prec_window_check.py, the f16x3 products' range checks (T10, QF22;
+# session 36's correctness call was this with CASES=bench/devscripts/cases_s24_unseen.json).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/single" "$OUT/qr1"
+if [ "${WINDOW:-0}" = 1 ]; then
+  timeout 120 python3 bench/devscripts/prec_window_check.py > "$OUT/window.txt" 2>&1
+  echo "window: exit $? ($(grep -c '^ok' "$OUT/window.txt") ok)"; grep -v '^ok' "$OUT/window.txt" | tail -n 5
+fi
 timeout 150 python3 -m adaptqr check --cases "${CASES:-bench/devscripts/cases_s22_unseen.json}" \
   > "$OUT/check_unseen.txt" 2>&1; echo "unseen: exit $?"; tail -n 3 "$OUT/check_unseen.txt"
 timeout 80 python3 -m adaptqr check --cases bench/devscripts/cases_other_seeds.json \
