@@ -118,6 +118,28 @@ def test_householder_product_ignores_a_global_tf32_setting():
     assert _ortho(Q) <= HALF_GATE
 
 
+@pytest.mark.parametrize("shape", [(3, 200, 160), (5, 512, 512)], ids=_shape_id)
+def test_unbounded_matrices_beside_bounded_ones(shape):
+    # QF22: the f16x3 launch forms the matrices whose panels are all bounded, the tf32x3
+    # launch the others, in one batch. Matrix 1's reflectors 40-45 get tau = 200 (Q's
+    # entries past 1e6, float16's range is 65504; six of them stay in float32's) and column
+    # 44 an identity reflector over entries of 1e6: either in the f16x3 launch gives inf or
+    # NaN.
+    g = torch.Generator(device="cuda").manual_seed(37)
+    h, tau = originals.geqrf(torch.randn(*shape, device="cuda", generator=g))
+    tau[1, 40:46] = 200.0
+    tau[1, 44] = 0.0
+    h[1, 50:, 44] = 1e6
+    Q = adaptqr.householder_product(h, tau)
+    ref = originals.householder_product(h.double(), tau.double())
+    assert torch.isfinite(Q).all()
+    err = (Q.double() - ref).abs().amax(dim=(-2, -1)) / ref.abs().amax(dim=(-2, -1))
+    n = shape[-1]
+    assert (err / (n * EPS32)).max().item() <= HALF_GATE, err.tolist()
+    keep = [b for b in range(shape[0]) if b != 1]
+    assert _ortho(Q[keep]) <= HALF_GATE
+
+
 # One matrix of 512-2048 columns: QF9's single cuBLAS panel (complete 1x2048x1500: Q 2048 wide).
 @pytest.mark.parametrize("shape", [(64, 512, 512), (8, 2048, 2048), (64, 1024, 256), (4, 64, 200),
                                    (1, 512, 512), (1, 768, 768), (1, 2048, 1500)],
