@@ -150,8 +150,7 @@ class Knobs:
     256, the FP16 pair rest update's second sweep in a launch of its own over row slices of
     that many rows), ``w_partials`` (``schedules.W_PARTIALS``: 0 / 1, the row-split updates'
     W as each slice's sums, added in slice order; unset: exactly in the deterministic
-    mode), ``defer_tail`` (``schedules.DEFER_TAIL``: 0 / 1, an FP32-routed matrix's
-    negligible tail left out of the group updates and updated once at the end)."""
+    mode)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -184,7 +183,6 @@ class Knobs:
     fp16_v16: int | None = None
     pair_split: int | None = None
     w_partials: int | None = None
-    defer_tail: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -316,7 +314,6 @@ KNOB_CHOICES = {
     "fp16_v16": (0, 1),
     "pair_split": (0, 32, 64, 128, 256),
     "w_partials": (0, 1),
-    "defer_tail": (0, 1),
 }
 
 

@@ -80,7 +80,6 @@ from adaptqr.paths.kernels.panel import (
     panel_t_kernel,
 )
 from adaptqr.paths.kernels.trailing import (
-    deferred_tail_kernel,
     pair_u_kernel,
     pair_y_kernel,
     trailing_kernel,
@@ -329,47 +328,17 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             # the rest update's stream alone, one update after the other.
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
                    torch.empty((B, n), dtype=torch.float32, device=H.device))
-    # The wide path's after_panels reads columns as the panels finish them: no deferral.
-    defer = bool(s.defer_tail) and has_na and after_panels is None
-    ends = pass_ends(na_arg, nz_arg, sc, nb) if defer else nz_arg
-    f = _Blocked(Ht, tau, TW, na_arg, ends, has_na, B, m, n, n_tw, s, split, floor, wbuf,
+    f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
                  after_panels, v16, y16)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
-    else:
-        for g0 in range(0, n, nb * group):
-            gend = min(n, g0 + nb * group)
-            _group_panels(f, g0, gend, 0)
-            if gend < n:
-                _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16, rest=True)
-    if defer:
-        deferred_tail_kernel[(triton.cdiv(n, DEFER_BN), B)](
-            Ht, TW, na_arg, ends, nz_arg, m, n, n_tw, NB=nb, BN=DEFER_BN, BM=s.bm,
-            PREC=s.tail_prec, num_warps=schedules.TRAILING_WARPS)
-
-
-#: Columns a program of :func:`~adaptqr.paths.kernels.trailing.deferred_tail_kernel`.
-DEFER_BN = 64
-
-
-def pass_ends(na: torch.Tensor, nz: torch.Tensor, sc: torch.Tensor | None, nb: int
-              ) -> torch.Tensor:
-    """Where each matrix's group updates stop under ``Schedule.defer_tail`` ((B,) int32):
-    ``n_active`` rounded up to a panel of ``nb`` columns, or ``n_nonzero`` where less, for a
-    matrix on the FP32 route; ``n_nonzero`` for one on the FP16 route (``sc`` above 0).
-    The columns from there to ``n_nonzero`` take every panel once, at the end.
-
-    >>> i32 = dict(dtype=torch.int32)
-    >>> pass_ends(torch.tensor([258, 384, 512, 100], **i32),
-    ...           torch.tensor([512, 384, 512, 512], **i32),
-    ...           torch.tensor([0.0, 0.0, 0.0, 2.0]), 32).tolist()
-    [288, 384, 512, 512]
-    """
-    ends = torch.minimum(torch.div(na + (nb - 1), nb, rounding_mode="floor") * nb, nz)
-    if sc is not None:
-        ends = torch.where(sc > 0, nz, ends)
-    return ends.to(torch.int32)
+        return
+    for g0 in range(0, n, nb * group):
+        gend = min(n, g0 + nb * group)
+        _group_panels(f, g0, gend, 0)
+        if gend < n:
+            _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16, rest=True)
 
 
 def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
@@ -518,8 +487,7 @@ class _Blocked(NamedTuple):
     tau: torch.Tensor     # (B, n)
     TW: torch.Tensor      # (B, n_tw, nb, nb): each panel's T
     na: torch.Tensor      # (B,) int32 n_active (any tensor without has_na)
-    nz: torch.Tensor      # (B,) int32 where the float32 updates stop: n_nonzero, or
-                          # pass_ends (any tensor without has_na)
+    nz: torch.Tensor      # (B,) int32 n_nonzero (any tensor without has_na)
     has_na: bool
     B: int
     m: int

@@ -169,11 +169,6 @@ PAIR_SPLIT_MAX_PROGRAMS = 1024
 #: 5.07 / 5.30 / 6.90 / 5.31; 60x1024 and 65x512 within 3 % throughout. Knob
 #: ``w_partials`` (0: off, 1: on, in and out of the mode).
 W_PARTIALS = None
-#: A matrix on the FP32 route with a negligible tail (``n_active`` below ``n_nonzero``)
-#: leaves the tail's columns from ``n_active`` rounded up to a panel out of every group's
-#: update and takes them once at the end, every panel in one launch
-#: (``trailing.deferred_tail_kernel``; EXPERIMENTS.md T12). Knob ``defer_tail`` (0: off).
-DEFER_TAIL = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -209,7 +204,6 @@ SCHEDULE_KNOBS = {
     "fp16_v16": ("FP16_V16", bool),
     "pair_split": ("PAIR_SPLIT_ROWS", int),
     "w_partials": ("W_PARTIALS", bool),
-    "defer_tail": ("DEFER_TAIL", bool),
 }
 
 
@@ -464,9 +458,6 @@ class Schedule:
     # None: the knob, else the constant, and where both are unset, the deterministic mode
     # (householder._resolved).
     w_partials: bool | None = None
-    # The FP32 route's negligible tail updated once at the end (DEFER_TAIL); None: the knob,
-    # else the constant.
-    defer_tail: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows with atomics (a row-split update sums W in no fixed order
     # that way); w_partials, on by default in the mode, keeps the split (householder._splits).

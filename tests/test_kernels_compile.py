@@ -63,10 +63,6 @@ CASES = [
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     (trailing.trailing_u_kernel, dict(_TRAIL, BN=S.bn, F16=F16_SKIP.value),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
-    # The deferred tail's one pass (T12).
-    (trailing.deferred_tail_kernel, dict(NB=S.nb, BN=householder.DEFER_BN, BM=S.bm,
-                                         PREC=S.tail_prec or schedules.TAIL_PREC),
-     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     # Each slice's W sums stored, added in slice order (N26).
     (trailing.trailing_w_kernel, dict(_TRAIL, BN=S.bn, F16=F16_ONLY.value, USE_V16=1, PARTIAL=1),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),

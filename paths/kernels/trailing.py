@@ -180,17 +180,6 @@ def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
 
 
 @triton.jit
-def _fp32_mask(NZ, b, n, cc, ccmask, HAS_NA: tl.constexpr):
-    """``ccmask`` without the columns from ``NZ[b]`` on: the float32 updates leave them
-    exactly as they are (zero columns; or a negligible tail that
-    :func:`deferred_tail_kernel` updates at the end, ``Schedule.defer_tail``)."""
-    if HAS_NA:
-        return ccmask & (cc < tl.load(NZ + b))
-    else:
-        return ccmask
-
-
-@triton.jit
 def _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN: tl.constexpr, HAS_NA: tl.constexpr,
                   TILE_MAJOR: tl.constexpr):
     """A column-tile program's ``(b, base, na, cc, ccmask, run, tail)``: grid ``(tiles, B)``
@@ -451,27 +440,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                              V16 + b.to(tl.int64) * 2 * NB * m, NB, BN, BM16, RESIDENT, PREC,
                              PAIR16, USE_V16)
         elif do32:
-            _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc,
-                        _fp32_mask(NZ, b, n, cc, ccmask, HAS_NA), tail, NB, BN, BM, RESIDENT,
-                        PREC, PREC_TAIL)
-
-
-@triton.jit
-def deferred_tail_kernel(Ht, TW, NA, NE, NZ, m, n, n_tw, NB: tl.constexpr, BN: tl.constexpr,
-                         BM: tl.constexpr, PREC: tl.constexpr):
-    """Columns ``[NE[b], NZ[b])`` of matrix b, which the group updates left out
-    (``Schedule.defer_tail``), take every panel of the factorization, first to last, once
-    the last panel is made. Grid ``(cdiv(n, BN), B)``: program ``(t, b)`` has the columns of
-    tile t in that range (none: it exits). Those columns lie past ``n_active``: products in
-    PREC (the tail precision)."""
-    b, base, na = program_matrix(Ht, NA, m, n, True, 1)
-    c0 = tl.program_id(0) * BN
-    ne = tl.load(NE + b)
-    nz = tl.load(NZ + b)
-    if (c0 + BN > ne) & (c0 < nz):
-        cc = c0 + tl.arange(0, BN)
-        _apply_panels(base, TW, b, 0, tl.cdiv(na, NB), na, m, n, n_tw, cc,
-                      (cc >= ne) & (cc < nz), NB, BN, BM, False, PREC)
+            _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
+                        RESIDENT, PREC, PREC_TAIL)
 
 
 @triton.jit
@@ -674,8 +644,8 @@ def trailing_w_kernel(Ht, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, rows_per_
             _w_rows_f16(base, base16, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, sc,
                         V16 + b.to(tl.int64) * NB * m, NB, BN, BM16, USE_V16, PARTIAL)
         elif do32:
-            _w_rows_fp32(base, W, b, k, m, n, na, cc, _fp32_mask(NZ, b, n, cc, ccmask, HAS_NA),
-                         r_lo, r_hi, tail, NB, BN, BM, PREC, PREC_TAIL, PARTIAL)
+            _w_rows_fp32(base, W, b, k, m, n, na, cc, ccmask, r_lo, r_hi, tail, NB, BN, BM,
+                         PREC, PREC_TAIL, PARTIAL)
 
 
 @triton.jit
@@ -741,6 +711,5 @@ def trailing_u_kernel(Ht, TW, W, NA, NZ, C16, SC, k, m, n, c_start, c_end, n_tw,
             _u_rows_f16(base, base16, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi,
                         sc, V16 + b.to(tl.int64) * NB * m, NB, BN, BM16, PREC, USE_V16, PARTIAL)
         elif do32:
-            _u_rows_fp32(base, TW, wp, b, k, m, n, na, n_tw, cc,
-                         _fp32_mask(NZ, b, n, cc, ccmask, HAS_NA), r_lo, r_hi, tail, NB, BN, BM,
-                         PREC, PREC_TAIL, PARTIAL)
+            _u_rows_fp32(base, TW, wp, b, k, m, n, na, n_tw, cc, ccmask, r_lo, r_hi, tail, NB,
+                         BN, BM, PREC, PREC_TAIL, PARTIAL)

@@ -479,26 +479,3 @@ def test_w_partials_give_the_same_bits_every_call(B, n, case, deterministic_mode
             assert torch.equal(H, H0) and torch.equal(tau, t0)
     r = check_geqrf(A, H, tau)
     assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-
-
-@pytest.mark.variant
-@pytest.mark.parametrize("B,n,case", [(64, 512, "clustered"), (40, 512, "mixed"),
-                                      (2, 2048, "clustered"), (6, 1024, "rankdef")])
-def test_deferred_tail_matches(B, n, case):
-    # EXPERIMENTS.md T12 (knob defer_tail): an FP32-routed matrix's negligible tail left out
-    # of the group updates and updated once at the end, through the public call (routes,
-    # FP16 members of the mixed batch, row-split updates at 2x2048): the columns before the
-    # tail as without it (float rounding), the tail to the tail precision, at the bar.
-    import adaptqr
-    from adaptqr import config
-    from adaptqr.testing import generate
-
-    A = generate(B, n, 0 if case != "mixed" else 2, 37 + n, case, "cuda")
-    H0, t0 = adaptqr.geqrf(A)
-    with config.experiment(defer_tail=1):
-        H1, t1 = adaptqr.geqrf(A)
-    r = check_geqrf(A, H1, t1)
-    assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
-    scale = A.abs().amax(dim=(-2, -1), keepdim=True)
-    assert float(((H1 - H0).abs() / scale).max()) < 1e-4
-    assert float((t1 - t0).abs().max()) < 1e-3
