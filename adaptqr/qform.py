@@ -8,9 +8,10 @@ order, the panels applied backwards to the identity, each as
 
 - CUDA float32 inputs that need no gradient take :func:`triton_householder_product`
   (:mod:`adaptqr.paths.kernels.qform`): every panel's ``T`` by LAPACK ``larft``'s
-  recurrence in one launch, then one launch in which each program applies every panel to
-  its own identity columns (for columns of at most :data:`QFORM_RESIDENT_ROWS` rows one
-  launch in all). Products at float32 accuracy on tensor cores (:data:`QFORM_PREC`),
+  recurrence in one launch, then launches in which each program applies every panel to
+  its own identity columns: one in "f16x3" for the matrices whose reflectors are bounded,
+  one in tf32x3 for the others (for columns of at most :data:`QFORM_RESIDENT_ROWS` rows one
+  tf32x3 launch in all). Products at float32 accuracy on tensor cores (:data:`QFORM_PREC`),
   whatever ``torch.set_float32_matmul_precision`` says.
 - :func:`blocked_householder_product` is the same blocked product in batched torch ops
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s

@@ -1,5 +1,6 @@
 """Triton Q formation (``householder_product``): compact-WY panels applied backwards to the
-identity's columns, one launch for every panel's ``T`` and one for ``Q``.
+identity's columns, one launch for every panel's ``T`` and one for ``Q`` in each precision
+(``BOUNDED``, below).
 
 Storage: ``Ht`` is ``(B, n, m)`` contiguous (row j of ``Ht[b]`` is column j of matrix b, the
 layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW`` is
