@@ -10,12 +10,14 @@ Example::
 
     >>> import tempfile
     >>> from adaptqr.bench import baseline
-    >>> d = tempfile.mkdtemp()
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> d = tmp.name
     >>> path = baseline.save(d, "NVIDIA H200", "2.11.0", {"20x32-dense-c1-s1": {"median_ms": 0.3, "mean_ms": 0.31}})
     >>> baseline.load(d, "NVIDIA H200", "2.11.0")["20x32-dense-c1-s1"]["median_ms"]
     0.3
     >>> baseline.load(d, "NVIDIA H200", "2.12.0")
     {}
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations

@@ -149,6 +149,18 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
+def _build_root() -> str:
+    """The process's directory for its builds, removed when the process exits (each build's
+    executable lives as long as :func:`build`'s cache does: the whole process)."""
+    root = tempfile.TemporaryDirectory(prefix="adaptqr_cuda_host_")
+    _roots.append(root)  # its finalizer removes it at exit
+    return root.name
+
+
+_roots: list = []
+
+
+@functools.lru_cache(maxsize=None)
 def build(src: str, main: str, defines: tuple) -> str:
     """The host build of the kernel source ``src`` (``extern __shared__ float x[];`` made
     the shim's buffer) with ``main``, a C++ ``main`` that reads its tensors with
@@ -158,7 +170,7 @@ def build(src: str, main: str, defines: tuple) -> str:
     body = re.sub(r"extern __shared__ (__align__\(\d+\) )?float (\w+)\[\];",
                   r"float* \2 = g_smem;", src)
     head = "".join(f"#define {k} {v}\n" for k, v in defines)
-    d = tempfile.mkdtemp(prefix="adaptqr_cuda_host_")
+    d = tempfile.mkdtemp(dir=_build_root())
     path = os.path.join(d, "kernel")
     with open(path + ".cpp", "w") as f:
         f.write(head + SHIM + body + main)
