@@ -115,12 +115,15 @@ def _subset(features: dict, idx: torch.Tensor) -> dict:
 
 
 def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features=None,
-           notes: dict | None = None, settings: config.Settings | None = None) -> None:
+           notes: dict | None = None, settings: config.Settings | None = None,
+           panel_out: torch.Tensor | None = None) -> None:
     """Run ``plan`` on the column-major ``H`` ``(B, m, n)`` and ``tau`` ``(B, k)``, in place.
 
     ``routes``/``features`` come from :func:`probe` (None: all "dense"). ``notes`` (a dict)
     receives what the paths report (``MatrixInfo.notes``) for the decisions log.
     ``settings`` (default: the current snapshot) reaches the paths as ``info.settings``.
+    ``panel_out`` (:meth:`Plan.panel_outcomes` columns) reaches the lead path as
+    ``info.panel_out``.
     """
     spec = plan.spec
     settings = settings or config.snapshot()
@@ -131,7 +134,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
         if routes is None:
             # Nothing is known: every matrix is "dense", so its owner takes the whole batch.
             routes = plan.zero_routes(H.shape[0], H.device)
-        _call(owner, H, tau, MatrixInfo(routes, features, settings), spec, notes)
+        _call(owner, H, tau, MatrixInfo(routes, features, settings, panel_out), spec, notes)
         return
 
     # Some owner takes only its matrices. Gather them BEFORE the base factors H in place.
@@ -150,7 +153,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
         taus = torch.empty((idx.numel(), tau.shape[1]), dtype=tau.dtype, device=tau.device)
         jobs.append((path, idx, Hs, taus))
     if plan.base is not None:
-        _call(plan.base, H, tau, MatrixInfo(routes, features, settings), spec, notes)
+        _call(plan.base, H, tau, MatrixInfo(routes, features, settings, panel_out), spec, notes)
     for path, idx, Hs, taus in jobs:
         _call(path, Hs, taus, MatrixInfo(routes.index_select(0, idx), _subset(features, idx),
                                          settings), spec)
@@ -199,7 +202,9 @@ class _Runner:
     ``runner(A) -> (a, tau)`` runs it eagerly. For a CUDA graph it splits into ``alloc``
     (torch.geqrf's output layout), ``load`` (``a.copy_(A)``, outside the graph) and ``body``
     (probe and factor in place): a replay then copies the input once, straight into the
-    output, instead of into a static input and again inside the graph.
+    output, instead of into a static input and again inside the graph. Where the lead path
+    reports what its tried panels took (:meth:`Plan.panel_outcomes`), a third output holds
+    it (``MatrixInfo.panel_out``): a replay returns its own with the factors, for the log.
     """
 
     __slots__ = ("plan", "settings", "routes", "fp16", "n_active", "notes")
@@ -215,6 +220,10 @@ class _Runner:
     def alloc(self, A: torch.Tensor) -> tuple:
         shape = A.shape
         a, tau_full, _, _ = _alloc(A, self.plan.spec.batch, shape[-2], shape[-1])
+        n_out = self.plan.panel_outcomes(A.device, self.settings)
+        if n_out:
+            return a, tau_full, torch.full((self.plan.spec.batch, n_out), -1, dtype=torch.int32,
+                                           device=A.device)
         return a, tau_full
 
     @staticmethod
@@ -231,7 +240,8 @@ class _Runner:
         self.routes = routes
         self.fp16 = features.get("fp16_scale")
         self.n_active = features.get("n_active")
-        factor(self.plan, H, tau, routes, features, self.notes, self.settings)
+        factor(self.plan, H, tau, routes, features, self.notes, self.settings,
+               outs[2] if len(outs) > 2 else None)
 
     def __call__(self, A: torch.Tensor):
         outs = self.alloc(A)
@@ -312,19 +322,21 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,
                     fallback=runner.notes.get("fallback"), op=op,
-                    panels=panels_of(plan, A.device, n_active))
+                    panels=panels_of(plan, A.device, n_active,
+                                     result[2] if len(result) > 2 else None))
     return result[0], result[1]
 
 
-def panels_of(plan: Plan, device: torch.device, n_active) -> tuple | None:
-    """``(path name, nb, kinds, n_active)`` for the decisions log and ``explain``: the panel
-    kernels (``Path.panels``) of the path that takes the dense class, or None when it does
-    not describe them."""
+def panels_of(plan: Plan, device: torch.device, n_active, outcomes=None) -> tuple | None:
+    """``(path name, nb, kinds, n_active, outcomes)`` for the decisions log and ``explain``:
+    the panel kernels (``Path.panels``) of the path that takes the dense class and what its
+    tried panels took (the call's ``MatrixInfo.panel_out``, or None: ``explain`` factors
+    nothing), or None when it does not describe them."""
     owner = plan.lead
     if owner.panels is None:
         return None
     nb, kinds = owner.panels(plan.spec, device)
-    return owner.name, nb, list(kinds), n_active
+    return owner.name, nb, list(kinds), n_active, outcomes
 
 
 def graph_key(plan_key: tuple, shape, device_index: int, settings: config.Settings) -> tuple:

@@ -43,8 +43,9 @@ class Explanation:
       householder path's FP16-resident trailing update (issue 8, docs/NUMERICS.md), else
       ``"fp32"`` (the path's own precision); ``precision_counts``: their counts
     - ``panels``: per matrix, its panels by kernel (``{"register": 12, "skipped": 4}``;
-      :func:`adaptqr.log.panel_counts`), None where its path does not describe them;
-      ``panel_counts``: the totals over the batch
+      :func:`adaptqr.log.panel_counts`), None where its path does not describe them; a
+      tried kind (``"cluster-cuda+gram"``) as planned, where the decisions log says what
+      each panel took; ``panel_counts``: the totals over the batch
     """
 
     shape: tuple

@@ -32,7 +32,7 @@ import time
 from collections import deque
 
 from adaptqr import config
-from adaptqr.registry import ROUTE_CLASSES, ROUTE_DEFAULT
+from adaptqr.registry import ROUTE_CLASSES, ROUTE_DEFAULT, fallback_kind
 
 logger = logging.getLogger("adaptqr.dispatch")
 
@@ -42,18 +42,25 @@ _buffer: deque = deque(maxlen=256)
 _seq = itertools.count(1)
 
 
-def panel_counts(nb: int, kinds: list, n_active: int) -> dict:
+def panel_counts(nb: int, kinds: list, n_active: int, took: list | None = None) -> dict:
     """One matrix's panels by kernel (``Path.panels``' ``kinds``, a panel every ``nb``
     columns), with those at or past its ``n_active`` counted as ``"skipped"`` (they exit at
-    once). Without a probe ``n_active`` is ``n``: every panel runs.
+    once). Without a probe ``n_active`` is ``n``: every panel runs. ``took``: per panel, what
+    a tried kind (``"base+try"``) took (``MatrixInfo.panel_out``'s row: 0 counts it as
+    ``base``; None, or another value, as named).
 
     >>> panel_counts(32, ["row-split", "row-split", "register", "register"], 70)
     {'row-split': 2, 'register': 1, 'skipped': 1}
+    >>> panel_counts(32, ["cuda+gram", "cuda+gram", "cuda"], 96, [1, 0, -1])
+    {'cuda+gram': 1, 'cuda': 2}
     """
     out: dict = {}
     for i, kind in enumerate(kinds):
-        key = kind if i * nb < n_active else "skipped"
-        out[key] = out.get(key, 0) + 1
+        if i * nb >= n_active:
+            kind = "skipped"
+        elif took is not None and took[i] == 0:
+            kind = fallback_kind(kind) or kind
+        out[kind] = out.get(kind, 0) + 1
     return out
 
 
@@ -151,17 +158,18 @@ class Record:
 def panels_by_matrix(panels, plan: dict, classes: list, n: int) -> tuple[list, dict]:
     """Per matrix (``classes``: each one's route class name), its panels by kernel
     (:func:`panel_counts`; None for a matrix whose path, ``plan[class]``, does not describe
-    its panels), and the totals over the batch."""
+    its panels), and the totals over the batch. ``panels``: :func:`adaptqr.dispatch.panels_of`'s."""
     if panels is None:
         return [None] * len(classes), {}
-    name, nb, kinds, n_active = panels
+    name, nb, kinds, n_active, outcomes = panels
     na = n_active.reshape(-1).tolist() if n_active is not None else [n] * len(classes)
+    took = outcomes.tolist() if outcomes is not None else [None] * len(classes)
     per, totals = [], {}
-    for cls, a in zip(classes, na):
+    for cls, a, t in zip(classes, na, took):
         if plan.get(cls) != name:
             per.append(None)
             continue
-        c = panel_counts(nb, kinds, a)
+        c = panel_counts(nb, kinds, a, t)
         per.append(c)
         for k, v in c.items():
             totals[k] = totals.get(k, 0) + v

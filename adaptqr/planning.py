@@ -21,12 +21,15 @@ from collections import OrderedDict
 
 import torch
 
-from adaptqr.registry import REGISTRY, ROUTE_CLASSES, ROUTE_DEFAULT, InputSpec, Path
+from adaptqr.registry import REGISTRY, ROUTE_CLASSES, ROUTE_DEFAULT, InputSpec, Path, fallback_kind
 
 # Distinct (shape, dtype, device, forced path) combinations remembered. A plan is a few
 # hundred bytes; 256 covers a bucketed optimizer's shapes many times over, and a sweep over
 # thousands of shapes only pays a cheap re-plan on a miss.
 PLAN_CACHE_SIZE = 256
+# (device, settings) pairs a plan keeps its panel outcome count for: a process rarely has
+# more than a device or two and a settings snapshot or two.
+PANEL_OUTCOME_KEYS = 8
 
 _NUM_CLASSES = len(ROUTE_CLASSES)
 
@@ -52,7 +55,7 @@ class Plan:
     """
 
     __slots__ = ("key", "spec", "forced", "owners", "base", "gathered", "rejected", "probe", "capturable",
-                 "direct", "_zeros", "_owner_table", "_distinct")
+                 "direct", "_zeros", "_owner_table", "_distinct", "_panel_outs")
 
     def __init__(self, key, spec: InputSpec, forced: str | None, owners: tuple, rejected: list):
         self.key = key
@@ -75,6 +78,7 @@ class Plan:
                        and not self.probe else None)
         self._zeros: dict = {}
         self._owner_table: dict = {}
+        self._panel_outs: dict = {}
 
     @property
     def paths(self) -> tuple:
@@ -97,6 +101,29 @@ class Plan:
             z = torch.full((B,), ROUTE_DEFAULT, dtype=torch.int32, device=device)
             self._zeros[device] = z
         return z
+
+    def panel_outcomes(self, device: torch.device, settings) -> int:
+        """Columns of the lead path's ``MatrixInfo.panel_out`` (what each matrix's tried
+        panels took, for the decisions log): its number of panels where ``Path.panels`` names
+        a tried kind (:func:`adaptqr.registry.fallback_kind`), else 0. Kept by device and
+        settings snapshot (the kinds follow the experiment knobs), asked where a call
+        allocates its outputs: eagerly, or once for a graph.
+
+        >>> import torch
+        >>> plan = plan_for(spec_of(torch.randn(4, 5, 5)))
+        >>> plan.panel_outcomes(torch.device("cpu"), None)
+        0
+        """
+        key = (device, settings)
+        n = self._panel_outs.get(key)
+        if n is None:
+            describe = self.lead.panels
+            kinds = describe(self.spec, device)[1] if describe is not None else ()
+            n = len(kinds) if any(fallback_kind(k) for k in kinds) else 0
+            if len(self._panel_outs) >= PANEL_OUTCOME_KEYS:
+                self._panel_outs.clear()
+            self._panel_outs[key] = n
+        return n
 
     def owner_table(self, device: torch.device) -> torch.Tensor:
         """``(num classes,)`` int64: route code -> index of its owner in :attr:`paths`."""

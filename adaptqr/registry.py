@@ -73,6 +73,20 @@ def route_name(code: int) -> str:
     return ROUTE_CLASSES[code]
 
 
+#: Joins a tried panel kind to the kind it falls back to (:attr:`Path.panels`).
+TRY_MARK = "+"
+
+
+def fallback_kind(kind: str) -> str | None:
+    """The kind a tried panel kind (``"base+try"``) falls back to, None for a plain kind.
+
+    >>> fallback_kind("cluster-cuda+gram"), fallback_kind("register")
+    ('cluster-cuda', None)
+    """
+    base, mark, _ = kind.partition(TRY_MARK)
+    return base if mark else None
+
+
 # ---------------------------------------------------------------------------------------------
 # What a path sees
 # ---------------------------------------------------------------------------------------------
@@ -113,20 +127,25 @@ class MatrixInfo:
     the decisions log (plain data, host side), e.g. ``notes["fallback"]``: the matrices it
     handed to another path and why. ``settings``: the call's
     :class:`adaptqr.config.Settings` snapshot (None outside a dispatched call).
+    ``panel_out``: None, or, for a path whose ``Path.panels`` names a tried kind
+    (``"base+try"``, :func:`fallback_kind`), a ``(B, number of panels)`` int32 device
+    tensor in which the path writes what each matrix's tried panel took: 1 the try, 0 the
+    base kind (the decisions log counts it so); an entry left unwritten counts as named.
 
     >>> info = MatrixInfo(torch.zeros(3, dtype=torch.int32), {})
-    >>> info.routes.shape, info.features, info.notes
-    (torch.Size([3]), {}, {})
+    >>> info.routes.shape, info.features, info.notes, info.panel_out
+    (torch.Size([3]), {}, {}, None)
     """
 
-    __slots__ = ("routes", "features", "notes", "settings")
+    __slots__ = ("routes", "features", "notes", "settings", "panel_out")
 
     def __init__(self, routes: torch.Tensor | None, features: Mapping[str, torch.Tensor] | None = None,
-                 settings=None):
+                 settings=None, panel_out: torch.Tensor | None = None):
         self.routes = routes
         self.features = features if features is not None else {}
         self.notes: dict = {}
         self.settings = settings
+        self.panel_out = panel_out
 
     def __repr__(self) -> str:
         r = None if self.routes is None else tuple(self.routes.shape)
@@ -169,7 +188,9 @@ class Path:
       no probe (it then skips allocating and loading ``H``).
     - ``panels(spec, device) -> (nb, kinds)`` (optional): the panel width and the kernel
       each panel runs, in column order, for ``explain`` and the decisions log (a panel at
-      or past a matrix's ``n_active`` is counted as skipped there).
+      or past a matrix's ``n_active`` is counted as skipped there). A kind ``"base+try"``
+      is tried first and may fall back to ``base`` matrix by matrix: the path then gets
+      ``MatrixInfo.panel_out`` to say which, and the log counts each under what it took.
     """
 
     name: str

@@ -329,7 +329,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
                    torch.empty((B, n), dtype=torch.float32, device=H.device))
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, v16, y16)
+                 after_panels, v16, y16, _panel_out(info, B, n_tw, H.device))
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -339,6 +339,20 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
         _group_panels(f, g0, gend, 0)
         if gend < n:
             _trailing(f, g0, triton.cdiv(gend - g0, nb), gend, n, f16, rest=True)
+
+
+def _panel_out(info: Any, B: int, n_tw: int, device: torch.device) -> torch.Tensor | None:
+    """``info.panel_out``: the ``(B, n_tw)`` int32 tensor the Gram panels write their
+    outcomes into (the dispatcher's, for the decisions log), or None."""
+    out = getattr(info, "panel_out", None) if info is not None else None
+    if out is None:
+        return None
+    if out.shape != (B, n_tw) or out.dtype != torch.int32 or out.device != device \
+            or not out.is_contiguous():
+        raise ValueError(f"householder: panel_out must be a contiguous ({B}, {n_tw}) int32 "
+                         f"tensor on {device}, got shape {tuple(out.shape)} dtype {out.dtype} "
+                         f"on {out.device}")
+    return out
 
 
 def fp16_group(s: schedules.Schedule, B: int, m: int, n: int) -> int:
@@ -500,6 +514,7 @@ class _Blocked(NamedTuple):
     after_panels: Any     # factor_householder's after_panels, or None
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
     y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
+    gout: Any = None      # (B, n_tw) int32: the Gram panels' outcomes (info.panel_out), or None
 
 
 def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
@@ -544,7 +559,8 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
-                          if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw))
+                          if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw),
+                          f.gout)
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

@@ -26,6 +26,7 @@ from adaptqr.paths import schedules
 from adaptqr.paths.kernels import panel_cuda
 from adaptqr.paths.kernels.panel import SPLIT_WSTR_NB
 from adaptqr.paths.schedules import next_pow2
+from adaptqr.registry import TRY_MARK
 
 _SM_COUNT: dict[int, int] = {}
 
@@ -115,8 +116,9 @@ PANEL_ONE_LAUNCH, PANEL_REGISTER, PANEL_REGISTER_CUDA, PANEL_CLUSTER_CUDA = (
     "one-launch", "register", "register-cuda", "cluster-cuda")
 PANEL_ROW_SPLIT, PANEL_STREAMED = "row-split", "streamed"
 #: Appended to a CUDA C panel's kind where it is tried as CholeskyQR2 first (each matrix's
-#: panel that the Gram tests reject takes the column steps in the same launch; H22).
-PANEL_GRAM = "+gram"
+#: panel that the Gram tests reject takes the column steps in the same launch, H22; the
+#: kernel writes which one ran into ``MatrixInfo.panel_out``, a tried kind of the registry).
+PANEL_GRAM = TRY_MARK + "gram"
 
 
 def _cuda_panels(want: bool, nb: int, device: torch.device) -> bool:

@@ -155,6 +155,51 @@ def test_panel_kinds_per_matrix(monkeypatch):
     json.dumps(rec)
 
 
+def test_tried_panels_counted_by_what_they_took():
+    # A kind "base+try" (the householder path's "+gram" panels) is tried first, matrix by
+    # matrix: the path gets info.panel_out, (B, panels) int32, and writes 1 where the try
+    # held and 0 where the panel fell back to its base kind; the record counts each under
+    # what it took, a panel at or past n_active as skipped, an unwritten entry as named.
+    # explain factors nothing: it shows the kinds as planned.
+    seen = []
+
+    def fac(H, tau, info):
+        a, t = torch.geqrf(H)
+        H.copy_(a)
+        tau.copy_(t)
+        out = info.panel_out
+        seen.append((tuple(out.shape), out.dtype, out.tolist()))
+        out[:, 0] = torch.tensor([1, 0, 1], dtype=torch.int32)
+        out[0, 1] = 0  # matrix 0's second panel fell back; the others' stay unwritten
+
+    def panels(spec, device):
+        return 3, ["cta+gram", "cta+gram", "cta"]
+
+    adaptqr.register_path(fac, name="tried", priority=10, capturable=True, panels=panels)
+    log.enable()
+    A = torch.randn(3, 9, 9, dtype=torch.float64)
+    a, tau = adaptqr.geqrf(A)
+    torch.testing.assert_close(a, torch.geqrf(A)[0])
+    assert seen == [((3, 3), torch.int32, [[-1] * 3] * 3)]
+    (rec,) = adaptqr.decisions()
+    assert rec["panels"] == [{"cta+gram": 1, "cta": 2}, {"cta": 2, "cta+gram": 1},
+                             {"cta+gram": 2, "cta": 1}]
+    assert rec["panel_counts"] == {"cta+gram": 4, "cta": 5}
+    ex = adaptqr.explain(A)
+    assert ex.panels == [{"cta+gram": 2, "cta": 1}] * 3
+    # A path whose kinds name no try gets no panel_out.
+    adaptqr.register_path(lambda H, tau, info: seen.append(info.panel_out) or fac_plain(H, tau),
+                          name="plain", priority=20, panels=lambda spec, device: (3, ["cta"] * 3))
+
+    def fac_plain(H, tau):
+        a, t = torch.geqrf(H)
+        H.copy_(a)
+        tau.copy_(t)
+
+    adaptqr.geqrf(A)
+    assert seen[-1] is None
+
+
 def test_householder_describes_its_panels():
     from adaptqr.paths import householder
 

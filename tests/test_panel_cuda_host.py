@@ -17,18 +17,19 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None, gram=False):
+def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
-    path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``."""
+    path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``; ``na``: one
+    ``n_active`` for all, or one a matrix."""
     B, m, n = X.shape
     n_tw = -(-n // 32)
     Ht = X.transpose(-2, -1).contiguous()
     tau = torch.full((B, n), float("nan"))
     TW = torch.zeros(B, n_tw, 32, 32)
-    nav = torch.full((B,), float(n if na is None else na))
+    nav = torch.full((B,), float(n)) if na is None else torch.tensor(na, dtype=torch.float32).expand(B).clone()
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse, gram)
+                           0.0, fuse, gram, gram_out)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -84,7 +85,10 @@ def test_emulated_gram_panel(m, k):
     from adaptqr.paths.kernels import panel_cuda
 
     assert gram_build(panel_cuda.threads_rows(mb)[0], 32, 32)
-    H, tau, T = _panel(X, k, 32, True, gram=True)
+    gout = torch.full((2, 2), -1, dtype=torch.int32)
+    H, tau, T = _panel(X, k, 32, True, gram=True, gram_out=gout)
+    # The decisions log's outcomes: this panel's column only, 1 where the Gram build held.
+    assert gout[:, k // 32].tolist() == [1, 0] and gout[:, 1 - k // 32].tolist() == [-1, -1]
     H0, tau0, T0 = _panel(X, k, 32, True)
     h, t = originals.geqrf(X[:1, k:, k:k + 32].double())
     got = H[:1, k:, k:k + 32].double()
@@ -95,3 +99,12 @@ def test_emulated_gram_panel(m, k):
     assert not torch.equal(H[0], H0[0])
     assert torch.equal(H[1], H0[1]) and torch.equal(T[1], T0[1])
     assert torch.equal(tau[1, k:k + 32], tau0[1, k:k + 32])
+
+
+def test_emulated_gram_outcome_at_n_active():
+    # A panel that n_active cuts (k + 32 > n_active) takes the column steps (outcome 0); one
+    # at or past it exits before any work and writes no outcome (the log counts it skipped).
+    X = torch.randn(3, 100, 64, generator=torch.Generator().manual_seed(5))
+    gout = torch.full((3, 2), -1, dtype=torch.int32)
+    _panel(X, 32, 32, True, na=[64, 40, 32], gram=True, gram_out=gout)
+    assert gout[:, 1].tolist() == [1, 0, -1] and gout[:, 0].tolist() == [-1, -1, -1]

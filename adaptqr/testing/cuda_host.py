@@ -130,14 +130,17 @@ int main(int argc, char** argv) {
     std::vector<float> T = read_floats(argv[12], (size_t)B * n_tw * NB * NB);
     std::vector<float> naf = read_floats(argv[13], (size_t)B);
     std::vector<int> na(naf.begin(), naf.end());
+    std::vector<float> goutf = read_floats(argv[14], (size_t)B * n_tw);
+    std::vector<int> gout(goutf.begin(), goutf.end());
     gridDim = {(unsigned)B, 1, 1};
-    run_grid<NT>((size_t)std::atol(argv[14]), [&] {
+    run_grid<NT>((size_t)std::atol(argv[15]), [&] {
         panel_cuda(H.data(), tau.data(), T.data(), na.data(), k, m, n, pw, tw_index, n_tw,
-                   has_na, floor_);
+                   has_na, floor_, gout.data());
     });
     write_floats(argv[10], H);
     write_floats(argv[11], tau);
     write_floats(argv[12], T);
+    write_floats(argv[14], std::vector<float>(gout.begin(), gout.end()));
     return 0;
 }
 """
@@ -195,11 +198,13 @@ def run(exe: str, before: list, tensors: tuple, after: list, written: int) -> No
 
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
-                 has_na: bool, floor: float, fuse: bool = False, gram: bool = False) -> None:
+                 has_na: bool, floor: float, fuse: bool = False, gram: bool = False,
+                 gram_out: torch.Tensor | None = None) -> None:
     """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host, one CTA a matrix (no
     clusters): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
     (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
-    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it)."""
+    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it); ``gram_out``:
+    ``(B, n_tw)`` (any dtype), the Gram build's outcomes written into it (else none kept)."""
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
@@ -208,5 +213,10 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
                 (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram))))
+    gout = torch.full((Ht.shape[0], n_tw), -1.0)
+    if gram_out is not None:
+        gout.copy_(gram_out)
     run(exe, [Ht.shape[0], m, n, k, pw, tw_index, n_tw, int(has_na), repr(float(floor))],
-        (Ht, tau, TW, na), [gram_smem(nt) if gram else 0], 3)
+        (Ht, tau, TW, na, gout), [gram_smem(nt) if gram else 0], 5)
+    if gram_out is not None:
+        gram_out.copy_(gout)

@@ -5,7 +5,7 @@ factor columns ``[k, k + pw)`` of matrix ``blockIdx.x``, store the reflectors, `
 the panel's ``T`` (larft's recurrence from the column steps' ``w = P^T v_j``, whose entries
 for the stored columns are ``V^T V``'s, one row of ``T`` a lane: no T kernel launch).
 Storage: ``Ht`` ``(B, n, m)`` contiguous, ``TAU`` ``(B, n)``, ``TW`` ``(B, n_tw, NB, NB)``,
-``NA`` ``(B,)`` int32.
+``NA`` ``(B,)`` int32; ``GOUT`` ``(B, n_tw)`` int32 or null: the Gram build's outcome.
 
 Why CUDA C: the Triton kernel's column step reduces ``w``'s 32 columns over the rows with
 five shuffle rounds for every column (160 shuffles a thread a step); here a row belongs to
@@ -28,7 +28,8 @@ or leaves the plain sum's range (EXPERIMENTS.md H17).
 
 The Gram build (``GRAM=1``, :mod:`~adaptqr.paths.kernels.panel_gram`'s device functions)
 first tries each matrix's panel as CholeskyQR2 rebuilt into Householder form, and runs the
-column steps where its tests reject the panel (EXPERIMENTS.md H22).
+column steps where its tests reject the panel (EXPERIMENTS.md H22); with ``GOUT`` it writes
+which one ran, ``GOUT[b, tw_index]`` 1 or 0, for the decisions log.
 
 The column step's scalars are the Triton kernel's
 (:func:`~adaptqr.paths.kernels.panel._reflector`: the plain sum of squares first and the
@@ -167,7 +168,7 @@ def _stream(ptr: int, device_index: int):
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
-           gram: bool = False) -> None:
+           gram: bool = False, gram_out: torch.Tensor | None = None) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
@@ -175,7 +176,9 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     ``fuse``: the build whose column steps take their scalars from the step before where
     they can (one exchange a step, EXPERIMENTS.md H17); ``gram``: the build that tries each
     matrix's panel as CholeskyQR2 rebuilt into Householder form first, where
-    :func:`gram_build` allows (EXPERIMENTS.md H22)."""
+    :func:`gram_build` allows (EXPERIMENTS.md H22); ``gram_out``: ``(B, n_tw)`` int32, where
+    the Gram build writes each matrix's outcome of this panel (column ``tw_index``: 1 the
+    Gram build, 0 the column steps; unwritten past the matrix's ``n_active``)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
@@ -189,7 +192,8 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
-            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor))
+            np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),
+            np.uint64(gram_out.data_ptr() if gram and gram_out is not None else 0))
     import cupy as cp
 
     # cupy's current device is its own (thread-local, 0 by default), not torch's.

@@ -212,7 +212,7 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 extern "C" __global__ void CLUSTER_DIMS LAUNCH_BOUNDS
 panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ TW,
            const int* __restrict__ NA, int k, int m, int n, int pw, int tw_index, int n_tw,
-           int has_na, float floor_) {
+           int has_na, float floor_, int* __restrict__ GOUT) {
     __shared__ float red_a[2 * NW];
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
@@ -567,10 +567,14 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
     // T[r][i] = -tau_i sum_q T[r][q] S[q][i] for r < i, from the steps' V^T V.
 #if GRAM
+    // GOUT: what this matrix's panel took, for the decisions log: 1 the Gram build, 0 the
+    // column steps (a rejected panel, or one that n_active cuts).
     if (gram && t < NB) {
-        float* slot = TW + ((long long)b * n_tw + tw_index) * NB * NB + lane * NB;
+        const long long p = (long long)b * n_tw + tw_index;
+        float* slot = TW + p * NB * NB + lane * NB;
 #pragma unroll
         for (int i = 0; i < NB; ++i) slot[i] = Ss[lane][i];
+        if (t == 0 && GOUT != nullptr) GOUT[p] = 1;
         return;
     }
 #endif
@@ -586,9 +590,13 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             const float ti = taus[i];
             T[i] = !keep_i ? 0.0f : (lane < i ? -ti * acc : (lane == i ? ti : 0.0f));
         }
-        float* slot = TW + ((long long)b * n_tw + tw_index) * NB * NB + lane * NB;
+        const long long p = (long long)b * n_tw + tw_index;
+        float* slot = TW + p * NB * NB + lane * NB;
 #pragma unroll
         for (int i = 0; i < NB; ++i) slot[i] = keep_r ? T[i] : 0.0f;
+#if GRAM
+        if (t == 0 && GOUT != nullptr) GOUT[p] = 0;
+#endif
     }
 }
 """

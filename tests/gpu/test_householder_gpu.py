@@ -435,6 +435,41 @@ def test_gram_panel_degenerate_matrices(n):
         assert float((H1[i] - H[i]).norm() / H1[i].norm()) < 1e-4, i
 
 
+def test_gram_outcomes_in_the_decisions_log():
+    # Issue 24: the decisions log says how many of each matrix's panels the Gram build took
+    # and how many fell back to the column steps (the kernel writes each outcome into the
+    # call's MatrixInfo.panel_out), eagerly and from a graph replay, each call its own.
+    # 4 x 512: panels 0-7 (288-512 rows) are cluster-cuda+gram; two equal columns in panel
+    # 1 make its Gram test reject that panel.
+    import adaptqr
+    from adaptqr.paths.kernels import panel_cuda
+
+    _needs_cuda_panel()
+    if not panel_cuda.cluster_available():
+        pytest.skip("needs clusters (sm_90)")
+    g = torch.Generator(device="cuda").manual_seed(11)
+    A = torch.randn(4, 512, 512, device="cuda", generator=g)
+    A[1, :, 40] = A[1, :, 33]
+    A2 = A[[1, 0, 2, 3]].contiguous()
+    adaptqr.clear_decisions()
+    adaptqr.log.enable()
+    try:
+        for X in (A, A, A, A2):  # eager, capture, replay, replay of other input
+            adaptqr.geqrf(X)
+        recs = adaptqr.decisions()
+    finally:
+        adaptqr.log.disable()
+        adaptqr.clear_decisions()
+    assert [r["mode"] for r in recs] == ["graph"] * 4
+    for r, bad in zip(recs, (1, 1, 1, 0)):
+        assert all(sum(p.values()) == 16 for p in r["panels"]), r["panels"]
+        for i, p in enumerate(r["panels"]):
+            if i == bad:
+                assert p.get("cluster-cuda", 0) >= 1 and p["cluster-cuda+gram"] <= 7, p
+            else:
+                assert p["cluster-cuda+gram"] == 8 and "cluster-cuda" not in p, p
+
+
 @pytest.mark.parametrize("B,n,case", [(65, 512, "dense"), (60, 1024, "mixed"), (8, 2048, "dense"),
                                       (2, 1024, "rankdef")])
 def test_deterministic_mode_gives_the_same_bits(B, n, case):
