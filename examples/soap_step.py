@@ -1,15 +1,18 @@
-"""SOAP (pytorch-optimizer) on a small transformer-shaped MLP stack, with and without
-``adaptqr.patch()`` (issue 25).
+"""SOAP (pytorch-optimizer's, or HeavyBall's) on a small transformer-shaped MLP stack, with
+and without ``adaptqr.patch()`` (issue 25).
 
 SOAP refreshes its eigenbases every ``precondition_frequency`` steps with one
-``torch.linalg.qr`` a factor, looked up at call time, so ``adaptqr.patch()`` reaches it.
-The two runs start from the same weights and see the same data; their losses must agree
-within float32 tolerance. Printed: both runs' losses, and per run the median time of a
-plain step, of a step with a refresh, and of the refresh alone (their difference).
+``torch.linalg.qr`` a factor, looked up at call time, so ``adaptqr.patch()`` reaches it
+(HeavyBall's runs inside its ``torch.compile``d functions: torch.compile guards on the
+patched function, recompiles, and calls adaptqr's op). The two runs start from the same
+weights and see the same data; their losses must agree within float32 tolerance. Printed:
+both runs' losses, and per run the median time of a plain step, of a step with a refresh,
+and of the refresh alone (their difference).
 
-Run (GPU; ``pip install pytorch-optimizer``)::
+Run (GPU; ``pip install pytorch-optimizer``, or ``heavyball`` for ``--optimizer heavyball``)::
 
     python3 examples/soap_step.py                  # dim 768, 6 blocks: factors 768 and 3072
+    python3 examples/soap_step.py --optimizer heavyball
     python3 examples/soap_step.py --dim 128 --blocks 1 --steps 6 --device cpu   # a smoke run
 """
 
@@ -35,12 +38,25 @@ def make_model(dim: int, blocks: int) -> torch.nn.Module:
     return torch.nn.Sequential(*layers)
 
 
-def run(model: torch.nn.Module, data, steps: int, freq: int, device: torch.device, optimizer=None):
-    """Losses and per-step times (ms) of SOAP (or ``optimizer``, a SOAP subclass) on ``model``."""
+def soap_class(name: str):
+    """The SOAP optimizer class of ``name``: ``"pytorch-optimizer"`` or ``"heavyball"``."""
+    if name == "heavyball":
+        import heavyball
+
+        return heavyball.SOAP
     from pytorch_optimizer import SOAP
 
-    opt = (optimizer or SOAP)(model.parameters(), lr=3e-3, precondition_frequency=freq)
-    losses, times = [], []
+    return SOAP
+
+
+def run(model: torch.nn.Module, data, steps: int, freq: int, device: torch.device, optimizer=None):
+    """Losses, per-step times (ms) and per-step refresh flags of SOAP (``optimizer``: a
+    SOAP class or subclass; default pytorch-optimizer's) on ``model``. A step refreshed
+    where HeavyBall says so (``_is_preconditioning``), else at ``step % freq == 0``
+    (pytorch-optimizer's, counting from 1 after its first step)."""
+    opt = (optimizer or soap_class("pytorch-optimizer"))(model.parameters(), lr=3e-3,
+                                                         precondition_frequency=freq)
+    losses, times, refreshed = [], [], []
     for step in range(steps):
         x, y = data[step % len(data)]
         if device.type == "cuda":
@@ -54,19 +70,23 @@ def run(model: torch.nn.Module, data, steps: int, freq: int, device: torch.devic
             torch.cuda.synchronize(device)
         times.append((time.perf_counter() - t0) * 1e3)
         losses.append(float(loss.detach()))
-    return losses, times
+        said = getattr(opt, "_is_preconditioning", None)
+        refreshed.append(bool(said) if said is not None else step % freq == 0)
+    return losses, times, refreshed
 
 
-def summarize(times: list[float], freq: int) -> tuple[float, float]:
-    """Median ms of plain steps and of refresh steps (SOAP refreshes at step % freq == 0,
-    counting from 1 after its first step; the first two steps warm up and are left out)."""
-    plain = [t for i, t in enumerate(times) if i >= 2 and i % freq != 0]
-    refresh = [t for i, t in enumerate(times) if i >= 2 and i % freq == 0]
-    return statistics.median(plain), statistics.median(refresh) if refresh else float("nan")
+def summarize(times: list[float], refreshed: list[bool]) -> tuple[float, float]:
+    """Median ms of plain steps and of refresh steps (the first two steps warm up and are
+    left out)."""
+    plain = [t for i, (t, r) in enumerate(zip(times, refreshed)) if i >= 2 and not r]
+    refresh = [t for i, (t, r) in enumerate(zip(times, refreshed)) if i >= 2 and r]
+    return (statistics.median(plain) if plain else float("nan"),
+            statistics.median(refresh) if refresh else float("nan"))
 
 
-def arguments(description: str) -> argparse.ArgumentParser:
-    """The model, run and device options both SOAP examples take."""
+def arguments(description: str, whose: bool = True) -> argparse.ArgumentParser:
+    """The model, run and device options both SOAP examples take; ``whose``: the
+    ``--optimizer`` choice too."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--dim", type=int, default=768)
     p.add_argument("--blocks", type=int, default=6)
@@ -74,6 +94,9 @@ def arguments(description: str) -> argparse.ArgumentParser:
     p.add_argument("--freq", type=int, default=5, help="SOAP's precondition_frequency")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    if whose:
+        p.add_argument("--optimizer", choices=("pytorch-optimizer", "heavyball"),
+                       default="pytorch-optimizer", help="whose SOAP")
     return p
 
 
@@ -92,14 +115,15 @@ def main() -> int:
     args = arguments(__doc__.splitlines()[0]).parse_args()
     device, base, data = setup(args)
 
+    soap = soap_class(args.optimizer)
     results = {}
     for name in ("torch", "adaptqr"):
         model = copy.deepcopy(base)
         if name == "adaptqr":
             with adaptqr.patched():
-                results[name] = run(model, data, args.steps, args.freq, device)
+                results[name] = run(model, data, args.steps, args.freq, device, soap)
         else:
-            results[name] = run(model, data, args.steps, args.freq, device)
+            results[name] = run(model, data, args.steps, args.freq, device, soap)
 
     lt, la = results["torch"][0], results["adaptqr"][0]
     print("step  loss (torch)     loss (adaptqr)   |diff|")
@@ -108,10 +132,11 @@ def main() -> int:
     worst = max(abs(a - b) / max(abs(a), 1e-30) for a, b in zip(lt, la))
     print(f"largest relative loss difference: {worst:.2e}")
     print()
+    print(f"SOAP of {args.optimizer}, {sum(results['torch'][2])} refresh steps of {args.steps}")
     print("| run | plain step (ms) | step with a refresh (ms) | refresh (ms) |")
     print("|---|---|---|---|")
-    for name, (_, times) in results.items():
-        plain, refresh = summarize(times, args.freq)
+    for name, (_, times, refreshed) in results.items():
+        plain, refresh = summarize(times, refreshed)
         print(f"| {name} | {plain:.1f} | {refresh:.1f} | {refresh - plain:.1f} |")
     return 0
 
