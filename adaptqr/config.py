@@ -150,7 +150,8 @@ class Knobs:
     256, the FP16 pair rest update's second sweep in a launch of its own over row slices of
     that many rows), ``w_partials`` (``schedules.W_PARTIALS``: 0 / 1, the row-split updates'
     W as each slice's sums, added in slice order; unset: exactly in the deterministic
-    mode)."""
+    mode), ``fp32_pair`` (``schedules.FP32_PAIR``: 0, or 16 / 32: the FP32 route's update of a
+    group's two panels in one pass over each streamed tile, in row chunks of that many)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -183,6 +184,7 @@ class Knobs:
     fp16_v16: int | None = None
     pair_split: int | None = None
     w_partials: int | None = None
+    fp32_pair: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.

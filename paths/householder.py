@@ -673,6 +673,8 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
         # FP32 launch, which would compile the pair code for nothing.
         pair = npan == 2 and not resident and mode != F16_SKIP.value and f16 is not None
+        # The FP32 launch's own pair (T13), in row chunks of s.fp32_pair.
+        pair32 = bool(s.fp32_pair) and npan == 2 and not resident and mode != F16_ONLY.value
         bn_l = (min(s.fp16_bn, fit) if s.fp16_fit else s.fp16_bn) if only16 and s.fp16_bn else bn
         tiles = triton.cdiv(c_end - c_start, bn_l)
         grid = (tiles, B) if tile_major else (B, tiles)
@@ -683,7 +685,9 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
                 continue
             trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
                                   f.v16 if v16 and pair else C16,
-                                  NB=s.nb, BN=bn_l, BM=max(16, bm), RESIDENT=resident,
+                                  NB=s.nb, BN=bn_l,
+                                  BM=s.fp32_pair if pair32 else max(16, bm),
+                                  RESIDENT=resident, PAIR32=pair32,
                                   HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                                   BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
                                   TILE_MAJOR=tile_major, USE_V16=v16 and pair,

@@ -169,6 +169,14 @@ PAIR_SPLIT_MAX_PROGRAMS = 1024
 #: 5.07 / 5.30 / 6.90 / 5.31; 60x1024 and 65x512 within 3 % throughout. Knob
 #: ``w_partials`` (0: off, 1: on, in and out of the mode).
 W_PARTIALS = None
+#: The FP32 route's update of a group's two panels (npan 2: the FP16 route offered, its
+#: groups) in one pass over each streamed tile (trailing._apply_pair_f32), not two: half
+#: its reads and writes of the trailing matrix. N13 rejected it under tf32x3 products (the
+#: update was bound by its products, not its traffic); since T10 they are "f16x3", at twice
+#: the rate. 0: off; else the pair's row chunk, 16 or 32 (triton 3.6, sm_90, 4 warps, BN
+#: 64: 150 / 242 registers, no spill, against the two-pass launch's 209 at 64 rows; 64
+#: spills, as N13's did). EXPERIMENTS.md T13; knob ``fp32_pair``.
+FP32_PAIR = 0
 
 
 def _knob_or(knobs, name: str, constant):
@@ -204,6 +212,7 @@ SCHEDULE_KNOBS = {
     "fp16_v16": ("FP16_V16", bool),
     "pair_split": ("PAIR_SPLIT_ROWS", int),
     "w_partials": ("W_PARTIALS", bool),
+    "fp32_pair": ("FP32_PAIR", int),
 }
 
 
@@ -458,6 +467,9 @@ class Schedule:
     # None: the knob, else the constant, and where both are unset, the deterministic mode
     # (householder._resolved).
     w_partials: bool | None = None
+    # The FP32 route's two-panel updates in one pass, in row chunks of this many rows
+    # (FP32_PAIR; 0: two passes); None: the knob, else the constant.
+    fp32_pair: int | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows with atomics (a row-split update sums W in no fixed order
     # that way); w_partials, on by default in the mode, keeps the split (householder._splits).

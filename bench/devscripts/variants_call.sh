@@ -5,7 +5,7 @@
 #   2. (unless SKIP_B12 is set) the 12 cases with the bench variant options in $B12 (e.g. "--knobs fill:cuda_panel_fill=1
 #      --env g256:ADAPTQR_GRAPH_MAX_INPUT=268435456"); every output checked before timing
 #   3. 8x2048 and 2x4096 with $BIG, then the batch-1 cases with $SINGLE, then the cases of
-#      $SWEEP_CASES (no torch baseline) with $SWEEP, then the wide cases with $WIDE (each
+#      $SWEEP_CASES (no torch baseline; timeout $SWEEP_TIMEOUT, 120 s) with $SWEEP, then the wide cases with $WIDE (each
 #      skipped if empty)
 #   3e/3f. with $HP, householder_product on $HP_CASES (default cases_qf7.json; no baseline); with $QR, linalg.qr
 #      on $QR_CASES (default 8x2048 and 2x4096) and batch 1 (against torch's)
@@ -81,6 +81,9 @@
 # (runs 1121, 1150).
 # Session 30: T8 (`w_pingpong`) kept (run 1620: TESTS_K="w_pingpong", BIG, SINGLE, and a
 # TRACE with TRACE_KNOBS="--replay --knobs pp:w_pingpong=1").
+# Session 38: built, not run: T13 (the FP32 route's pair update, EXPERIMENTS.md):
+#   SKIP_B12=1 TESTS_K="fp32_pair" SWEEP_CASES=bench/devscripts/cases_t13.json SWEEP_TIMEOUT=240 \
+#   SWEEP="--knobs p32:fp32_pair=32 --knobs p16:fp32_pair=16" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
@@ -119,7 +122,7 @@ fi
 if [ -n "${SWEEP_CASES:-}" ]; then
   echo "== 3c. $SWEEP_CASES  (t=$(( $(date +%s) - T0 ))s)"
   # shellcheck disable=SC2086
-  timeout 120 python3 -m adaptqr bench --budget 0.4 --no-baseline --out "$OUT/sweep" \
+  timeout "${SWEEP_TIMEOUT:-120}" python3 -m adaptqr bench --budget 0.4 --no-baseline --out "$OUT/sweep" \
     --cases "$SWEEP_CASES" ${SWEEP:-} 2>&1 | grep -E "geomean|wrote|FAIL|rror"
 fi
 if [ -n "${WIDE:-}" ]; then

@@ -402,6 +402,50 @@ def _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail,
 
 
 @triton.jit
+def _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """Panels ``k`` and ``k + NB`` applied to a streamed float32 tile in one read-update-write
+    pass instead of two (EXPERIMENTS.md T13; :func:`_apply_pair_f16`'s algebra, N9)::
+
+        W1 = C^T V1,  W2 = C^T V2,  G = V1^T V2      (one sweep over the rows)
+        Y1 = W1 T1,   Y2 = (W2 - Y1 G) T2            (W2 - Y1 G: C^T V2 after panel 1)
+        C^T -= Y1 V1^T + Y2 V2^T                     (second sweep)
+
+    Products in PREC (``G`` too: reflector entries are at most 1). The caller sends only
+    pairs whose second panel starts before ``na`` (its ``T`` is then the panel's)."""
+    rr = tl.arange(0, BM)
+    W1, W2, G = _pair_sums(BN, NB)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        _, _, C, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
+        V2 = _load_v(base, k + NB, r, m, m, na, NB, n - k - NB)
+        W1 += _dot(C, tl.trans(V1), PREC)
+        W2 += _dot(C, tl.trans(V2), PREC)
+        G += _dot(V1, tl.trans(V2), PREC)
+    Y1 = _dot_small(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    Y2 = _dot_small(W2 - _dot_small(Y1, G, PREC), _load_t(TW, b, k // NB + 1, n_tw, NB), PREC)
+    Y1, ys1 = y_unit(Y1, PREC)
+    Y2, ys2 = y_unit(Y2, PREC)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        aptr, amask, C, V1 = _row_chunk(base, cc, ccmask, k, r, m, m, na, n, NB)
+        V2 = _load_v(base, k + NB, r, m, m, na, NB, n - k - NB)
+        C -= y_back(_dot(Y1, V1, PREC), ys1, PREC) + y_back(_dot(Y2, V2, PREC), ys2, PREC)
+        tl.store(aptr, C, mask=amask)
+
+
+@triton.jit
+def _apply_fp32_pair(base, TW, b, k, na, m, n, n_tw, cc, ccmask, tail,
+                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
+                     PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
+    """:func:`_apply_pair_f32` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
+    if (PREC_TAIL != PREC) & tail:
+        _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask, NB, BN, BM, PREC_TAIL)
+    else:
+        _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask, NB, BN, BM, PREC)
+
+
+@triton.jit
 def _routes(C16, SC, b, m, n, F16: tl.constexpr):
     """``(sc, base16, do16, do32)`` of matrix b under mode F16: its FP16 storage scale (0:
     the FP32 route), its C16, and which of the two updates this launch runs for it
@@ -421,7 +465,7 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
                     PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = True,
-                    USE_V16: tl.constexpr = False):
+                    USE_V16: tl.constexpr = False, PAIR32: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -429,7 +473,9 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
     streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
-    ``(B, 2 NB, m)``, :func:`v16_kernel`'s, else ``V16`` is not read).
+    ``(B, 2 NB, m)``, :func:`v16_kernel`'s, else ``V16`` is not read). PAIR32 (npan 2,
+    streamed): the float32 update of both panels in one pass too
+    (:func:`_apply_pair_f32`), where the second starts before the matrix's ``n_active``.
     """
     b, base, na, cc, ccmask, run, tail = _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN,
                                                        HAS_NA, TILE_MAJOR)
@@ -440,8 +486,16 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                              V16 + b.to(tl.int64) * 2 * NB * m, NB, BN, BM16, RESIDENT, PREC,
                              PAIR16, USE_V16)
         elif do32:
-            _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
-                        RESIDENT, PREC, PREC_TAIL)
+            # PAIR32 decided at compile time: the default launch compiles no pair code.
+            pair = False
+            if PAIR32:
+                pair = k0 + NB < na
+            if pair:
+                _apply_fp32_pair(base, TW, b, k0, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
+                                 PREC, PREC_TAIL)
+            else:
+                _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
+                            RESIDENT, PREC, PREC_TAIL)
 
 
 @triton.jit

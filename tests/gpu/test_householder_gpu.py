@@ -435,6 +435,33 @@ def test_gram_panel_degenerate_matrices(n):
         assert float((H1[i] - H[i]).norm() / H1[i].norm()) < 1e-4, i
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n,case,cond", [(640, 512, "rankdef", 0), (640, 512, "clustered", 0),
+                                           (60, 1024, "nearrank", 2), (64, 768, "mixed", 2),
+                                           (40, 1024, "rankdef", 0)])
+@pytest.mark.parametrize("rows", [16, 32])
+def test_fp32_pair_matches(B, n, case, cond, rows):
+    # EXPERIMENTS.md T13: the FP32 route's two-panel updates in one pass over each streamed
+    # tile (knob fp32_pair, its row chunk) against two passes, through the public call:
+    # both at the bar, the pair taken (other bits), R's leading rows close (the columns a
+    # near-dependence leaves to rounding noise excepted: nearrank's last quarter).
+    import adaptqr
+    from adaptqr import config
+    from adaptqr.testing import generate
+
+    A = generate(B, n, cond, 31 + n + rows, case, "cuda")
+    H1, t1 = adaptqr.geqrf(A)
+    with config.experiment(fp32_pair=rows):
+        H2, t2 = adaptqr.geqrf(A)
+    for H, t in ((H1, t1), (H2, t2)):
+        r = check_geqrf(A, H, t)
+        assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
+    assert not torch.equal(H1, H2)
+    lead = 3 * n // 4 - 32
+    R1, R2 = H1[:, :lead].triu(), H2[:, :lead].triu()
+    assert float(((R1 - R2).norm(dim=(1, 2)) / R1.norm(dim=(1, 2))).max()) < 1e-4
+
+
 def test_gram_outcomes_in_the_decisions_log():
     # Issue 24: the decisions log says how many of each matrix's panels the Gram build took
     # and how many fell back to the column steps (the kernel writes each outcome into the

@@ -1,0 +1,62 @@
+"""T13: the FP32 route's two-panel update in one pass over each streamed tile
+(``trailing._apply_pair_f32``, knob ``fp32_pair``: its row chunk) under the interpreter,
+against the two passes it replaces: the same factorization to float32's rounding, both at the bar, for
+matrices that take the FP32 route beside one on the FP16 route (the launch that runs the
+pair), with ``n_active`` inside and at the edge of a pair, a negligible tail (the tail
+precision's tiles) and a zero tail (tiles skipped)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from _support import Info  # tests/interpret/ is on sys.path
+
+pytestmark = pytest.mark.interpret
+
+
+def _factor(A, s, feats):
+    from adaptqr.paths.householder import factor_householder
+
+    H = A.mT.contiguous().mT.clone()
+    tau = A.new_empty(A.shape[0], A.shape[-1])
+    factor_householder(H, tau, Info(feats), schedule=s)
+    return H, tau
+
+
+@pytest.mark.parametrize("rows", [16, 32])
+def test_fp32_pair_matches_two_passes(rows):
+    from adaptqr.paths import schedules
+    from adaptqr.testing import check_geqrf
+
+    B, m, n = 5, 160, 144
+    g = torch.Generator().manual_seed(13)
+    A = torch.randn(B, m, n, generator=g)
+    A[2, :, 100:] = 0                # a zero tail: n_nonzero 100
+    A[3, :, 70:] *= 2.0 ** -40       # a negligible tail past n_active 70
+    na = torch.tensor([n, n, 100, 70, 48], dtype=torch.int32)   # 48: a pair's edge
+    nz = torch.tensor([n, n, 100, n, n], dtype=torch.int32)
+    A[4, :, 48:] *= 2.0 ** -40
+    # Matrix 0 on the FP16 route, so that updates come in groups of two panels and the
+    # FP32 launch (F16_SKIP) takes the others.
+    sc = torch.tensor([2.0 ** 10, 0.0, 0.0, 0.0, 0.0])
+    feats = {"n_active": na, "n_nonzero": nz, "fp16_scale": sc}
+    base = dataclasses.replace(schedules.Schedule(False, 16, 1, 32, 16), small_n_nb=0,
+                               fp16_group=2, lookahead=0)
+    H1, t1 = _factor(A, dataclasses.replace(base, fp32_pair=0), feats)
+    H2, t2 = _factor(A, dataclasses.replace(base, fp32_pair=rows), feats)
+    # The FP16-routed matrix never sees the pair: every bit the same; the others took it
+    # (other arithmetic, other bits).
+    assert torch.equal(H1[0], H2[0]) and torch.equal(t1[0], t2[0])
+    assert not torch.equal(H1[1], H2[1])
+    for i in range(1, B):
+        scale = float(H1[i].abs().max())
+        assert float((H1[i] - H2[i]).abs().max()) < 5e-5 * scale, i
+        assert float((t1[i] - t2[i]).abs().max()) < 5e-5, i
+    # A pair whose second panel lies past n_active is not a pair: the tail stays as the
+    # two-pass update leaves it, and the zero tail stays zero.
+    assert torch.equal(H2[2, :, 100:], torch.zeros(m, n - 100))
+    assert (t2[3, 70:] == 0).all() and (t2[4, 48:] == 0).all()
+    r = check_geqrf(A[1:], H2[1:], t2[1:])
+    assert r.passes_bar, r.summary()
