@@ -322,9 +322,17 @@ def run(A: torch.Tensor, path: str | None = None, op: str = "geqrf", *, fresh: b
         _log.record(shape=list(shape), dtype=A.dtype, device=A.device, forced=forced, plan=plan.owner_names(),
                     rejected=list(plan.rejected), mode=mode, routes=routes, fp16=fp16,
                     fallback=runner.notes.get("fallback"), op=op,
-                    panels=panels_of(plan, A.device, n_active,
-                                     result[2] if len(result) > 2 else None))
+                    panels=panels_of(plan, A.device, n_active, _outcomes(result, mode)))
     return result[0], result[1]
+
+
+def _outcomes(result: tuple, mode: str) -> torch.Tensor | None:
+    """The call's ``MatrixInfo.panel_out`` for its record, or None: a replay's is its output
+    slot's own, which a held record would keep busy (and the next replay of the slot would
+    overwrite), so the record gets a copy (on the device, no sync)."""
+    if len(result) < 3:
+        return None
+    return result[2].clone() if mode == "graph" else result[2]
 
 
 def panels_of(plan: Plan, device: torch.device, n_active, outcomes=None) -> tuple | None:

@@ -90,8 +90,9 @@ class Record:
     ``fp16`` (``(B,)`` the route probe's FP16 storage scales, or None: every matrix's trailing
     update in FP32), ``fallback`` (None, or what a path handed on: ``{"from", "to",
     "matrices", "reasons"}``, from a registered path's ``info.notes["fallback"]``), ``panels`` (None, or
-    ``(path name, nb, kinds, n_active)``: the panel kernels of the path that describes them,
-    ``Path.panels``, and the ``(B,)`` device tensor of ``n_active`` or None).
+    ``(path name, nb, kinds, n_active, outcomes)``: the panel kernels of the path that
+    describes them, ``Path.panels``, the ``(B,)`` device tensor of ``n_active`` or None, and
+    the call's own copy of ``MatrixInfo.panel_out`` or None).
     """
 
     __slots__ = ("seq", "time", "op", "shape", "dtype", "device", "forced", "plan", "rejected", "mode", "routes",

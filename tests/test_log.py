@@ -200,6 +200,52 @@ def test_tried_panels_counted_by_what_they_took():
     assert seen[-1] is None
 
 
+def test_tried_panel_outcomes_through_a_graph_cache():
+    # Replayed, the dispatcher's in-place plan returns its slot's own outputs; the third
+    # (what the tried panels took) is each call's, and the record gets a copy of it: a
+    # held record must neither keep the slot busy nor see the next replay's outcomes.
+    from adaptqr import config, planning
+    from adaptqr.graphs.cache import GraphCache
+
+    class Replays:  # a backend whose replay runs the captured body again
+        accepts = staticmethod(lambda A: True)
+        is_capturing = staticmethod(lambda A: False)
+        warmup = staticmethod(lambda fn, A: tuple(fn(A)))
+        begin = end = release = staticmethod(lambda h: None)
+
+        def capture(self, thunk, device):
+            outs = tuple(thunk())
+            return thunk, outs, 0
+
+        def replay(self, thunk):
+            thunk()
+
+    def fac(H, tau, info):
+        a, t = torch.geqrf(H)
+        H.copy_(a)
+        tau.copy_(t)
+        # "took the try" where the matrix's first entry is positive
+        info.panel_out[:, 0] = (H[:, 0, 0] > 0).to(torch.int32)
+
+    adaptqr.register_path(fac, name="tried", priority=10, capturable=True,
+                          panels=lambda spec, device: (4, ["x+y", "x"]))
+    A = torch.randn(3, 8, 8, dtype=torch.float64)
+    plan = planning.plan_for(planning.spec_of(A))
+    cache = GraphCache(backend=Replays())
+    runner = dispatch._Runner(plan, config.snapshot())
+    for _ in range(2):  # eager, then the capture
+        cache.run(("k",), runner, A)
+    for X in (A, -A):
+        out = cache.run(("k",), runner, X)
+        assert len(out) == 3 and torch.equal(out[2][:, 0], (out[0][:, 0, 0] > 0).to(torch.int32))
+        kept = dispatch._outcomes(out, "graph")
+        assert torch.equal(kept, out[2]) and kept.data_ptr() != out[2].data_ptr()
+        assert dispatch._outcomes(out, "eager") is out[2]
+        del out
+    assert dispatch._outcomes((A, A), "graph") is None
+    assert cache.stats()["hits"] == 2
+
+
 def test_householder_describes_its_panels():
     from adaptqr.paths import householder
 

@@ -469,6 +469,8 @@ def test_gram_outcomes_in_the_decisions_log():
     # 4 x 512: panels 0-7 (288-512 rows) are cluster-cuda+gram; two equal columns in panel
     # 1 make its Gram test reject that panel.
     import adaptqr
+    from adaptqr import graphs
+    from adaptqr.graphs.cache import REASON_SLOTS_BUSY
     from adaptqr.paths.kernels import panel_cuda
 
     _needs_cuda_panel()
@@ -480,15 +482,21 @@ def test_gram_outcomes_in_the_decisions_log():
     A2 = A[[1, 0, 2, 3]].contiguous()
     adaptqr.clear_decisions()
     adaptqr.log.enable()
+    graphs.clear()
+    graphs.reset_stats()
     try:
-        for X in (A, A, A, A2):  # eager, capture, replay, replay of other input
+        # Eager, capture, then replays (of another input too): the records hold copies, so
+        # the output slots stay free and every later call replays.
+        for X in (A, A, A, A2, A, A2):
             adaptqr.geqrf(X)
         recs = adaptqr.decisions()
+        stats = graphs.stats()
     finally:
         adaptqr.log.disable()
         adaptqr.clear_decisions()
-    assert [r["mode"] for r in recs] == ["graph"] * 4
-    for r, bad in zip(recs, (1, 1, 1, 0)):
+    assert [r["mode"] for r in recs] == ["graph"] * 6
+    assert stats["hits"] == 4 and REASON_SLOTS_BUSY not in stats["eager_reasons"], stats
+    for r, bad in zip(recs, (1, 1, 1, 0, 1, 0)):
         assert all(sum(p.values()) == 16 for p in r["panels"]), r["panels"]
         for i, p in enumerate(r["panels"]):
             if i == bad:
