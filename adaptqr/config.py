@@ -151,7 +151,9 @@ class Knobs:
     that many rows), ``w_partials`` (``schedules.W_PARTIALS``: 0 / 1, the row-split updates'
     W as each slice's sums, added in slice order; unset: exactly in the deterministic
     mode), ``fp32_pair`` (``schedules.FP32_PAIR``: 0, or 16 / 32: the FP32 route's update of a
-    group's two panels in one pass over each streamed tile, in row chunks of that many)."""
+    group's two panels in one pass over each streamed tile, in row chunks of that many),
+    ``qform_small_cuda`` (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA
+    C kernel, one cupy launch, instead of the Triton one)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -185,6 +187,7 @@ class Knobs:
     pair_split: int | None = None
     w_partials: int | None = None
     fp32_pair: int | None = None
+    qform_small_cuda: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -316,6 +319,8 @@ KNOB_CHOICES = {
     "fp16_v16": (0, 1),
     "pair_split": (0, 32, 64, 128, 256),
     "w_partials": (0, 1),
+    "fp32_pair": (0, 16, 32),
+    "qform_small_cuda": (0, 1),
 }
 
 

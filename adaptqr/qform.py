@@ -52,6 +52,7 @@ from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
+from adaptqr.paths.kernels import qform_small_cuda
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import next_pow2
 
@@ -84,6 +85,12 @@ QFORM_PREC = "f16x3"
 #: :func:`apply_qt`'s products: tf32x3, for its ``C`` is the caller's columns, whose range
 #: nothing bounds.
 APPLY_QT_PREC = "tf32x3"
+#: Q of at most ``qform_small_cuda.MAX_ROWS`` rows by that CUDA C kernel (one cupy launch,
+#: a thread a column) instead of the Triton one: where the call is bound by the host, a
+#: Triton launch's host time is most of it (20x32: ~78 us a call against geqrf's replay's
+#: ~59, run 2114). EXPERIMENTS.md QF23; knob ``qform_small_cuda`` (0 / 1). Not measured
+#: yet: off.
+QFORM_SMALL_CUDA = False
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -215,6 +222,8 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
+    if knobs.get("qform_small_cuda", QFORM_SMALL_CUDA) and qform_small_cuda.applies(A, A.shape[-2]):
+        return small_householder_product
     if A.is_cuda or interpreting():
         return functools.partial(triton_householder_product, knobs=knobs)
     return blocked_householder_product
@@ -375,18 +384,10 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     ...     Q = triton_householder_product(h.to(dev), tau.to(dev))
     ...     torch.testing.assert_close(Q.cpu(), torch.linalg.householder_product(h, tau))
     """
-    *batch, m, n = A.shape
-    k = tau.shape[-1]
-    B = 1
-    for d in batch:
-        B *= d
-    # (*batch, n, m) contiguous: Q = Qt.mT has torch's strides, size-1 batch dims included.
-    Qt = torch.empty(*batch, n, m, dtype=A.dtype, device=A.device)
-    if B == 0 or n == 0:
+    Qt, Ht, t2 = _q_layout(A, tau)
+    if Ht is None:
         return Qt.mT
-    # Column-major A (geqrf's output) makes this a view.
-    Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
-    t2 = tau.reshape(B, k).contiguous()
+    B, n, m = Ht.shape
     knobs = knobs or config.snapshot().knobs
     mp = aligned(m, knobs.get("qform_row_align", QFORM_ROW_ALIGN))
     if mp == m:
@@ -396,6 +397,34 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles, knobs)
     Qt.view(B, n, m).copy_(Qp[:, :, :m])
     return Qt.mT
+
+
+def small_householder_product(A: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """``householder_product(A, tau)`` by :mod:`~adaptqr.paths.kernels.qform_small_cuda`
+    (CUDA float32, at most its ``MAX_ROWS`` rows; one cupy launch, EXPERIMENTS.md QF23).
+    Shapes as :func:`householder_product` (not checked here)."""
+    Qt, Ht, t2 = _q_layout(A, tau)
+    if Ht is not None:
+        B, n, m = Ht.shape
+        qform_small_cuda.launch(Ht, t2, Qt.view(B, n, m), m, n, t2.shape[1])
+    return Qt.mT
+
+
+def _q_layout(A: torch.Tensor, tau: torch.Tensor) -> tuple:
+    """``(Qt, Ht, tau2)`` for Q of ``A`` ``(*, m, n)`` and ``tau`` ``(*, k)``: ``Qt`` a new
+    ``(*, n, m)`` contiguous tensor (``Qt.mT`` has torch's strides, size-1 batch dims
+    included), the reflectors as ``(B, n, m)`` and ``tau`` as ``(B, k)``, contiguous; ``Ht``
+    None where Q is empty."""
+    *batch, m, n = A.shape
+    B = 1
+    for d in batch:
+        B *= d
+    Qt = torch.empty(*batch, n, m, dtype=A.dtype, device=A.device)
+    if B == 0 or n == 0:
+        return Qt, None, None
+    # Column-major A (geqrf's output) makes this a view.
+    Ht = A.reshape(B, m, n).transpose(-2, -1).contiguous()
+    return Qt, Ht, tau.reshape(B, tau.shape[-1]).contiguous()
 
 
 def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,

@@ -48,7 +48,7 @@ SHIM = r"""
 #include <vector>
 struct dim3_ { unsigned x, y, z; };
 static thread_local dim3_ threadIdx;
-static dim3_ blockIdx, gridDim;
+static dim3_ blockIdx, gridDim, blockDim;
 static std::barrier<>* g_bar;
 static float* g_smem;
 #define __global__
@@ -102,6 +102,7 @@ static void write_floats(const char* path, const std::vector<float>& v) {
 template <int NTH, class F> static void run_grid(size_t smem_bytes, F body) {
     std::vector<float> shared(smem_bytes / sizeof(float), NAN);
     g_smem = shared.data();
+    blockDim = {(unsigned)NTH, 1, 1};
     for (unsigned by = 0; by < gridDim.y; ++by)
         for (unsigned bx = 0; bx < gridDim.x; ++bx) {
             blockIdx = {bx, by, 0};
@@ -141,6 +142,21 @@ int main(int argc, char** argv) {
     write_floats(argv[11], tau);
     write_floats(argv[12], T);
     write_floats(argv[14], std::vector<float>(gout.begin(), gout.end()));
+    return 0;
+}
+"""
+
+
+QFORM_SMALL_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const int k = std::atoi(argv[4]);
+    std::vector<float> H = read_floats(argv[5], (size_t)B * n * m);
+    std::vector<float> tau = read_floats(argv[6], (size_t)B * k);
+    std::vector<float> Q = read_floats(argv[7], (size_t)B * n * m);
+    gridDim = {(unsigned)B, 1, 1};
+    run_grid<MR>(0, [&] { qform_small(H.data(), tau.data(), Q.data(), m, n, k); });
+    write_floats(argv[7], Q);
     return 0;
 }
 """
@@ -220,3 +236,14 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
         (Ht, tau, TW, na, gout), [gram_smem(nt) if gram else 0], 5)
     if gram_out is not None:
         gram_out.copy_(gout)
+
+
+def qform_small_launch(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
+                       k: int) -> None:
+    """:func:`adaptqr.paths.kernels.qform_small_cuda.launch` on the host: ``Qt`` ``(B, n, m)``
+    (float32, CPU, contiguous) written from ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)``."""
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    mr = qform_small_cuda.rows_of(m)
+    exe = build(qform_small_cuda.SRC, QFORM_SMALL_MAIN, (("MR", mr),))
+    run(exe, [Ht.shape[0], m, n, k], (Ht, tau, Qt), [], 3)

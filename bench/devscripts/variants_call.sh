@@ -81,9 +81,12 @@
 # (runs 1121, 1150).
 # Session 30: T8 (`w_pingpong`) kept (run 1620: TESTS_K="w_pingpong", BIG, SINGLE, and a
 # TRACE with TRACE_KNOBS="--replay --knobs pp:w_pingpong=1").
-# Session 38: built, not run: T13 (the FP32 route's pair update, EXPERIMENTS.md):
-#   SKIP_B12=1 TESTS_K="fp32_pair" SWEEP_CASES=bench/devscripts/cases_t13.json SWEEP_TIMEOUT=240 \
-#   SWEEP="--knobs p32:fp32_pair=32 --knobs p16:fp32_pair=16" bash bench/devscripts/variants_call.sh
+# Session 38: built, not run: T13 (the FP32 route's pair update) and QF23 (small Q in one
+# cupy launch), EXPERIMENTS.md:
+#   SKIP_B12=1 TESTS_K="fp32_pair or small_q_by_cuda" SWEEP_CASES=bench/devscripts/cases_t13.json \
+#   SWEEP_TIMEOUT=240 SWEEP="--knobs p32:fp32_pair=32 --knobs p16:fp32_pair=16" HP_HOST=20x32 \
+#   HP_CASES=bench/devscripts/cases_20x32.json HP="--knobs s:qform_small_cuda=1" \
+#   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
