@@ -20,6 +20,9 @@ order, the panels applied backwards to the identity, each as
   kernel's strips are few and long (:func:`blas_width`; 2x4096 2x faster, batch 1 at
   3072-4096 3x, docs/EXPERIMENTS.md QF7), and for one matrix of 512-2048 columns in one
   panel (QF9); it is also the CPU stand-in when a test forces the route.
+- With the knob ``qform_small_cuda`` (off until measured, :data:`QFORM_SMALL_CUDA`), Q of
+  at most 64 rows takes :func:`small_householder_product`: one cupy launch, a thread a
+  column (the host-bound sizes, EXPERIMENTS.md QF23).
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
 
