@@ -12,7 +12,7 @@ and of the refresh alone (their difference).
 Run (GPU; ``pip install pytorch-optimizer``, or ``heavyball`` for ``--optimizer heavyball``)::
 
     python3 examples/soap_step.py                  # dim 768, 6 blocks: factors 768 and 3072
-    python3 examples/soap_step.py --optimizer heavyball
+    python3 examples/soap_step.py --optimizer heavyball   # --compile-mode none: no torch.compile
     python3 examples/soap_step.py --dim 128 --blocks 1 --steps 6 --device cpu   # a smoke run
 """
 
@@ -38,11 +38,15 @@ def make_model(dim: int, blocks: int) -> torch.nn.Module:
     return torch.nn.Sequential(*layers)
 
 
-def soap_class(name: str):
-    """The SOAP optimizer class of ``name``: ``"pytorch-optimizer"`` or ``"heavyball"``."""
+def soap_class(name: str, compile_mode: str = "default"):
+    """The SOAP optimizer class of ``name``: ``"pytorch-optimizer"`` or ``"heavyball"``;
+    ``compile_mode``: HeavyBall's ``torch.compile`` mode for its fused functions ("none":
+    eager; its own default, "max-autotune-no-cudagraphs", autotunes for minutes)."""
     if name == "heavyball":
         import heavyball
+        import heavyball.utils
 
+        heavyball.utils.compile_mode = None if compile_mode == "none" else compile_mode
         return heavyball.SOAP
     from pytorch_optimizer import SOAP
 
@@ -97,6 +101,8 @@ def arguments(description: str, whose: bool = True) -> argparse.ArgumentParser:
     if whose:
         p.add_argument("--optimizer", choices=("pytorch-optimizer", "heavyball"),
                        default="pytorch-optimizer", help="whose SOAP")
+        p.add_argument("--compile-mode", default="default",
+                       help="HeavyBall's torch.compile mode (\"none\": eager)")
     return p
 
 
@@ -115,7 +121,7 @@ def main() -> int:
     args = arguments(__doc__.splitlines()[0]).parse_args()
     device, base, data = setup(args)
 
-    soap = soap_class(args.optimizer)
+    soap = soap_class(args.optimizer, args.compile_mode)
     results = {}
     for name in ("torch", "adaptqr"):
         model = copy.deepcopy(base)
