@@ -1,5 +1,14 @@
-"""Offline (no GPU): registers and spill of the CUDA C panel (paths/kernels/panel_cuda.py)
-for sm_90, one line a configuration, and whether the PTX of two sources is the same.
+"""Offline (no GPU): registers and spill of a CUDA C kernel (the panel, paths/kernels/
+panel_cuda_src.py, or another module's ``SRC`` by ``--source``) for sm_90, one line a
+configuration, and whether the PTX of two sources is the same.
+
+With ``--nvcc`` (CUDA 13.0's, ``/usr/local/cuda-13.0/bin/nvcc`` on the development machine,
+the device's CUDA version) nvcc compiles and assembles it (``-Xptxas -v``); no NVRTC needed::
+
+    python3 bench/devscripts/regs_cuda_offline.py --nvcc /usr/local/cuda-13.0/bin/nvcc \
+        NT=256,R=1,FUSE=1,GRAM=1,CL=8 NT=256,R=2,FUSE=1
+    ... --source paths/kernels/qform_small_cuda.py MR=32 MR=64
+    ... --same OLD_panel_cuda_src.py NT=256,R=2     # registers of OLD's SRC beside today's
 
 NVRTC from PyPI compiles the source to PTX; ptxas from the triton wheel (``triton/backends/
 nvidia/bin/ptxas``) assembles it with ``-v``. The device's NVRTC (CUDA 13) gives fewer
@@ -50,6 +59,21 @@ def ptx(lib, src: str, defines: list[str]) -> str:
     return out.value.decode()
 
 
+def nvcc_usage(nvcc: str, src: str, defines: list[str]) -> str:
+    """nvcc's ``-Xptxas -v`` report of ``src`` for sm_90 under ``defines``: its registers,
+    stack and spill, one line."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "kernel.cu")
+        with open(path, "w") as f:
+            f.write(src)
+        res = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v",
+                              *(f"-D{x}" for x in defines), "-o", os.path.join(d, "k.cubin"),
+                              path], capture_output=True, text=True, check=True)
+    keep = [ln.split("info    : ")[-1].strip() for ln in res.stderr.splitlines()
+            if "registers" in ln or "spill" in ln]
+    return " / ".join(keep)
+
+
 def usage(ptxas: str, code: str) -> str:
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "panel.ptx")
@@ -65,12 +89,22 @@ def usage(ptxas: str, code: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("configs", nargs="+", help="NAME=VALUE,... compile definitions, e.g. NT=256,R=2,MINB=3")
-    ap.add_argument("--same", help="another panel_cuda.py: is its PTX today's, per configuration?")
+    ap.add_argument("--same", help="another source file: is its PTX today's (NVRTC), or its "
+                                   "registers (--nvcc), per configuration?")
+    ap.add_argument("--source", help="the module whose SRC to compile (default: the panel's)")
+    ap.add_argument("--nvcc", help="compile with this nvcc instead of NVRTC and ptxas")
     args = ap.parse_args()
-    lib = ctypes.CDLL(os.environ["NVRTC"])
-    here = os.path.join(os.path.dirname(__file__), "..", "..", "paths", "kernels", "panel_cuda.py")
+    here = args.source or os.path.join(os.path.dirname(__file__), "..", "..", "paths", "kernels",
+                                       "panel_cuda_src.py")
     src = _source(here)
     other = _source(args.same) if args.same else None
+    if args.nvcc:
+        for cfg in args.configs:
+            defines = cfg.split(",")
+            then = "" if other is None else f"  (other: {nvcc_usage(args.nvcc, other, defines)})"
+            print(f"{cfg}: {nvcc_usage(args.nvcc, src, defines)}{then}")
+        return
+    lib = ctypes.CDLL(os.environ["NVRTC"])
     for cfg in args.configs:
         defines = cfg.split(",")
         code = ptx(lib, src, defines)
