@@ -188,20 +188,26 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
     kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
-    smem = gram_smem(nt) if gram else 0
-    stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
             np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),
             np.uint64(gram_out.data_ptr() if gram and gram_out is not None else 0))
+    # A cluster's CTAs are consecutive blocks (the kernel's compile-time cluster shape).
+    run_on_torch_stream(kern, (Ht.shape[0] * cl,), (nt,), args, Ht.device, dev,
+                        gram_smem(nt) if gram else 0)
+
+
+def run_on_torch_stream(kern, grid: tuple, block: tuple, args: tuple, device: torch.device,
+                        device_index: int, shared_mem: int = 0) -> None:
+    """Launch the cupy function ``kern`` on torch's current stream of ``device`` (index
+    ``device_index``): no allocation, no sync, so a CUDA graph capture records it."""
     import cupy as cp
 
+    stream = _stream(torch.cuda.current_stream(device).cuda_stream, device_index)
     # cupy's current device is its own (thread-local, 0 by default), not torch's.
-    # A cluster's CTAs are consecutive blocks (the kernel's compile-time cluster shape).
-    grid = (Ht.shape[0] * cl,)
-    if cp.cuda.runtime.getDevice() != dev:
-        with cp.cuda.Device(dev), stream:
-            kern(grid, (nt,), args, shared_mem=smem)
+    if cp.cuda.runtime.getDevice() != device_index:
+        with cp.cuda.Device(device_index), stream:
+            kern(grid, block, args, shared_mem=shared_mem)
         return
     with stream:
-        kern(grid, (nt,), args, shared_mem=smem)
+        kern(grid, block, args, shared_mem=shared_mem)

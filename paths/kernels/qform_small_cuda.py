@@ -120,22 +120,12 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int
     """``Qt`` ``(B, n, m)`` ``= Q^T`` of the reflectors in ``Ht`` ``(B, n, m)`` and ``tau``
     ``(B, k)`` (all contiguous float32 on one CUDA device, ``m <= MAX_ROWS``): one launch on
     torch's current stream, no allocation (capturable)."""
-    from adaptqr.paths.kernels.panel_cuda import _stream
+    from adaptqr.paths.kernels.panel_cuda import run_on_torch_stream
 
     if m > MAX_ROWS:
         raise ValueError(f"qform_small_cuda: {m} rows, at most {MAX_ROWS}")
     mr = rows_of(m)
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    kern = _kernel(mr, dev)
-    stream = _stream(torch.cuda.current_stream(Ht.device).cuda_stream, dev)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(Qt.data_ptr()),
             np.int32(m), np.int32(n), np.int32(k))
-    import cupy as cp
-
-    # cupy's current device is its own (thread-local), not torch's.
-    if cp.cuda.runtime.getDevice() != dev:
-        with cp.cuda.Device(dev), stream:
-            kern((Ht.shape[0],), (mr,), args)
-        return
-    with stream:
-        kern((Ht.shape[0],), (mr,), args)
+    run_on_torch_stream(_kernel(mr, dev), (Ht.shape[0],), (mr,), args, Ht.device, dev)

@@ -1,0 +1,103 @@
+"""The cupy launchers' Python (paths/kernels/panel_cuda.py, qform_small_cuda.py) on the CPU,
+against a stand-in for cupy that records each launch: the arguments in the order the CUDA C
+signatures take them, the grid, block and shared memory, and torch's current stream. The
+kernels themselves run under the host shim (test_panel_cuda_host.py,
+test_qform_small_cuda_host.py) and on the GPU."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+import torch
+
+
+class _FakeStream:
+    def __init__(self, ptr, device_index):
+        self.ptr, self.device_index = ptr, device_index
+        self.entered = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    launches = []
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDevice=lambda: 0),
+        ExternalStream=_FakeStream,
+        Device=lambda i: pytest.fail("no device switch expected"))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda device=None: types.SimpleNamespace(cuda_stream=1234))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    from adaptqr.paths.kernels import panel_cuda
+
+    panel_cuda._stream.cache_clear()
+
+    def kernel(name):
+        def launch(grid, block, args, shared_mem=0):
+            launches.append((name, grid, block, args, shared_mem))
+        return launch
+
+    yield launches, kernel
+    panel_cuda._stream.cache_clear()
+
+
+def _ptr(t):
+    return np.uint64(t.data_ptr())
+
+
+def test_panel_launch_passes_the_gram_outcomes(fake_cupy, monkeypatch):
+    launches, kernel = fake_cupy
+    from adaptqr.paths.kernels import panel_cuda
+    from adaptqr.paths.kernels.panel_gram import gram_smem
+
+    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram: kernel(
+        (nt, r, fuse, cl, gram)))
+    B, m, n = 3, 300, 64
+    Ht, tau = torch.zeros(B, n, m), torch.zeros(B, n)
+    TW, na = torch.zeros(B, 2, 32, 32), torch.zeros(B, dtype=torch.int32)
+    gout = torch.zeros(B, 2, dtype=torch.int32)
+    panel_cuda.launch(Ht, tau, TW, na, 32, m, n, 32, 1, 2, 32, 512, True, 0.5, True, 128,
+                      True, gout)
+    panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 512, False, 0.0, True, 0,
+                      False, gout)
+    (name, grid, block, args, smem), (name2, grid2, block2, args2, smem2) = launches
+    # A cluster of four 128-row CTAs a matrix, the Gram build: its outcomes' pointer last.
+    assert name == (128, 1, True, 4, True) and grid == (B * 4,) and block == (128,)
+    assert smem == gram_smem(128)
+    assert list(args) == [_ptr(Ht), _ptr(tau), _ptr(TW), _ptr(na), 32, m, n, 32, 1, 2, 1,
+                          np.float32(0.5), _ptr(gout)]
+    assert [type(a) for a in args] == [np.uint64] * 4 + [np.int32] * 7 + [np.float32, np.uint64]
+    # One CTA of 256 threads, two rows each, no Gram build: a null outcomes pointer.
+    assert name2 == (256, 2, True, 1, False) and grid2 == (B,) and smem2 == 0
+    assert args2[-1] == 0 and args2[10] == 0
+    # Both on torch's current stream (cupy's stand-in for it, entered once a launch).
+    assert panel_cuda._stream(1234, 0).entered == 2
+
+
+def test_small_q_launch(fake_cupy, monkeypatch):
+    launches, kernel = fake_cupy
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    monkeypatch.setattr(qform_small_cuda, "_kernel", lambda mr, dev: kernel(mr))
+    B, m, n, k = 5, 20, 20, 17
+    Ht, tau, Qt = torch.zeros(B, n, m), torch.zeros(B, k), torch.zeros(B, n, m)
+    qform_small_cuda.launch(Ht, tau, Qt, m, n, k)
+    ((mr, grid, block, args, smem),) = launches
+    assert mr == 32 and grid == (B,) and block == (32,) and smem == 0
+    assert list(args) == [_ptr(Ht), _ptr(tau), _ptr(Qt), m, n, k]
+    from adaptqr.paths.kernels.panel_cuda import _stream
+
+    assert _stream(1234, 0).entered == 1
+    with pytest.raises(ValueError, match="65 rows"):
+        qform_small_cuda.launch(Ht, tau, Qt, 65, n, k)
