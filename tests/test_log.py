@@ -188,14 +188,14 @@ def test_tried_panels_counted_by_what_they_took():
     ex = adaptqr.explain(A)
     assert ex.panels == [{"cta+gram": 2, "cta": 1}] * 3
     # A path whose kinds name no try gets no panel_out.
-    adaptqr.register_path(lambda H, tau, info: seen.append(info.panel_out) or fac_plain(H, tau),
-                          name="plain", priority=20, panels=lambda spec, device: (3, ["cta"] * 3))
-
-    def fac_plain(H, tau):
+    def plain(H, tau, info):
+        seen.append(info.panel_out)
         a, t = torch.geqrf(H)
         H.copy_(a)
         tau.copy_(t)
 
+    adaptqr.register_path(plain, name="plain", priority=20,
+                          panels=lambda spec, device: (3, ["cta"] * 3))
     adaptqr.geqrf(A)
     assert seen[-1] is None
 
