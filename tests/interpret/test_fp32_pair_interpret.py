@@ -60,3 +60,34 @@ def test_fp32_pair_matches_two_passes(rows):
     assert (t2[3, 70:] == 0).all() and (t2[4, 48:] == 0).all()
     r = check_geqrf(A[1:], H2[1:], t2[1:])
     assert r.passes_bar, r.summary()
+
+
+@pytest.mark.parametrize("structure", ["repeated", "cancel", "rank1", "subnormal", "huge",
+                                       "mixed_scale", "nan", "inf"])
+def test_fp32_pair_on_degenerate_inputs(structure, monkeypatch):
+    # The degenerate suite's verdicts (tests/degenerate_suite.py: the bar, finite outputs,
+    # NaN kept in its matrix, the input untouched) through the public call with the pair
+    # on: the FP16 route offered at n = 96 (its floor lowered) and its groups of two, so
+    # the degenerate matrix and its random neighbour take the FP32 launch's pairs.
+    import importlib
+
+    from degenerate_suite import check_batch
+
+    from adaptqr import config
+    from adaptqr.paths import householder
+
+    classify = importlib.import_module("adaptqr.detectors.classify")
+    monkeypatch.setattr(classify, "FP16_MIN_N", 64)
+    kernel, pairs = householder.trailing_kernel, []
+
+    class Spy:  # notes each launch's PAIR32 and runs the kernel
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                pairs.append(kwargs.get("PAIR32", False))
+                return kernel[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(householder, "trailing_kernel", Spy())
+    with config.experiment(fp32_pair=16, fp16_group=2):
+        check_batch(structure, 96, 3, 1, 17, "cpu", path="householder")
+    assert any(pairs), pairs
