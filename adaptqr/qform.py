@@ -225,7 +225,7 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
-    if knobs.get("qform_small_cuda", QFORM_SMALL_CUDA) and qform_small_cuda.applies(A, A.shape[-2]):
+    if knobs.get("qform_small_cuda", QFORM_SMALL_CUDA) and qform_small_cuda.applies(A):
         return small_householder_product
     if A.is_cuda or interpreting():
         return functools.partial(triton_householder_product, knobs=knobs)

@@ -10,8 +10,9 @@ Why: at these sizes (20x32: a few microseconds of GPU work) ``householder_produc
 bound by the host, and a Triton launch costs the host tens of microseconds more than a cupy
 launch of a compiled kernel (its binder, its cache key, its launch metadata, on each call).
 The column's reflections need no exchange between threads: thread ``c`` holds column ``c``
-in registers (``MR`` of them, ``m`` rounded up) and applies ``H_j`` for ``j`` from ``k - 1``
-down, each a dot product and an update of its own rows, ``v_j`` and ``tau`` read from
+in registers (``MR`` of them, ``m`` rounded up) and applies ``H_j`` for ``j`` from
+``min(c, k - 1)`` down (those above leave ``e_c`` as it is), each a dot product and an
+update of its own rows, ``v_j`` and ``tau`` read from
 shared memory (the same address for every thread: a broadcast). Products in float32 FMA; a
 reflector with ``tau == 0`` is skipped, as LAPACK's ``larf`` does.
 
@@ -85,10 +86,10 @@ def rows_of(m: int) -> int:
     return max(16, 1 << (m - 1).bit_length())
 
 
-def applies(A: torch.Tensor, m: int) -> bool:
-    """Whether the kernel takes ``A``'s Q: CUDA, columns of at most :data:`MAX_ROWS` rows, and
-    the kernel available (:func:`available`)."""
-    return A.is_cuda and m <= MAX_ROWS and available()
+def applies(A: torch.Tensor) -> bool:
+    """Whether the kernel takes the Q of ``A`` ``(*, m, n)``: CUDA, ``m`` at most
+    :data:`MAX_ROWS`, and the kernel available (:func:`available`)."""
+    return A.is_cuda and A.shape[-2] <= MAX_ROWS and available()
 
 
 @functools.lru_cache(maxsize=None)

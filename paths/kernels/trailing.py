@@ -363,10 +363,18 @@ def _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
     # No T2 mask: its matrices have n_active == n.
-    Y1 = _dot_small(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
-    Y2 = _dot_small(W2 - _dot_small(Y1, G, PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB), PREC)
+    Y1, Y2 = _pair_ys(W1, W2, G, TW, b, k, n_tw, NB, PREC)
     ys = y_scale(tl.maximum(abs_max(Y1), abs_max(Y2)))
     return (Y1 * (1.0 / ys)).to(tl.float16), (Y2 * (1.0 / ys)).to(tl.float16), ys
+
+
+@triton.jit
+def _pair_ys(W1, W2, G, TW, b, k, n_tw, NB: tl.constexpr, PREC: tl.constexpr):
+    """A pair update's ``Y1 = W1 T1`` and ``Y2 = (W2 - Y1 G) T2`` (``W2 - Y1 G``: ``C^T V2``
+    after panel 1) from its first sweep's sums, the panels at ``k`` and ``k + NB``."""
+    Y1 = _dot_small(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
+    Y2 = _dot_small(W2 - _dot_small(Y1, G, PREC), _load_t(TW, b, (k + NB) // NB, n_tw, NB), PREC)
+    return Y1, Y2
 
 
 @triton.jit
@@ -422,8 +430,7 @@ def _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
         W1 += _dot(C, tl.trans(V1), PREC)
         W2 += _dot(C, tl.trans(V2), PREC)
         G += _dot(V1, tl.trans(V2), PREC)
-    Y1 = _dot_small(W1, _load_t(TW, b, k // NB, n_tw, NB), PREC)
-    Y2 = _dot_small(W2 - _dot_small(Y1, G, PREC), _load_t(TW, b, k // NB + 1, n_tw, NB), PREC)
+    Y1, Y2 = _pair_ys(W1, W2, G, TW, b, k, n_tw, NB, PREC)
     Y1, ys1 = y_unit(Y1, PREC)
     Y2, ys2 = y_unit(Y2, PREC)
     for r0 in range(k, m, BM):
