@@ -153,7 +153,9 @@ class Knobs:
     mode), ``fp32_pair`` (``schedules.FP32_PAIR``: 0, or 16 / 32: the FP32 route's update of a
     group's two panels in one pass over each streamed tile, in row chunks of that many),
     ``qform_small_cuda`` (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA
-    C kernel, one cupy launch, instead of the Triton one)."""
+    C kernel, one cupy launch, instead of the Triton one), ``gram_chain``
+    (``schedules.GRAM_CHAIN``: 0 / 1, the Gram panels' Cholesky and LU chains with their
+    pivots kept off shared memory, the same bits)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -188,6 +190,7 @@ class Knobs:
     w_partials: int | None = None
     fp32_pair: int | None = None
     qform_small_cuda: int | None = None
+    gram_chain: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -321,6 +324,7 @@ KNOB_CHOICES = {
     "w_partials": (0, 1),
     "fp32_pair": (0, 16, 32),
     "qform_small_cuda": (0, 1),
+    "gram_chain": (0, 1),
 }
 
 

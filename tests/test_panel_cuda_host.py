@@ -17,7 +17,7 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None):
+def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, gram_chain=False):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
     path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``; ``na``: one
     ``n_active`` for all, or one a matrix."""
@@ -29,7 +29,7 @@ def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None):
     nav = torch.full((B,), float(n)) if na is None else torch.tensor(na, dtype=torch.float32).expand(B).clone()
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse, gram, gram_out)
+                           0.0, fuse, gram, gram_out, gram_chain)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -108,3 +108,35 @@ def test_emulated_gram_outcome_at_n_active():
     gout = torch.full((3, 2), -1, dtype=torch.int32)
     _panel(X, 32, 32, True, na=[64, 40, 32], gram=True, gram_out=gout)
     assert gout[:, 1].tolist() == [1, 0, -1] and gout[:, 0].tolist() == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("m,k", [(100, 0), (300, 32)])
+def test_emulated_gram_chain_same_bits(m, k):
+    # EXPERIMENTS.md H32: the Gram build with its Cholesky and LU pivots kept off shared
+    # memory does the same fmas in the same order, so every output keeps its bits: panels
+    # the build takes (plain, graded, tiny, huge), and the ones its tests reject (a repeated
+    # column, a NaN, a sub-column that nearly vanishes: tau near 2).
+    g = torch.Generator().manual_seed(m + 1)
+    X = torch.randn(9, m, 64, generator=g)
+    X[1] *= torch.logspace(0, -3, 64)                      # graded columns
+    X[2] *= 1e-12                                          # small and large, in the Gram's range
+    X[3] *= 1e12
+    X[4, :, k + 7] = X[4, :, k + 2]                         # rejected by the first Cholesky
+    X[5, 50, k + 4] = float("nan")
+    # Nearly upper triangular: Q_top near the identity, tau near 2 (the LU's test).
+    X[6, k:k + 32, k:k + 32] = X[6, k:k + 32, k:k + 32].triu() + 5.0 * torch.eye(32)
+    X[6, k + 32:, k:k + 32] *= 1e-6
+    X[7, :, k:k + 32] = torch.linalg.qr(X[7, :, k:k + 32])[0] * 3.0  # orthogonal columns
+    # Correlated columns: R's off-diagonal entries as large as its diagonal, so that each
+    # step's subtraction rounds where a shortcut that rounded otherwise would show.
+    X[8] = X[8] * 0.5 + torch.randn(m, 1, generator=g)
+    outs = {}
+    for chain in (False, True):
+        gout = torch.full((9, 2), -1, dtype=torch.int32)
+        outs[chain] = _panel(X, k, 32, True, gram=True, gram_out=gout, gram_chain=chain) + (gout,)
+    (H0, tau0, T0, g0), (H1, tau1, T1, g1) = outs[False], outs[True]
+    assert g0[:, k // 32].tolist() == [1, 1, 1, 1, 0, 0, 0, 1, 1]
+    assert torch.equal(g0, g1)
+    assert torch.equal(H0.nan_to_num(7.0), H1.nan_to_num(7.0)) and torch.equal(H0.isnan(), H1.isnan())
+    assert torch.equal(tau0.nan_to_num(7.0), tau1.nan_to_num(7.0))
+    assert torch.equal(T0.nan_to_num(7.0), T1.nan_to_num(7.0))

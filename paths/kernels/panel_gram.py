@@ -31,6 +31,9 @@ GRAM_FUNCS = r"""
 #ifndef GRAM
 #define GRAM 0
 #endif
+#ifndef GCHAIN
+#define GCHAIN 0
+#endif
 #if GRAM
 #define GS 36                       // row stride of float4-read arrays
 // Numerical margins (docs/NUMERICS.md, "Gram panels"), not timings. 2^-10: a column at
@@ -91,6 +94,61 @@ __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
 // row kk + q at step kk). Writes M = R as mt[c][p] = R[p][c] (p < c, zero for p >= c),
 // dg[c] = R[c][c], mi[c] = 1 / R[c][c]. True (every lane) where each pivot keeps more than
 // tol of its column's squared norm and the diagonal is in the plain sum's range.
+// GCHAIN 1 (EXPERIMENTS.md H32): the same factor, bit for bit, with the pivot chain off
+// shared memory. Step kk + 1's pivot is lane kk + 1's slot 1 after step kk, which that lane
+// computes from its own R[kk][kk + 1] (the fma the update would do) and shuffles at once;
+// every lane's next slot 0 takes R[kk][kk + 1] by a shuffle too. The other slots take step
+// kk's row from prow at step kk + 1, beside its rsqrt (slot 1's first, which the pivot
+// needs): prow is two buffers of NB, the steps alternating, so no lane posts a row over one
+// that another lane still reads.
+#if GCHAIN
+__device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
+                                          float* mi, float* prow, float tol, int lane) {
+    float g[NB];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) g[q] = G[q][lane];
+    const float d0 = G[lane][lane];
+    bool ok = d0 >= PLAIN_SS_LO && d0 <= PLAIN_SS_HI;
+    prow[NB + lane] = 0.0f;  // "step -1"'s row: its update below leaves every slot as it is
+    __syncwarp();
+    float d = __shfl_sync(FULL, g[0], 0);
+    float rkp = 0.0f;  // this lane's R[kk - 1][lane], the factor of the update slots 1.. owe
+#pragma unroll 1
+    for (int kk = 0; kk < NB; ++kk) {
+        const float dk0 = __shfl_sync(FULL, d0, kk);
+        ok = ok && (d > tol * dk0);
+        const float ri = rsqrtf(d);
+        const float r = d * ri;
+        // Step kk - 1's update of slots 1..: slot q (row kk + q) takes its row's entry q + 1.
+        const float4* pr = reinterpret_cast<const float4*>(prow + ((kk + 1) & 1) * NB);
+        const float4 x0 = pr[0];
+        g[1] = fmaf(-x0.z, rkp, g[1]);
+        g[2] = fmaf(-x0.w, rkp, g[2]);
+        const float rk = lane == kk ? r : g[0] * ri;
+        const int nx = (kk + 1) & (NB - 1);
+        d = __shfl_sync(FULL, fmaf(-rk, rk, g[1]), nx);  // lane nx's slot 1 after this step
+        const float p1 = __shfl_sync(FULL, rk, nx);         // R[kk][kk + 1]
+#pragma unroll
+        for (int p = 1; p < NB / 4; ++p) {
+            const float4 x = pr[p];
+            g[4 * p - 1] = fmaf(-x.x, rkp, g[4 * p - 1]);
+            g[4 * p] = fmaf(-x.y, rkp, g[4 * p]);
+            g[4 * p + 1] = fmaf(-x.z, rkp, g[4 * p + 1]);
+            g[4 * p + 2] = fmaf(-x.w, rkp, g[4 * p + 2]);
+        }
+        prow[(kk & 1) * NB + ((lane - kk) & (NB - 1))] = rk;
+        mt[lane * GS + kk] = kk < lane ? rk : 0.0f;
+        if (lane == kk) { dg[kk] = r; mi[kk] = ri; }
+        const float g0 = fmaf(-p1, rk, g[1]);
+#pragma unroll
+        for (int q = 1; q < NB - 1; ++q) g[q] = g[q + 1];
+        g[0] = g0;
+        rkp = rk;
+        __syncwarp();
+    }
+    return __all_sync(FULL, ok);
+}
+#else
 __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
                                           float* mi, float* prow, float tol, int lane) {
     float g[NB];
@@ -125,6 +183,7 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
     }
     return __all_sync(FULL, ok);
 }
+#endif
 
 // acc + sg sum_{p < c} v[p] x[p] (sg = +-1), one fma a term in p order, x 16-byte aligned
 // in shared memory: the prefix products of the triangular solves and products (c is a
@@ -153,6 +212,14 @@ __device__ __forceinline__ void solve_rows(float (&a)[R][NB], const float* mt, c
     }
 }
 
+// Lane j's row of the LU into prow (entry q: column j + q).
+__device__ __forceinline__ void post_row(float* prow, const float (&mr)[NB]) {
+    float4* pw4 = reinterpret_cast<float4*>(prow);
+#pragma unroll
+    for (int p = 0; p < NB / 4; ++p)
+        pw4[p] = make_float4(mr[4 * p], mr[4 * p + 1], mr[4 * p + 2], mr[4 * p + 3]);
+}
+
 // orhr_col's LU of Q_top - S by one warp, lane l holding row l of Q_top (slot q: column
 // j + q at step j): s_j = -sign(pivot), U[j][j] = pivot - s_j. Writes U in chol_warp's
 // layout (mt, dg, mi), L1's strict lower part gl[l][j] (zero elsewhere) and the signs sv.
@@ -163,6 +230,43 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
 #pragma unroll
     for (int q = 0; q < NB; ++q) mr[q] = top[q];
     bool ok = true;
+#if GCHAIN
+    // H32: row j's entries right of its pivot are final at step j's start, so lane j posts
+    // them while the pivot travels (entry 0, the pivot's, is read by no lane), and every
+    // lane reads them before the pivot's reciprocal is known. The update runs on every lane
+    // with lj zero at and above row j: rows there are finished, so what it leaves in them
+    // (a zero's sign, say) is never read.
+#pragma unroll 1
+    for (int j = 0; j < NB; ++j) {
+        const float piv = __shfl_sync(FULL, mr[0], j);
+        if (lane == j) post_row(prow, mr);
+        __syncwarp();
+        const float4* pr = reinterpret_cast<const float4*>(prow);
+        const float4 x0 = pr[0];
+        const float s = piv >= 0.0f ? -1.0f : 1.0f;
+        const float u = piv - s;
+        const float ui = 1.0f / u;
+        ok = ok && fabsf(u) <= GRAM_TAU_MAX;
+        const float lj = lane > j ? mr[0] * ui : 0.0f;
+        mr[1] = fmaf(-lj, x0.y, mr[1]);
+        mr[2] = fmaf(-lj, x0.z, mr[2]);
+        mr[3] = fmaf(-lj, x0.w, mr[3]);
+#pragma unroll
+        for (int p = 1; p < NB / 4; ++p) {
+            const float4 x = pr[p];
+            mr[4 * p] = fmaf(-lj, x.x, mr[4 * p]);
+            mr[4 * p + 1] = fmaf(-lj, x.y, mr[4 * p + 1]);
+            mr[4 * p + 2] = fmaf(-lj, x.z, mr[4 * p + 2]);
+            mr[4 * p + 3] = fmaf(-lj, x.w, mr[4 * p + 3]);
+        }
+        gl[lane][j] = lj;
+        mt[lane * GS + j] = j < lane ? prow[lane - j] : 0.0f;
+        if (lane == j) { dg[j] = u; mi[j] = ui; sv[j] = s; }
+#pragma unroll
+        for (int q = 0; q < NB - 1; ++q) mr[q] = mr[q + 1];
+        __syncwarp();
+    }
+#else
 #pragma unroll 1
     for (int j = 0; j < NB; ++j) {
         const float piv = __shfl_sync(FULL, mr[0], j);
@@ -172,10 +276,7 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
         ok = ok && fabsf(u) <= GRAM_TAU_MAX;
         if (lane == j) {
             mr[0] = u;
-            float4* pw4 = reinterpret_cast<float4*>(prow);
-#pragma unroll
-            for (int p = 0; p < NB / 4; ++p)
-                pw4[p] = make_float4(mr[4 * p], mr[4 * p + 1], mr[4 * p + 2], mr[4 * p + 3]);
+            post_row(prow, mr);
         }
         __syncwarp();
         const float lj = mr[0] * ui;
@@ -197,6 +298,7 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
         for (int q = 0; q < NB - 1; ++q) mr[q] = mr[q + 1];
         __syncwarp();
     }
+#endif
     return __all_sync(FULL, ok);
 }
 #endif

@@ -462,6 +462,27 @@ def test_fp32_pair_matches(B, n, case, cond, rows):
     assert float(((R1 - R2).norm(dim=(1, 2)) / R1.norm(dim=(1, 2))).max()) < 1e-4
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n,case", [(1, 4096, "dense"), (8, 2048, "dense"), (4, 512, "mixed"),
+                                      (16, 1024, "clustered"), (2, 1024, "rankdef")])
+def test_gram_chain_gives_the_same_bits(B, n, case):
+    # EXPERIMENTS.md H32 (knob gram_chain): the Gram build's Cholesky and LU with their
+    # pivots kept off shared memory do the same fmas, so the factorization keeps its bits
+    # (deterministic mode: no atomics between the two calls), clusters and one-CTA panels,
+    # a matrix with a repeated column (its panels rejected) among them.
+    import adaptqr
+    from adaptqr import config
+    from adaptqr.testing import deterministic, generate
+
+    A = generate(B, n, 2, 70 + n, case, "cuda")
+    A[-1, :, 40] = A[-1, :, 9]
+    with deterministic():
+        H0, t0 = adaptqr.geqrf(A)
+        with config.experiment(gram_chain=1):
+            H1, t1 = adaptqr.geqrf(A)
+    assert torch.equal(H0, H1) and torch.equal(t0, t1)
+
+
 def test_gram_outcomes_in_the_decisions_log():
     # Issue 24: the decisions log says how many of each matrix's panels the Gram build took
     # and how many fell back to the column steps (the kernel writes each outcome into the
