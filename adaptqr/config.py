@@ -154,8 +154,8 @@ class Knobs:
     group's two panels in one pass over each streamed tile, in row chunks of that many),
     ``qform_small_cuda`` (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA
     C kernel, one cupy launch, instead of the Triton one), ``gram_chain``
-    (``schedules.GRAM_CHAIN``: 0 / 1, the Gram panels' Cholesky and LU chains with their
-    pivots kept off shared memory, the same bits)."""
+    (``schedules.GRAM_CHAIN``: 0 / 1 / 2, the Gram panels' Cholesky and LU chains with their
+    pivots kept off shared memory, the same bits; 2: the Cholesky's steps unrolled too)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -324,7 +324,7 @@ KNOB_CHOICES = {
     "w_partials": (0, 1),
     "fp32_pair": (0, 16, 32),
     "qform_small_cuda": (0, 1),
-    "gram_chain": (0, 1),
+    "gram_chain": (0, 1, 2),
 }
 
 

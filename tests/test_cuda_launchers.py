@@ -70,22 +70,22 @@ def test_panel_launch_passes_the_gram_outcomes(fake_cupy, monkeypatch):
     panel_cuda.launch(Ht, tau, TW, na, 32, m, n, 32, 1, 2, 32, 512, True, 0.5, True, 128,
                       True, gout)
     panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 512, False, 0.0, True, 0,
-                      False, gout, gram_chain=True)
+                      False, gout, gram_chain=1)
     panel_cuda.launch(Ht, tau, TW, na, 32, m, n, 32, 1, 2, 32, 512, True, 0.5, True, 128,
-                      True, gout, gram_chain=True)
+                      True, gout, gram_chain=2)
     (name, grid, block, args, smem), (name2, grid2, block2, args2, smem2), third = launches
     # A cluster of four 128-row CTAs a matrix, the Gram build: its outcomes' pointer last.
-    assert name == (128, 1, True, 4, True, False) and grid == (B * 4,) and block == (128,)
+    assert name == (128, 1, True, 4, True, 0) and grid == (B * 4,) and block == (128,)
     assert smem == gram_smem(128)
     assert list(args) == [_ptr(Ht), _ptr(tau), _ptr(TW), _ptr(na), 32, m, n, 32, 1, 2, 1,
                           np.float32(0.5), _ptr(gout)]
     assert [type(a) for a in args] == [np.uint64] * 4 + [np.int32] * 7 + [np.float32, np.uint64]
     # One CTA of 256 threads, two rows each, no Gram build (so no chain build of it either,
     # EXPERIMENTS.md H32): a null outcomes pointer.
-    assert name2 == (256, 2, True, 1, False, False) and grid2 == (B,) and smem2 == 0
+    assert name2 == (256, 2, True, 1, False, 0) and grid2 == (B,) and smem2 == 0
     assert args2[-1] == 0 and args2[10] == 0
     # The Gram build with its chains' pivots off shared memory: the same arguments.
-    assert third[0] == (128, 1, True, 4, True, True) and list(third[3]) == list(args)
+    assert third[0] == (128, 1, True, 4, True, 2) and list(third[3]) == list(args)
     # Both on torch's current stream (cupy's stand-in for it, entered once a launch).
     assert panel_cuda._stream(1234, 0).entered == 3
 

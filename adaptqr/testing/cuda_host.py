@@ -215,13 +215,14 @@ def run(exe: str, before: list, tensors: tuple, after: list, written: int) -> No
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
                  has_na: bool, floor: float, fuse: bool = False, gram: bool = False,
-                 gram_out: torch.Tensor | None = None, gram_chain: bool = False) -> None:
+                 gram_out: torch.Tensor | None = None, gram_chain: int = 0) -> None:
     """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host, one CTA a matrix (no
     clusters): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
     (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
     (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it); ``gram_out``:
     ``(B, n_tw)`` (any dtype), the Gram build's outcomes written into it (else none kept);
-    ``gram_chain``: the Gram build's chains with their pivots off shared memory (H32)."""
+    ``gram_chain``: 0, or the Gram build's chains with their pivots off shared memory (1,
+    2: the Cholesky unrolled; H32)."""
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
@@ -230,7 +231,7 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
                 (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram)),
-                 ("GCHAIN", int(gram and gram_chain))))
+                 ("GCHAIN", int(gram_chain) if gram else 0)))
     gout = torch.full((Ht.shape[0], n_tw), -1.0)
     if gram_out is not None:
         gout.copy_(gram_out)

@@ -139,13 +139,13 @@ def cluster_available() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
-            gram: bool = False, gram_chain: bool = False):
+            gram: bool = False, gram_chain: int = 0):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
         opts += (f"-DCL={cl}",) if cl > 1 else ()
-        opts += ("-DGRAM=1",) + (("-DGCHAIN=1",) if gram_chain else ()) if gram else ()
+        opts += ("-DGRAM=1",) + ((f"-DGCHAIN={gram_chain}",) if gram_chain else ()) if gram else ()
         mod = cp.RawModule(code=SRC, options=opts)
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
@@ -169,7 +169,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
            gram: bool = False, gram_out: torch.Tensor | None = None,
-           gram_chain: bool = False) -> None:
+           gram_chain: int = 0) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
@@ -180,8 +180,9 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     :func:`gram_build` allows (EXPERIMENTS.md H22); ``gram_out``: ``(B, n_tw)`` int32, where
     the Gram build writes each matrix's outcome of this panel (column ``tw_index``: 1 the
     Gram build, 0 the column steps; unwritten past the matrix's ``n_active``);
-    ``gram_chain``: the Gram build whose Cholesky and LU chains keep their pivots off shared
-    memory (the same bits, EXPERIMENTS.md H32)."""
+    ``gram_chain``: 0, or the Gram build whose Cholesky and LU chains keep their pivots off
+    shared memory, 1 as loops, 2 with the Cholesky unrolled (the same bits, EXPERIMENTS.md
+    H32)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
@@ -190,7 +191,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
-    kern = _kernel(nt, r, dev, bool(fuse), cl, gram, bool(gram and gram_chain))
+    kern = _kernel(nt, r, dev, bool(fuse), cl, gram, int(gram_chain) if gram else 0)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
             np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),

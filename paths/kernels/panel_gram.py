@@ -34,6 +34,16 @@ GRAM_FUNCS = r"""
 #ifndef GCHAIN
 #define GCHAIN 0
 #endif
+// GCHAIN 2: the Cholesky's 32 steps unrolled, so no slot rotates (register names instead
+// of moves) and no step updates a slot past the last row, which slot s at step i holds from
+// i + s = NB on: about half a step's fmas and loads (sm_90: 47 instructions a step against
+// the loop's 96). The LU stays a loop: unrolled, it spilled at every step.
+#if GCHAIN > 1
+#define CHAIN_UNROLL _Pragma("unroll")
+#else
+#define CHAIN_UNROLL _Pragma("unroll 1")
+#endif
+#define CHAIN_LIVE(i, s) (GCHAIN < 2 || (i) + (s) < NB)
 #if GRAM
 #define GS 36                       // row stride of float4-read arrays
 // Numerical margins (docs/NUMERICS.md, "Gram panels"), not timings. 2^-10: a column at
@@ -113,7 +123,7 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
     __syncwarp();
     float d = __shfl_sync(FULL, g[0], 0);
     float rkp = 0.0f;  // this lane's R[kk - 1][lane], the factor of the update slots 1.. owe
-#pragma unroll 1
+    CHAIN_UNROLL
     for (int kk = 0; kk < NB; ++kk) {
         const float dk0 = __shfl_sync(FULL, d0, kk);
         ok = ok && (d > tol * dk0);
@@ -123,18 +133,19 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
         const float4* pr = reinterpret_cast<const float4*>(prow + ((kk + 1) & 1) * NB);
         const float4 x0 = pr[0];
         g[1] = fmaf(-x0.z, rkp, g[1]);
-        g[2] = fmaf(-x0.w, rkp, g[2]);
+        if (CHAIN_LIVE(kk, 2)) g[2] = fmaf(-x0.w, rkp, g[2]);
         const float rk = lane == kk ? r : g[0] * ri;
         const int nx = (kk + 1) & (NB - 1);
         d = __shfl_sync(FULL, fmaf(-rk, rk, g[1]), nx);  // lane nx's slot 1 after this step
         const float p1 = __shfl_sync(FULL, rk, nx);         // R[kk][kk + 1]
 #pragma unroll
         for (int p = 1; p < NB / 4; ++p) {
+            if (!CHAIN_LIVE(kk, 4 * p - 1)) break;
             const float4 x = pr[p];
             g[4 * p - 1] = fmaf(-x.x, rkp, g[4 * p - 1]);
-            g[4 * p] = fmaf(-x.y, rkp, g[4 * p]);
-            g[4 * p + 1] = fmaf(-x.z, rkp, g[4 * p + 1]);
-            g[4 * p + 2] = fmaf(-x.w, rkp, g[4 * p + 2]);
+            if (CHAIN_LIVE(kk, 4 * p)) g[4 * p] = fmaf(-x.y, rkp, g[4 * p]);
+            if (CHAIN_LIVE(kk, 4 * p + 1)) g[4 * p + 1] = fmaf(-x.z, rkp, g[4 * p + 1]);
+            if (CHAIN_LIVE(kk, 4 * p + 2)) g[4 * p + 2] = fmaf(-x.w, rkp, g[4 * p + 2]);
         }
         prow[(kk & 1) * NB + ((lane - kk) & (NB - 1))] = rk;
         mt[lane * GS + kk] = kk < lane ? rk : 0.0f;

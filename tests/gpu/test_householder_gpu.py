@@ -463,9 +463,10 @@ def test_fp32_pair_matches(B, n, case, cond, rows):
 
 
 @pytest.mark.variant
+@pytest.mark.parametrize("chain", [1, 2])
 @pytest.mark.parametrize("B,n,case", [(1, 4096, "dense"), (8, 2048, "dense"), (4, 512, "mixed"),
                                       (16, 1024, "clustered"), (2, 1024, "rankdef")])
-def test_gram_chain_gives_the_same_bits(B, n, case):
+def test_gram_chain_gives_the_same_bits(B, n, case, chain):
     # EXPERIMENTS.md H32 (knob gram_chain): the Gram build's Cholesky and LU with their
     # pivots kept off shared memory do the same fmas, so the factorization keeps its bits
     # (deterministic mode: no atomics between the two calls), clusters and one-CTA panels,
@@ -478,7 +479,7 @@ def test_gram_chain_gives_the_same_bits(B, n, case):
     A[-1, :, 40] = A[-1, :, 9]
     with deterministic():
         H0, t0 = adaptqr.geqrf(A)
-        with config.experiment(gram_chain=1):
+        with config.experiment(gram_chain=chain):
             H1, t1 = adaptqr.geqrf(A)
     assert torch.equal(H0, H1) and torch.equal(t0, t1)
 
