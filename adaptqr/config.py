@@ -155,7 +155,9 @@ class Knobs:
     ``qform_small_cuda`` (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA
     C kernel, one cupy launch, instead of the Triton one), ``gram_chain``
     (``schedules.GRAM_CHAIN``: 0 / 1 / 2, the Gram panels' Cholesky and LU chains with their
-    pivots kept off shared memory, the same bits; 2: the Cholesky's steps unrolled too)."""
+    pivots kept off shared memory, the same bits; 2: the Cholesky's steps unrolled too),
+    ``cluster_max`` (``schedules.CUDA_PANEL_CLUSTER_MAX``: 8 / 16, the most CTAs a cluster
+    panel takes; 16 is sm_90's non-portable size)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -191,6 +193,7 @@ class Knobs:
     fp32_pair: int | None = None
     qform_small_cuda: int | None = None
     gram_chain: int | None = None
+    cluster_max: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -325,6 +328,7 @@ KNOB_CHOICES = {
     "fp32_pair": (0, 16, 32),
     "qform_small_cuda": (0, 1),
     "gram_chain": (0, 1, 2),
+    "cluster_max": (8, 16),
 }
 
 

@@ -195,7 +195,8 @@ def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
     if not (s.gram_panel and B <= s.gram_max_batch):
         return False
     if kind == PANEL_CLUSTER_CUDA:
-        nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster))[1]
+        nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster),
+                                      s.cluster_max)[1]
     elif kind == PANEL_REGISTER_CUDA:
         nt = panel_cuda.threads_rows(MB)[0]
     else:

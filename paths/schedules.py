@@ -100,6 +100,12 @@ GRAM_CHAIN = 0
 #: ``cuda_panel_cluster``; with the knob ``cuda_panel_rows=256`` it splits the panels of 512
 #: and 1024 rows too (batch 1, CTAs of 128 rows: 1x768 2.03 -> 1.87, 1x1024 3.02 -> 2.74).
 CUDA_PANEL_CLUSTER = 256
+#: The most CTAs of a cluster panel: 8 (panel_cuda.MAX_CLUSTER, portable), or 16 (sm_90's
+#: non-portable size, opted in at the kernel's load): 4096-row panels at CTAs of 256 rows
+#: in 16 CTAs of one row a thread instead of 8 of two, so the Gram build's per-row work
+#: (two Grams, three solves) halves a CTA. Not measured yet: EXPERIMENTS.md H33; knob
+#: ``cluster_max``.
+CUDA_PANEL_CLUSTER_MAX = 8
 #: Batches of at most this many matrices take clusters for their panels of
 #: ``CLUSTER_SMALL_ROWS`` + 1 to ``CUDA_PANEL_MAX_ROWS`` rows too, in CTAs of
 #: ``CLUSTER_SMALL_CTA_ROWS`` rows (4 or 8 a matrix), so that few matrices use more SMs.
@@ -208,6 +214,7 @@ SCHEDULE_KNOBS = {
     "gram_max_batch": ("GRAM_PANEL_MAX_BATCH", int),
     "gram_chain": ("GRAM_CHAIN", int),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
+    "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "lookahead": ("LOOKAHEAD", int),
     "route_lanes": ("ROUTE_LANES", int),
@@ -419,6 +426,9 @@ class Schedule:
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None
+    # The most CTAs a cluster panel takes (CUDA_PANEL_CLUSTER_MAX: 8 or 16); None: the
+    # knob, else the constant.
+    cluster_max: int | None = None
     # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
     # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
     cluster_small_batch: int | None = None

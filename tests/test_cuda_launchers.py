@@ -106,3 +106,68 @@ def test_small_q_launch(fake_cupy, monkeypatch):
     assert _stream(1234, 0).entered == 1
     with pytest.raises(ValueError, match="65 rows"):
         qform_small_cuda.launch(Ht, tau, Qt, 65, n, k)
+
+
+def test_panel_launch_in_clusters_of_16(fake_cupy, monkeypatch):
+    # EXPERIMENTS.md H33 (knob cluster_max): a 4096-row panel at CTAs of 256 rows in 16 CTAs
+    # of one row a thread instead of 8 of two; 2048 rows stay 8; sizes not built are refused.
+    launches, kernel = fake_cupy
+    from adaptqr.paths.kernels import panel_cuda
+
+    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram, chain: kernel(
+        (nt, r, cl, gram)))
+    B, m, n = 2, 4096, 64
+    Ht, tau = torch.zeros(B, n, m), torch.zeros(B, n)
+    TW, na = torch.zeros(B, 2, 32, 32), torch.zeros(B, dtype=torch.int32)
+    for mb, k in ((4096, 0), (2048, 2048)):
+        panel_cuda.launch(Ht, tau, TW, na, k, m, n, 32, k // 32, 2, 32, mb, False, 0.0, True, 256,
+                          True, None, 0, 16)
+    (name, grid, block, _, _), (name2, grid2, _, _, _) = launches
+    assert name == (256, 1, 16, True) and grid == (B * 16,) and block == (256,)
+    assert name2 == (256, 1, 8, True) and grid2 == (B * 8,)
+    with pytest.raises(ValueError, match="at most 12 CTAs"):
+        panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 4096, False, 0.0, True, 256,
+                          True, None, 0, 12)
+
+
+def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):
+    # Clusters above 8 CTAs launch only once the function allows a non-portable size
+    # (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14); 8 and fewer never ask.
+    built, attrs = [], []
+
+    class _Fn:
+        ptr = 77
+        max_dynamic_shared_size_bytes = 0
+
+    class _Module:
+        def __init__(self, code, options):
+            built.append(options)
+
+        def get_function(self, name):
+            assert name == "panel_cuda"
+            return _Fn()
+
+    class _Device:
+        def __init__(self, i):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cp = types.ModuleType("cupy")
+    cp.RawModule = _Module
+    cp.cuda = types.SimpleNamespace(
+        Device=_Device,
+        driver=types.SimpleNamespace(funcSetAttribute=lambda *a: attrs.append(a)))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    from adaptqr.paths.kernels import panel_cuda
+
+    build = panel_cuda._kernel.__wrapped__
+    build(256, 1, 0, True, 16, True, 2)
+    assert "-DCL=16" in built[-1] and "-DGCHAIN=2" in built[-1] and attrs == [(77, 14, 1)]
+    build(256, 2, 0, True, 8, True, 0)
+    assert "-DCL=8" in built[-1] and not any("GCHAIN" in o for o in built[-1])
+    assert attrs == [(77, 14, 1)]

@@ -281,6 +281,11 @@ def test_cuda_panel_cluster(monkeypatch):
     shape = panel_cuda.cluster_shape
     assert [shape(2048, c) for c in (256, 512, 1024)] == [(8, 256, 1), (4, 256, 2), (2, 512, 2)]
     assert [shape(4096, c) for c in (256, 512, 1024)] == [(8, 256, 2), (8, 256, 2), (4, 512, 2)]
+    # H33 (knob cluster_max): at most 16 CTAs, where 8 would take more than the CTA rows.
+    assert schedules.CUDA_PANEL_CLUSTER_MAX == 8
+    _knob_resolves("cluster_max", 8, 16, 12, 2048)
+    assert [shape(4096, c, 16) for c in (256, 512)] == [(16, 256, 1), (8, 256, 2)]
+    assert [shape(2048, c, 16) for c in (128, 256)] == [(16, 128, 1), (8, 256, 1)]
     for mb in (512, 1024, 2048, 4096):
         for c in (128, 256, 512, 1024):
             cl, nt, r = shape(mb, c)

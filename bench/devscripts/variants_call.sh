@@ -88,9 +88,12 @@
 #   HP_CASES=bench/devscripts/cases_20x32.json HP="--knobs s:qform_small_cuda=1" \
 #   bash bench/devscripts/variants_call.sh
 # Session 39: built, not run: H32 (the Gram build's chains with their pivots off shared
-# memory, the same bits; 1 loops, 2 the Cholesky unrolled), EXPERIMENTS.md:
-#   SKIP_B12=1 TESTS_K="gram_chain" BIG="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2" \
-#   SINGLE="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2" bash bench/devscripts/variants_call.sh
+# memory, the same bits; 1 loops, 2 the Cholesky unrolled) and H33 (4096-row panels in
+# clusters of 16 CTAs), EXPERIMENTS.md:
+#   SKIP_B12=1 TESTS_K="gram_chain or clusters_of_16" \
+#   BIG="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
+#   SINGLE="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
+#   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

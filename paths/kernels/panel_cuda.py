@@ -17,7 +17,7 @@ Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of 
 ``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a step so
 that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the column
 step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). Panels of 2048 or 4096 padded
-rows can take a cluster of up to 8 such CTAs a matrix (``CL``, :func:`cluster_shape`): each
+rows can take a cluster of up to 8 such CTAs a matrix (16 as an experiment) (``CL``, :func:`cluster_shape`): each
 block sum is finished across the cluster through distributed shared memory and a cluster
 barrier (EXPERIMENTS.md H16); rank 0 writes ``tau`` and ``T``.
 
@@ -76,14 +76,20 @@ def threads_rows(mb: int) -> tuple[int, int]:
     return mb // 2, 2
 
 
-#: The most CTAs a cluster (one matrix's panel) takes: 8, the portable cluster size.
+#: The most CTAs a cluster (one matrix's panel) takes: 8, the portable cluster size. 16,
+#: the non-portable size sm_90 allows once a kernel opts in, is an experiment
+#: (``max_cluster``; EXPERIMENTS.md H33).
 MAX_CLUSTER = 8
+#: The cluster sizes the launcher takes.
+CLUSTER_MAXIMA = (8, 16)
+#: ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`` (the CUDA driver's enum).
+_NON_PORTABLE_CLUSTER = 14
 
 
-def cluster_shape(mb: int, cta_rows: int) -> tuple[int, int, int]:
+def cluster_shape(mb: int, cta_rows: int, max_cluster: int = MAX_CLUSTER) -> tuple[int, int, int]:
     """``(CL, NT, R)``: the CTAs a matrix's panel of ``mb`` padded rows takes, and each CTA's
     threads and rows a thread, for CTAs of ``cta_rows`` rows (128, 256, 512 or 1024; more
-    where :data:`MAX_CLUSTER` CTAs would not cover ``mb``). One CTA where ``mb <= cta_rows``.
+    where ``max_cluster`` CTAs would not cover ``mb``). One CTA where ``mb <= cta_rows``.
 
     >>> cluster_shape(4096, 1024), cluster_shape(2048, 256), cluster_shape(4096, 256)
     ((4, 512, 2), (8, 256, 1), (8, 256, 2))
@@ -91,8 +97,10 @@ def cluster_shape(mb: int, cta_rows: int) -> tuple[int, int, int]:
     ((4, 128, 1), (8, 128, 1))
     >>> cluster_shape(512, 1024)
     (1, 256, 2)
+    >>> cluster_shape(4096, 256, 16), cluster_shape(2048, 256, 16), cluster_shape(2048, 128, 16)
+    ((16, 256, 1), (8, 256, 1), (16, 128, 1))
     """
-    rows = max(min(cta_rows, mb), mb // MAX_CLUSTER)
+    rows = max(min(cta_rows, mb), mb // max_cluster)
     return (mb // rows,) + threads_rows(rows)
 
 
@@ -150,6 +158,8 @@ def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
             fn.max_dynamic_shared_size_bytes = gram_smem(nt)
+        if cl > MAX_CLUSTER:  # a non-portable cluster size launches only once opted in
+            cp.cuda.driver.funcSetAttribute(fn.ptr, _NON_PORTABLE_CLUSTER, 1)
         return fn
 
 
@@ -169,7 +179,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
            gram: bool = False, gram_out: torch.Tensor | None = None,
-           gram_chain: int = 0) -> None:
+           gram_chain: int = 0, max_cluster: int = MAX_CLUSTER) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
@@ -182,12 +192,16 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     Gram build, 0 the column steps; unwritten past the matrix's ``n_active``);
     ``gram_chain``: 0, or the Gram build whose Cholesky and LU chains keep their pivots off
     shared memory, 1 as loops, 2 with the Cholesky unrolled (the same bits, EXPERIMENTS.md
-    H32)."""
+    H32); ``max_cluster``: the most CTAs a cluster takes, :data:`CLUSTER_MAXIMA` (16 is not
+    portable: H33)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
-    cl, nt, r = cluster_shape(mb, cta_rows) if cta_rows else (1,) + threads_rows(mb)
+    if max_cluster not in CLUSTER_MAXIMA:
+        raise ValueError(f"panel_cuda: clusters of at most {max_cluster} CTAs not built "
+                         f"(sizes {CLUSTER_MAXIMA})")
+    cl, nt, r = cluster_shape(mb, cta_rows, max_cluster) if cta_rows else (1,) + threads_rows(mb)
     if nt * r > 1024 or nt * r * cl < mb:
-        raise ValueError(f"panel_cuda: {mb} rows do not fit {MAX_CLUSTER} CTAs of 1024 rows")
+        raise ValueError(f"panel_cuda: {mb} rows do not fit {max_cluster} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")

@@ -484,6 +484,16 @@ def test_gram_chain_gives_the_same_bits(B, n, case, chain):
     assert torch.equal(H0, H1) and torch.equal(t0, t1)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(1, 4096), (2, 4096), (1, 3072), (3, 2500)])
+@pytest.mark.parametrize("chain", [0, 2])
+def test_clusters_of_16_match(B, n, chain):
+    # EXPERIMENTS.md H33 (knob cluster_max): the 4096-row panels in clusters of 16 CTAs (the
+    # non-portable size), with and without H32's chains: at the bar and close to the default
+    # (the Grams' sums meet in another order, so other bits).
+    _variant_against_default(B, n, 1e-4, cluster_max=16, gram_chain=chain)
+
+
 def test_gram_outcomes_in_the_decisions_log():
     # Issue 24: the decisions log says how many of each matrix's panels the Gram build took
     # and how many fell back to the column steps (the kernel writes each outcome into the
