@@ -100,6 +100,13 @@ __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
     __syncthreads();
 }
 
+// Lane j's column of G into g; returns its diagonal entry.
+__device__ __forceinline__ float chol_column(const float (*G)[NB + 1], float (&g)[NB], int lane) {
+#pragma unroll
+    for (int q = 0; q < NB; ++q) g[q] = G[q][lane];
+    return G[lane][lane];
+}
+
 // Upper Cholesky factor R of G (R^T R = G) by one warp, lane j holding column j (slot q:
 // row kk + q at step kk). Writes M = R as mt[c][p] = R[p][c] (p < c, zero for p >= c),
 // dg[c] = R[c][c], mi[c] = 1 / R[c][c]. True (every lane) where each pivot keeps more than
@@ -115,9 +122,7 @@ __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
 __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
                                           float* mi, float* prow, float tol, int lane) {
     float g[NB];
-#pragma unroll
-    for (int q = 0; q < NB; ++q) g[q] = G[q][lane];
-    const float d0 = G[lane][lane];
+    const float d0 = chol_column(G, g, lane);
     bool ok = d0 >= PLAIN_SS_LO && d0 <= PLAIN_SS_HI;
     prow[NB + lane] = 0.0f;  // "step -1"'s row: its update below leaves every slot as it is
     __syncwarp();
@@ -163,9 +168,7 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
 __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
                                           float* mi, float* prow, float tol, int lane) {
     float g[NB];
-#pragma unroll
-    for (int q = 0; q < NB; ++q) g[q] = G[q][lane];
-    const float d0 = G[lane][lane];
+    const float d0 = chol_column(G, g, lane);
     bool ok = d0 >= PLAIN_SS_LO && d0 <= PLAIN_SS_HI;
 #pragma unroll 1
     for (int kk = 0; kk < NB; ++kk) {
