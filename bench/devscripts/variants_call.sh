@@ -93,6 +93,8 @@
 #   SKIP_B12=1 TESTS_K="gram_chain or clusters_of_16" \
 #   BIG="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
 #   SINGLE="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
+#   SWEEP_CASES=bench/devscripts/cases_h32_small.json \
+#   SWEEP="--knobs c2:gram_chain=2 --knobs g64:gram_max_batch=64 --knobs g64c2:gram_max_batch=64,gram_chain=2" \
 #   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
