@@ -17,9 +17,9 @@ Layout: ``NT`` threads, thread ``t`` holds rows ``k + t + i NT`` (``i < R``) of 
 ``NB = 32`` columns in registers (``NT R >= m - k``), the columns rotated by one a step so
 that the loop over the steps is not unrolled (unrolled, its 21K instructions ran the column
 step at ~2 us, no faster than Triton's; EXPERIMENTS.md H12). Panels of 2048 or 4096 padded
-rows can take a cluster of up to 8 such CTAs a matrix (16 as an experiment) (``CL``, :func:`cluster_shape`): each
-block sum is finished across the cluster through distributed shared memory and a cluster
-barrier (EXPERIMENTS.md H16); rank 0 writes ``tau`` and ``T``.
+rows can take a cluster of up to 8 such CTAs a matrix, 16 as an experiment (``CL``,
+:func:`cluster_shape`): each block sum is finished across the cluster through distributed
+shared memory and a cluster barrier (EXPERIMENTS.md H16); rank 0 writes ``tau`` and ``T``.
 
 A step exchanges its sums once where it can (``FUSE``, the default build): the exchange of
 ``w`` also carries five sums for the next column, whose ``alpha`` and sum of squares are
@@ -77,8 +77,8 @@ def threads_rows(mb: int) -> tuple[int, int]:
 
 
 #: The most CTAs a cluster (one matrix's panel) takes: 8, the portable cluster size. 16,
-#: the non-portable size sm_90 allows once a kernel opts in, is an experiment
-#: (``max_cluster``; EXPERIMENTS.md H33).
+#: the non-portable size sm_90 allows once a kernel opts in, is an experiment (:func:`launch`'s
+#: ``max_cluster``, knob ``cluster_max``; EXPERIMENTS.md H33).
 MAX_CLUSTER = 8
 #: The cluster sizes the launcher takes.
 CLUSTER_MAXIMA = (8, 16)
@@ -153,7 +153,8 @@ def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
     with cp.cuda.Device(device_index):
         opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
         opts += (f"-DCL={cl}",) if cl > 1 else ()
-        opts += ("-DGRAM=1",) + ((f"-DGCHAIN={gram_chain}",) if gram_chain else ()) if gram else ()
+        if gram:
+            opts += ("-DGRAM=1",) + ((f"-DGCHAIN={gram_chain}",) if gram_chain else ())
         mod = cp.RawModule(code=SRC, options=opts)
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
