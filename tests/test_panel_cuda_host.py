@@ -3,7 +3,7 @@ EXPERIMENTS.md H12, H17) on the CPU, through :mod:`adaptqr.testing.cuda_host`: i
 under the host-thread shim (each warp's shuffles an exchange among 32 host threads), one
 CTA a matrix. The panel's reflectors, R and tau against LAPACK's geqrf of the same
 columns, and its T against larft's; the Gram build's too (and its fall back to the column
-steps); the clusters stay GPU-tested."""
+steps); and clusters of CTAs, whose CTAs the shim runs at once."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, gram_chain=0):
+def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, gram_chain=0, cta_rows=0,
+           max_cluster=8):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
     path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``; ``na``: one
-    ``n_active`` for all, or one a matrix."""
+    ``n_active`` for all, or one a matrix; ``cta_rows``: clusters of CTAs of that many rows."""
     B, m, n = X.shape
     n_tw = -(-n // 32)
     Ht = X.transpose(-2, -1).contiguous()
@@ -29,7 +30,7 @@ def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, gram_chain=0):
     nav = torch.full((B,), float(n)) if na is None else torch.tensor(na, dtype=torch.float32).expand(B).clone()
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse, gram, gram_out, gram_chain)
+                           0.0, fuse, gram, gram_out, gram_chain, cta_rows, max_cluster)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -143,3 +144,48 @@ def test_emulated_gram_chain_same_bits(m, k):
         assert torch.equal(H0.isnan(), H1.isnan()), chain
         assert torch.equal(tau0.nan_to_num(7.0), tau1.nan_to_num(7.0)), chain
         assert torch.equal(T0.nan_to_num(7.0), T1.nan_to_num(7.0)), chain
+
+
+@pytest.mark.parametrize("cta_rows,max_cluster,gram", [(256, 8, False), (128, 8, True),
+                                                        (64, 16, True)])
+def test_emulated_cluster_panel(cta_rows, max_cluster, gram):
+    # EXPERIMENTS.md H16, H22, H33: a 568-row panel (1024 padded) on a cluster of 4 CTAs of
+    # 256 rows (column steps), 8 of 128 and 16 of 64 (the Gram build): each CTA's sums meet
+    # through the other CTAs' shared memory. LAPACK's reflectors, R, tau and larft's T; a
+    # zero column and a repeated one send their matrices' panels to the column steps
+    # (outcome 0), the third takes the Gram build (1); the other columns untouched.
+    m, n, k = 600, 64, 32
+    X = torch.randn(3, m, n, generator=torch.Generator().manual_seed(cta_rows))
+    X[1, :, k + 3] = 0.0
+    X[2, :, k + 7] = X[2, :, k + 2]
+    gout = torch.full((3, 2), -1, dtype=torch.int32)
+    H, tau, T = _panel(X, k, 32, True, gram=gram, gram_out=gout, cta_rows=cta_rows,
+                       max_cluster=max_cluster)
+    assert gout[:, 1].tolist() == ([1, 0, 0] if gram else [-1, -1, -1])
+    h, t = originals.geqrf(X[:, k:, k:k + 32].double())
+    got = H[:, k:, k:k + 32].double()
+    # The repeated column's matrix: LAPACK's up to the column that repeats (after it, the
+    # reflectors are rounding noise's, in any order of summation).
+    for b, c in ((0, 32), (1, 32), (2, 7)):
+        g_, h_ = got[b, :, :c], h[b, :, :c]
+        torch.testing.assert_close(g_.triu(), h_.triu(), rtol=1e-5, atol=1e-5 * h_.abs().amax())
+        torch.testing.assert_close(g_.tril(-1), h_.tril(-1), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(tau[b, k:k + c].double(), t[b, :c], rtol=1e-5, atol=1e-6)
+    assert float(tau[1, k + 3]) == 0.0
+    torch.testing.assert_close(T[:2].double(), _larft(h[:2], t[:2]), rtol=1e-4, atol=1e-4)
+    assert torch.equal(H[:, :, k + 32:], X[:, :, k + 32:])
+    assert torch.equal(H[:, :k, k:k + 32], X[:, :k, k:k + 32])
+
+
+def test_emulated_cluster_gram_chain_same_bits():
+    # H32 on a cluster of 16 CTAs (H33): every CTA runs the chains on the cluster's Gram, and
+    # the chained build keeps the default's bits there too; n_active cuts one matrix's panel.
+    X = torch.randn(2, 600, 64, generator=torch.Generator().manual_seed(16))
+    outs = []
+    for chain in (0, 2):
+        gout = torch.full((2, 2), -1, dtype=torch.int32)
+        outs.append(_panel(X, 32, 32, True, na=[64, 40], gram=True, gram_out=gout,
+                           gram_chain=chain, cta_rows=64, max_cluster=16) + (gout,))
+    (H0, tau0, T0, g0), (H1, tau1, T1, g1) = outs
+    assert g0[:, 1].tolist() == [1, 0] and torch.equal(g0, g1)
+    assert torch.equal(H0, H1) and torch.equal(tau0[:, 32:], tau1[:, 32:]) and torch.equal(T0, T1)

@@ -2,13 +2,15 @@
 
 A kernel's source is compiled by the host's C++20 compiler under a shim: each CTA's
 threads run as host threads, ``__syncthreads`` is a barrier among them, a warp's shuffles
-are exchanges among its 32 threads between two barriers of their own, static shared arrays
-are one copy for the CTA (the CTAs run one at a time), and dynamic shared memory is a host
-buffer filled with NaN (a read of a slot nothing wrote shows). The kernel's indexing,
-masks, barriers and warp exchanges run as written; the GPU's memory model, lockstep and
-timing do not, nor do clusters. Each kernel gets a ``main`` of its own (:func:`build`,
-:func:`run`): :func:`panel_launch` is :func:`adaptqr.paths.kernels.panel_cuda.launch`'s
-without clusters.
+are exchanges among its 32 threads between two barriers of their own, and shared memory,
+static and dynamic, is a host buffer a CTA filled with NaN (a read of a slot nothing wrote
+shows). The CTAs of a cluster run at once (one CTA where the kernel has no clusters), a
+cluster barrier is a barrier among all their threads, and each CTA's static shared arrays
+lie a fixed distance from the next CTA's, so a read of another CTA's copy is one address
+away. The kernel's indexing, masks, barriers, warp exchanges and cluster exchanges run as
+written; the GPU's memory model, lockstep and timing do not. Each kernel gets a ``main`` of
+its own (:func:`build`, :func:`run`): :func:`panel_launch` is
+:func:`adaptqr.paths.kernels.panel_cuda.launch`'s.
 
 Example (where ``g++`` is on the path): one 32-column panel of a 40 x 32 matrix, whose
 R's first entry is minus the first column's norm (LAPACK's sign)::
@@ -40,43 +42,76 @@ import torch
 
 SHIM = r"""
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 #include <vector>
+#define ADAPTQR_HOST 1
 struct dim3_ { unsigned x, y, z; };
-static thread_local dim3_ threadIdx;
-static dim3_ blockIdx, gridDim, blockDim;
-static std::barrier<>* g_bar;
-static float* g_smem;
+static thread_local dim3_ threadIdx, blockIdx;
+static dim3_ gridDim, blockDim;
+// One CTA of the cluster being run: its barrier, its warps' barriers and exchange slots,
+// its dynamic and its static shared memory; each host thread points at its own CTA's.
+struct Cta_ {
+    std::unique_ptr<std::barrier<>> bar;
+    std::unique_ptr<std::barrier<>> warp_bar[32];
+    float xchg[32][32];
+    float* smem;
+    char* statics;
+    unsigned rank;
+};
+static thread_local Cta_* g_cta;
+static std::barrier<>* g_cluster_bar;
+// Static shared arrays (build() rewrites each declaration): one arena a CTA, each array at
+// the same offset in every CTA's, the arenas STATIC_STRIDE bytes apart, so that another
+// CTA's copy of an array is a fixed distance away (ld_cta).
+static constexpr long STATIC_STRIDE = 1 << 16;
+static std::atomic<size_t> g_static_top{0};
+static size_t static_offset(size_t size, size_t align) {
+    size_t cur = g_static_top.load();
+    for (;;) {
+        const size_t off = (cur + align - 1) / align * align;
+        if (g_static_top.compare_exchange_weak(cur, off + size)) {
+            if (off + size > (size_t)STATIC_STRIDE) std::abort();
+            return off;
+        }
+    }
+}
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)
 #define __align__(n) __attribute__((aligned(n)))
-// A CTA's static shared arrays: one copy for all its threads (the CTAs run one at a time).
-#define __shared__ static
-#define __syncthreads() g_bar->arrive_and_wait()
+#define __syncthreads() g_cta->bar->arrive_and_wait()
 using std::min;
 // Warps: 32 host threads that meet at a barrier of their own around every exchange.
-static std::barrier<>* g_warp_bar[32];
-static float g_xchg[32][32];
-static void __syncwarp(unsigned = 0xffffffffu) { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
+static void __syncwarp(unsigned = 0xffffffffu) { g_cta->warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
 static float warp_exchange(float v, int src) {
     const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-    g_xchg[w][l] = v;
-    g_warp_bar[w]->arrive_and_wait();
-    const float r = g_xchg[w][src & 31];
-    g_warp_bar[w]->arrive_and_wait();
+    g_cta->xchg[w][l] = v;
+    g_cta->warp_bar[w]->arrive_and_wait();
+    const float r = g_cta->xchg[w][src & 31];
+    g_cta->warp_bar[w]->arrive_and_wait();
     return r;
 }
 static float __shfl_xor_sync(unsigned, float v, int mask) {
     return warp_exchange(v, (threadIdx.x % 32) ^ mask);
 }
 static float __shfl_sync(unsigned, float v, int src) { return warp_exchange(v, src); }
+// Clusters: every thread of the cluster's CTAs at one barrier; a read of another CTA's
+// static shared memory at its copy's address.
+static unsigned cta_rank() { return g_cta->rank; }
+static void cluster_barrier() { g_cluster_bar->arrive_and_wait(); }
+static float ld_cta(const float* p, unsigned rank) {
+    const long hop = ((long)rank - (long)g_cta->rank) * STATIC_STRIDE;
+    return *reinterpret_cast<const float*>(reinterpret_cast<const char*>(p) + hop);
+}
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
@@ -98,24 +133,34 @@ static void write_floats(const char* path, const std::vector<float>& v) {
     if (!f || std::fwrite(v.data(), sizeof(float), v.size(), f) != v.size()) std::exit(3);
     std::fclose(f);
 }
-// Every CTA of the grid in turn, its NTH threads at once.
-template <int NTH, class F> static void run_grid(size_t smem_bytes, F body) {
-    std::vector<float> shared(smem_bytes / sizeof(float), NAN);
-    g_smem = shared.data();
+// The grid's clusters of CL CTAs in turn, the CL NTH threads of one at once; shared memory,
+// dynamic and static, NaN at each cluster's start (a read of a slot nothing wrote shows).
+template <int NTH, class F> static void run_grid(size_t smem_bytes, F body, unsigned cl = 1) {
     blockDim = {(unsigned)NTH, 1, 1};
     for (unsigned by = 0; by < gridDim.y; ++by)
-        for (unsigned bx = 0; bx < gridDim.x; ++bx) {
-            blockIdx = {bx, by, 0};
-            std::fill(shared.begin(), shared.end(), NAN);
-            std::barrier<> bar(NTH);
-            g_bar = &bar;
-            std::vector<std::barrier<>*> warps;
-            for (int w = 0; w < (NTH + 31) / 32; ++w) warps.push_back(g_warp_bar[w] = new std::barrier<>(32));
+        for (unsigned bx0 = 0; bx0 < gridDim.x; bx0 += cl) {
+            std::vector<Cta_> ctas(cl);
+            std::vector<float> dyn(cl * (smem_bytes / sizeof(float) + 4), NAN);
+            std::vector<float> statics(cl * STATIC_STRIDE / sizeof(float), NAN);
+            std::barrier<> cluster_bar(cl * NTH);
+            g_cluster_bar = &cluster_bar;
+            for (unsigned r = 0; r < cl; ++r) {
+                ctas[r].bar = std::make_unique<std::barrier<>>(NTH);
+                for (int w = 0; w < (NTH + 31) / 32; ++w) ctas[r].warp_bar[w] = std::make_unique<std::barrier<>>(32);
+                ctas[r].smem = dyn.data() + r * (smem_bytes / sizeof(float) + 4);
+                ctas[r].statics = reinterpret_cast<char*>(statics.data()) + r * STATIC_STRIDE;
+                ctas[r].rank = r;
+            }
             std::vector<std::thread> threads;
-            for (int t = 0; t < NTH; ++t)
-                threads.emplace_back([&, t] { threadIdx = {(unsigned)t, 0, 0}; body(); });
+            for (unsigned r = 0; r < cl; ++r)
+                for (int t = 0; t < NTH; ++t)
+                    threads.emplace_back([&, r, t] {
+                        threadIdx = {(unsigned)t, 0, 0};
+                        blockIdx = {bx0 + r, by, 0};
+                        g_cta = &ctas[r];
+                        body();
+                    });
             for (auto& th : threads) th.join();
-            for (auto* w : warps) delete w;
         }
 }
 """
@@ -133,11 +178,11 @@ int main(int argc, char** argv) {
     std::vector<int> na(naf.begin(), naf.end());
     std::vector<float> goutf = read_floats(argv[14], (size_t)B * n_tw);
     std::vector<int> gout(goutf.begin(), goutf.end());
-    gridDim = {(unsigned)B, 1, 1};
+    gridDim = {(unsigned)(B * CL), 1, 1};
     run_grid<NT>((size_t)std::atol(argv[15]), [&] {
         panel_cuda(H.data(), tau.data(), T.data(), na.data(), k, m, n, pw, tw_index, n_tw,
                    has_na, floor_, gout.data());
-    });
+    }, CL);
     write_floats(argv[10], H);
     write_floats(argv[11], tau);
     write_floats(argv[12], T);
@@ -179,15 +224,32 @@ def _build_root() -> str:
 _roots: list = []
 
 
+def _statics(match: re.Match) -> str:
+    """One ``__shared__ [__align__(A)] float a[..], b;`` as references into the CTA's arena,
+    at offsets the same for every CTA (the shim's ``static_offset``)."""
+    align = match.group(1) or "alignof(float)"
+    out = []
+    for decl in re.split(r",\s*(?![^\[]*\])", match.group(2)):
+        name, dims = re.fullmatch(r"\s*(\w+)\s*((?:\[[^\]]+\])*)\s*", decl).groups()
+        t = f"adaptqr_{name}_t"
+        out.append(f"typedef float {t}{dims}; "
+                   f"static const size_t adaptqr_{name}_off = static_offset(sizeof({t}), {align}); "
+                   f"{t}& {name} = *reinterpret_cast<{t}*>(g_cta->statics + adaptqr_{name}_off);")
+    return " ".join(out)
+
+
 @functools.lru_cache(maxsize=None)
 def build(src: str, main: str, defines: tuple) -> str:
     """The host build of the kernel source ``src`` (``extern __shared__ float x[];`` made
     the shim's buffer) with ``main``, a C++ ``main`` that reads its tensors with
     ``read_floats`` and calls the kernel through ``run_grid``; ``defines``: ``(name,
     value)`` pairs. Cached for the process; returns the executable's path (for :func:`run`)."""
-    # Dynamic shared memory: the shim's buffer.
+    # Dynamic shared memory: the CTA's buffer; static: the CTA's arena (_statics).
     body = re.sub(r"extern __shared__ (__align__\(\d+\) )?float (\w+)\[\];",
-                  r"float* \2 = g_smem;", src)
+                  r"float* \2 = g_cta->smem;", src)
+    body = re.sub(r"__shared__ (?:__align__\((\d+)\) )?float ([^;]+);", _statics, body)
+    if "__shared__" in re.sub(r"//[^\n]*", "", body):
+        raise ValueError("cuda_host: a __shared__ declaration the shim does not rewrite")
     head = "".join(f"#define {k} {v}\n" for k, v in defines)
     d = tempfile.mkdtemp(dir=_build_root())
     path = os.path.join(d, "kernel")
@@ -215,23 +277,29 @@ def run(exe: str, before: list, tensors: tuple, after: list, written: int) -> No
 def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
                  has_na: bool, floor: float, fuse: bool = False, gram: bool = False,
-                 gram_out: torch.Tensor | None = None, gram_chain: int = 0) -> None:
-    """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host, one CTA a matrix (no
-    clusters): ``Ht`` ``(B, n, m)``, ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
+                 gram_out: torch.Tensor | None = None, gram_chain: int = 0,
+                 cta_rows: int = 0, max_cluster: int = 8) -> None:
+    """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host: ``Ht`` ``(B, n, m)``,
+    ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
     (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
     (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it); ``gram_out``:
     ``(B, n_tw)`` (any dtype), the Gram build's outcomes written into it (else none kept);
     ``gram_chain``: 0, or the Gram build's chains with their pivots off shared memory (1,
-    2: the Cholesky unrolled; H32)."""
+    2: the Cholesky unrolled; H32); ``cta_rows``: 0, one CTA a matrix, else a cluster of
+    CTAs of that many rows, at most ``max_cluster`` (``panel_cuda.cluster_shape``; the
+    cluster's CTAs run at once, their threads at one barrier for each cluster barrier)."""
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
-    nt, r = panel_cuda.threads_rows(mb)
+    if cta_rows:
+        cl, nt, r = panel_cuda.cluster_shape(mb, cta_rows, max_cluster)
+    else:
+        cl, (nt, r) = 1, panel_cuda.threads_rows(mb)
     if gram and not gram_build(nt, pw, 32):
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
                 (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram)),
-                 ("GCHAIN", int(gram_chain) if gram else 0)))
+                 ("GCHAIN", int(gram_chain) if gram else 0), ("CL", cl)))
     gout = torch.full((Ht.shape[0], n_tw), -1.0)
     if gram_out is not None:
         gout.copy_(gram_out)

@@ -119,6 +119,8 @@ __device__ __forceinline__ float warp_atv(const float (&a)[R][NB], const float (
 #define CL 1
 #endif
 #if CL > 1
+// (The host shim, adaptqr.testing.cuda_host, brings its own three of these.)
+#ifndef ADAPTQR_HOST
 __device__ __forceinline__ unsigned cta_rank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -138,6 +140,7 @@ __device__ __forceinline__ float ld_cta(const float* p, unsigned rank) {
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
     return v;
 }
+#endif
 
 // a, b: this CTA's sums (the same in all its threads) -> the cluster's. Lane r of each
 // warp reads rank r's post (CL remote loads a warp, not 32 CL), the warp shares them.
