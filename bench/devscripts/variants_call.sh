@@ -91,7 +91,7 @@
 # memory, the same bits; 1 loops, 2 the Cholesky unrolled) and H33 (4096-row panels in
 # clusters of 16 CTAs), EXPERIMENTS.md:
 #   SKIP_B12=1 TESTS_K="gram_chain or clusters_of_16" \
-#   BIG="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
+#   BIG="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2 --knobs x16r128:cluster_max=16,cuda_panel_cluster=128,gram_chain=2" \
 #   SINGLE="--knobs c1:gram_chain=1 --knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
 #   SWEEP_CASES=bench/devscripts/cases_h32_small.json \
 #   SWEEP="--knobs c2:gram_chain=2 --knobs g64:gram_max_batch=64 --knobs g64c2:gram_max_batch=64,gram_chain=2" \
