@@ -9,6 +9,10 @@ the device's CUDA version) nvcc compiles and assembles it (``-Xptxas -v``); no N
         NT=256,R=1,FUSE=1,GRAM=1,CL=8 NT=256,R=2,FUSE=1
     ... --source paths/kernels/qform_small_cuda.py MR=32 MR=64
     ... --same OLD_panel_cuda_src.py NT=256,R=2     # registers of OLD's SRC beside today's
+    ... --sass CUOBJDUMP /tmp/panel_ NT=256,R=2,CL=8,FUSE=1,GRAM=1,GCHAIN=2   # and its SASS
+
+``cuobjdump`` from PyPI: ``pip download --no-deps nvidia-cuda-cuobjdump`` (unzip it; the
+binary is ``nvidia/cu13/bin/cuobjdump``).
 
 NVRTC from PyPI compiles the source to PTX; ptxas from the triton wheel (``triton/backends/
 nvidia/bin/ptxas``) assembles it with ``-v``. The device's NVRTC (CUDA 13) gives fewer
@@ -59,16 +63,22 @@ def ptx(lib, src: str, defines: list[str]) -> str:
     return out.value.decode()
 
 
-def nvcc_usage(nvcc: str, src: str, defines: list[str]) -> str:
+def nvcc_usage(nvcc: str, src: str, defines: list[str], sass: tuple | None = None) -> str:
     """nvcc's ``-Xptxas -v`` report of ``src`` for sm_90 under ``defines``: its registers,
-    stack and spill, one line."""
+    stack and spill, one line. ``sass``: ``(cuobjdump, path)``, the cubin's SASS written to
+    ``path`` too (H32 read the Gram chains' steps there)."""
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "kernel.cu")
+        path, cubin = os.path.join(d, "kernel.cu"), os.path.join(d, "k.cubin")
         with open(path, "w") as f:
             f.write(src)
         res = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v",
-                              *(f"-D{x}" for x in defines), "-o", os.path.join(d, "k.cubin"),
-                              path], capture_output=True, text=True, check=True)
+                              *(f"-D{x}" for x in defines), "-o", cubin, path],
+                             capture_output=True, text=True, check=True)
+        if sass is not None:
+            dump = subprocess.run([sass[0], "-sass", cubin], capture_output=True, text=True,
+                                  check=True).stdout
+            with open(sass[1], "w") as f:
+                f.write(dump)
     keep = [ln.split("info    : ")[-1].strip() for ln in res.stderr.splitlines()
             if "registers" in ln or "spill" in ln]
     return " / ".join(keep)
@@ -93,16 +103,19 @@ def main() -> None:
                                    "registers (--nvcc), per configuration?")
     ap.add_argument("--source", help="the module whose SRC to compile (default: the panel's)")
     ap.add_argument("--nvcc", help="compile with this nvcc instead of NVRTC and ptxas")
+    ap.add_argument("--sass", nargs=2, metavar=("CUOBJDUMP", "PREFIX"),
+                    help="with --nvcc: each configuration's SASS into PREFIX<n>.sass")
     args = ap.parse_args()
     here = args.source or os.path.join(os.path.dirname(__file__), "..", "..", "paths", "kernels",
                                        "panel_cuda_src.py")
     src = _source(here)
     other = _source(args.same) if args.same else None
     if args.nvcc:
-        for cfg in args.configs:
+        for i, cfg in enumerate(args.configs):
             defines = cfg.split(",")
             then = "" if other is None else f"  (other: {nvcc_usage(args.nvcc, other, defines)})"
-            print(f"{cfg}: {nvcc_usage(args.nvcc, src, defines)}{then}")
+            sass = None if args.sass is None else (args.sass[0], f"{args.sass[1]}{i}.sass")
+            print(f"{cfg}: {nvcc_usage(args.nvcc, src, defines, sass)}{then}")
         return
     lib = ctypes.CDLL(os.environ["NVRTC"])
     for cfg in args.configs:
