@@ -291,15 +291,11 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
-    if cta_rows:
-        cl, nt, r = panel_cuda.cluster_shape(mb, cta_rows, max_cluster)
-    else:
-        cl, (nt, r) = 1, panel_cuda.threads_rows(mb)
+    cl, nt, r = panel_cuda.launch_shape(mb, cta_rows, max_cluster)
     if gram and not gram_build(nt, pw, 32):
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
-                (("NT", nt), ("R", r), ("FUSE", int(fuse)), ("GRAM", int(gram)),
-                 ("GCHAIN", int(gram_chain) if gram else 0), ("CL", cl)))
+                panel_cuda.defines(nt, r, fuse, cl, gram, gram_chain))
     gout = torch.full((Ht.shape[0], n_tw), -1.0)
     if gram_out is not None:
         gout.copy_(gram_out)

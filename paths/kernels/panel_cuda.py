@@ -145,16 +145,42 @@ def cluster_available() -> bool:
                     "CUDA C cluster panel", "tall panels stay row-split")
 
 
+def launch_shape(mb: int, cta_rows: int, max_cluster: int = MAX_CLUSTER) -> tuple[int, int, int]:
+    """``(CL, NT, R)`` of a launch over panels of ``mb`` padded rows: :func:`cluster_shape`
+    where ``cta_rows`` asks for clusters, else one CTA a matrix (:func:`threads_rows`).
+
+    >>> launch_shape(512, 0), launch_shape(4096, 256, 16)
+    ((1, 256, 2), (16, 256, 1))
+    """
+    return cluster_shape(mb, cta_rows, max_cluster) if cta_rows else (1,) + threads_rows(mb)
+
+
+def defines(nt: int, r: int, fuse: bool = False, cl: int = 1, gram: bool = False,
+            gram_chain: int = 0) -> tuple:
+    """The ``(name, value)`` compile definitions of a build (the source's own defaults for
+    the rest): ``NT``, ``R``, ``FUSE``, ``CL``, ``GRAM`` and, for the Gram build,
+    ``GCHAIN``; the GPU build and the host shim's (``adaptqr.testing.cuda_host``) alike.
+
+    >>> defines(256, 1, True, 16, True, 2)
+    (('NT', 256), ('R', 1), ('FUSE', 1), ('CL', 16), ('GRAM', 1), ('GCHAIN', 2))
+    >>> defines(256, 2, gram_chain=2)
+    (('NT', 256), ('R', 2))
+    """
+    out = (("NT", nt), ("R", r)) + ((("FUSE", 1),) if fuse else ())
+    out += (("CL", cl),) if cl > 1 else ()
+    if gram:
+        out += (("GRAM", 1),) + ((("GCHAIN", gram_chain),) if gram_chain else ())
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
             gram: bool = False, gram_chain: int = 0):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        opts = ("-std=c++17", f"-DNT={nt}", f"-DR={r}") + (("-DFUSE=1",) if fuse else ())
-        opts += (f"-DCL={cl}",) if cl > 1 else ()
-        if gram:
-            opts += ("-DGRAM=1",) + ((f"-DGCHAIN={gram_chain}",) if gram_chain else ())
+        opts = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines(nt, r, fuse, cl, gram,
+                                                                          gram_chain))
         mod = cp.RawModule(code=SRC, options=opts)
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
@@ -200,7 +226,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     if max_cluster not in CLUSTER_MAXIMA:
         raise ValueError(f"panel_cuda: clusters of at most {max_cluster} CTAs not built "
                          f"(sizes {CLUSTER_MAXIMA})")
-    cl, nt, r = cluster_shape(mb, cta_rows, max_cluster) if cta_rows else (1,) + threads_rows(mb)
+    cl, nt, r = launch_shape(mb, cta_rows, max_cluster)
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {max_cluster} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
