@@ -96,6 +96,13 @@
 #   SWEEP_CASES=bench/devscripts/cases_h32_small.json \
 #   SWEEP="--knobs c2:gram_chain=2 --knobs g64:gram_max_batch=64 --knobs g64c2:gram_max_batch=64,gram_chain=2" \
 #   bash bench/devscripts/variants_call.sh
+# Session 40 (no machine started): sessions 38's and 39's calls merged into one, for a session
+# that may get only one call (the sweeps left out; worst case ~560 s), EXPERIMENTS.md OC32:
+#   HP_HOST=20x32 TESTS_K="fp32_pair or small_q_by_cuda or gram_chain or clusters_of_16" SKIP_B12=1 \
+#   BIG="--knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
+#   SINGLE="--knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
+#   HP_CASES=bench/devscripts/cases_20x32.json HP="--knobs s:qform_small_cuda=1" \
+#   bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
