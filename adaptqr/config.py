@@ -153,9 +153,7 @@ class Knobs:
     mode), ``fp32_pair`` (``schedules.FP32_PAIR``: 0, or 16 / 32: the FP32 route's update of a
     group's two panels in one pass over each streamed tile, in row chunks of that many),
     ``qform_small_cuda`` (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA
-    C kernel, one cupy launch, instead of the Triton one), ``gram_chain``
-    (``schedules.GRAM_CHAIN``: 0 / 1 / 2, the Gram panels' Cholesky and LU chains with their
-    pivots kept off shared memory, the same bits; 2: the Cholesky's steps unrolled too),
+    C kernel, one cupy launch, instead of the Triton one),
     ``cluster_max`` (``schedules.CUDA_PANEL_CLUSTER_MAX``: 8 / 16, the most CTAs a cluster
     panel takes; 16 is sm_90's non-portable size)."""
 
@@ -192,7 +190,6 @@ class Knobs:
     w_partials: int | None = None
     fp32_pair: int | None = None
     qform_small_cuda: int | None = None
-    gram_chain: int | None = None
     cluster_max: int | None = None
 
     def get(self, name: str, constant):
@@ -327,7 +324,6 @@ KNOB_CHOICES = {
     "w_partials": (0, 1),
     "fp32_pair": (0, 16, 32),
     "qform_small_cuda": (0, 1),
-    "gram_chain": (0, 1, 2),
     "cluster_max": (8, 16),
 }
 

@@ -28,14 +28,28 @@ import torch
 import adaptqr
 
 
+class Block(torch.nn.Module):
+    """A transformer block's weights without attention's softmax: four dim x dim layers and
+    a dim -> 4 dim -> dim MLP, each behind a parameter-free LayerNorm on a residual branch
+    (a plain stack of 36 such layers shrinks its output to nothing, so its loss, and SOAP's
+    effect on it, would not move)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.mix = torch.nn.Sequential(*(torch.nn.Linear(dim, dim, bias=False) for _ in range(4)))
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim, bias=False), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * dim, dim, bias=False))
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        norm = torch.nn.functional.layer_norm
+        x = x + self.mix(norm(x, (self.dim,)))
+        return x + self.mlp(norm(x, (self.dim,)))
+
+
 def make_model(dim: int, blocks: int) -> torch.nn.Module:
-    """Per block four dim x dim layers and a dim -> 4 dim -> dim MLP, as a transformer's."""
-    layers: list[torch.nn.Module] = []
-    for _ in range(blocks):
-        layers += [torch.nn.Linear(dim, dim, bias=False) for _ in range(4)]
-        layers += [torch.nn.Linear(dim, 4 * dim, bias=False), torch.nn.GELU(),
-                   torch.nn.Linear(4 * dim, dim, bias=False)]
-    return torch.nn.Sequential(*layers)
+    """``blocks`` :class:`Block` s: SOAP's factors are dim x dim and 4 dim x 4 dim."""
+    return torch.nn.Sequential(*(Block(dim) for _ in range(blocks)))
 
 
 def soap_class(name: str, compile_mode: str = "default"):
@@ -107,14 +121,15 @@ def arguments(description: str, whose: bool = True) -> argparse.ArgumentParser:
 
 
 def setup(args) -> tuple[torch.device, torch.nn.Module, list]:
-    """The device, the initial model and the data batches (seeded: every run sees the same)."""
+    """The device, the initial model and the data batches (seeded: every run sees the same).
+    The targets are a fixed random linear map of the inputs, which the model can learn."""
     device = torch.device(args.device)
     torch.manual_seed(0)
     base = make_model(args.dim, args.blocks).to(device)
     g = torch.Generator(device=device).manual_seed(1)
-    data = [(torch.randn(args.batch, args.dim, device=device, generator=g),
-             torch.randn(args.batch, args.dim, device=device, generator=g)) for _ in range(4)]
-    return device, base, data
+    teacher = torch.randn(args.dim, args.dim, device=device, generator=g) / args.dim ** 0.5
+    xs = [torch.randn(args.batch, args.dim, device=device, generator=g) for _ in range(4)]
+    return device, base, [(x, x @ teacher) for x in xs]
 
 
 def main() -> int:

@@ -560,7 +560,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
                           if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw),
-                          f.gout, int(s.gram_chain), int(s.cluster_max))
+                          f.gout, int(s.cluster_max))
         sep_t = False
     elif kind == PANEL_REGISTER:
         # Off the GPU (the interpreter) no SM count: the latency-bound plan.

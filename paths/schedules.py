@@ -81,13 +81,6 @@ CUDA_PANEL_FUSE = True
 #: 3.144 / 2.719; 40x512 1.171 / 1.182 and 40x1024 3.194 / 3.207 no longer gain.
 GRAM_PANEL = True
 GRAM_PANEL_MAX_BATCH = 32
-#: The Gram build's two 32-step chains in one warp (the Cholesky and the LU) with their
-#: pivots kept off shared memory: the same bits, fewer waits a step. 0: off; 1: as loops
-#: (sm_90, nvcc 13: the Cholesky step's pivot takes an rsqrt, an fma and a shuffle, not a
-#: shared-memory round trip; 128 registers, no spill, as without); 2: the Cholesky's steps
-#: unrolled besides (47 instructions a step against 96; 24 bytes of spill, stored and
-#: loaded once a Cholesky). Not measured yet: EXPERIMENTS.md H32; knob ``gram_chain``.
-GRAM_CHAIN = 0
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -212,7 +205,6 @@ SCHEDULE_KNOBS = {
     "cuda_panel_fuse": ("CUDA_PANEL_FUSE", bool),
     "gram_panel": ("GRAM_PANEL", bool),
     "gram_max_batch": ("GRAM_PANEL_MAX_BATCH", int),
-    "gram_chain": ("GRAM_CHAIN", int),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
@@ -420,9 +412,6 @@ class Schedule:
     # The most matrices whose panels are tried as CholeskyQR2 (GRAM_PANEL_MAX_BATCH); None:
     # the knob, else the constant.
     gram_max_batch: int | None = None
-    # The Gram build's chains with their pivots off shared memory (GRAM_CHAIN: 0, 1 loops,
-    # 2 the Cholesky unrolled); None: the knob, else the constant.
-    gram_chain: int | None = None
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None

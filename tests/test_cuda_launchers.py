@@ -61,8 +61,8 @@ def test_panel_launch_passes_the_gram_outcomes(fake_cupy, monkeypatch):
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_smem
 
-    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram, chain: kernel(
-        (nt, r, fuse, cl, gram, chain)))
+    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram: kernel(
+        (nt, r, fuse, cl, gram)))
     B, m, n = 3, 300, 64
     Ht, tau = torch.zeros(B, n, m), torch.zeros(B, n)
     TW, na = torch.zeros(B, 2, 32, 32), torch.zeros(B, dtype=torch.int32)
@@ -70,24 +70,19 @@ def test_panel_launch_passes_the_gram_outcomes(fake_cupy, monkeypatch):
     panel_cuda.launch(Ht, tau, TW, na, 32, m, n, 32, 1, 2, 32, 512, True, 0.5, True, 128,
                       True, gout)
     panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 512, False, 0.0, True, 0,
-                      False, gout, gram_chain=1)
-    panel_cuda.launch(Ht, tau, TW, na, 32, m, n, 32, 1, 2, 32, 512, True, 0.5, True, 128,
-                      True, gout, gram_chain=2)
-    (name, grid, block, args, smem), (name2, grid2, block2, args2, smem2), third = launches
+                      False, gout)
+    (name, grid, block, args, smem), (name2, grid2, block2, args2, smem2) = launches
     # A cluster of four 128-row CTAs a matrix, the Gram build: its outcomes' pointer last.
-    assert name == (128, 1, True, 4, True, 0) and grid == (B * 4,) and block == (128,)
+    assert name == (128, 1, True, 4, True) and grid == (B * 4,) and block == (128,)
     assert smem == gram_smem(128)
     assert list(args) == [_ptr(Ht), _ptr(tau), _ptr(TW), _ptr(na), 32, m, n, 32, 1, 2, 1,
                           np.float32(0.5), _ptr(gout)]
     assert [type(a) for a in args] == [np.uint64] * 4 + [np.int32] * 7 + [np.float32, np.uint64]
-    # One CTA of 256 threads, two rows each, no Gram build (so no chain build of it either,
-    # EXPERIMENTS.md H32): a null outcomes pointer.
-    assert name2 == (256, 2, True, 1, False, 0) and grid2 == (B,) and smem2 == 0
+    # One CTA of 256 threads, two rows each, no Gram build: a null outcomes pointer.
+    assert name2 == (256, 2, True, 1, False) and grid2 == (B,) and smem2 == 0
     assert args2[-1] == 0 and args2[10] == 0
-    # The Gram build with its chains' pivots off shared memory: the same arguments.
-    assert third[0] == (128, 1, True, 4, True, 2) and list(third[3]) == list(args)
     # Both on torch's current stream (cupy's stand-in for it, entered once a launch).
-    assert panel_cuda._stream(1234, 0).entered == 3
+    assert panel_cuda._stream(1234, 0).entered == 2
 
 
 def test_small_q_launch(fake_cupy, monkeypatch):
@@ -114,20 +109,20 @@ def test_panel_launch_in_clusters_of_16(fake_cupy, monkeypatch):
     launches, kernel = fake_cupy
     from adaptqr.paths.kernels import panel_cuda
 
-    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram, chain: kernel(
+    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram: kernel(
         (nt, r, cl, gram)))
     B, m, n = 2, 4096, 64
     Ht, tau = torch.zeros(B, n, m), torch.zeros(B, n)
     TW, na = torch.zeros(B, 2, 32, 32), torch.zeros(B, dtype=torch.int32)
     for mb, k in ((4096, 0), (2048, 2048)):
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, 32, k // 32, 2, 32, mb, False, 0.0, True, 256,
-                          True, None, 0, 16)
+                          True, None, 16)
     (name, grid, block, _, _), (name2, grid2, _, _, _) = launches
     assert name == (256, 1, 16, True) and grid == (B * 16,) and block == (256,)
     assert name2 == (256, 1, 8, True) and grid2 == (B * 8,)
     with pytest.raises(ValueError, match="at most 12 CTAs"):
         panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 4096, False, 0.0, True, 256,
-                          True, None, 0, 12)
+                          True, None, 12)
 
 
 def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):
@@ -135,8 +130,8 @@ def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):
     # (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14); 8 and fewer never ask.
     built, attrs = [], []
 
-    class _Fn:
-        ptr = 77
+    class _Fn:  # cupy's RawKernel: the driver's handle is its kernel's
+        kernel = types.SimpleNamespace(ptr=77)
         max_dynamic_shared_size_bytes = 0
 
     class _Module:
@@ -166,8 +161,7 @@ def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):
     from adaptqr.paths.kernels import panel_cuda
 
     build = panel_cuda._kernel.__wrapped__
-    build(256, 1, 0, True, 16, True, 2)
-    assert "-DCL=16" in built[-1] and "-DGCHAIN=2" in built[-1] and attrs == [(77, 14, 1)]
-    build(256, 2, 0, True, 8, True, 0)
-    assert "-DCL=8" in built[-1] and not any("GCHAIN" in o for o in built[-1])
-    assert attrs == [(77, 14, 1)]
+    build(256, 1, 0, True, 16, True)
+    assert "-DCL=16" in built[-1] and "-DGRAM=1" in built[-1] and attrs == [(77, 14, 1)]
+    build(256, 2, 0, True, 8, True)
+    assert "-DCL=8" in built[-1] and attrs == [(77, 14, 1)]

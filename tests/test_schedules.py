@@ -258,9 +258,6 @@ def test_gram_panel():
     assert schedules.GRAM_PANEL_MAX_BATCH == 32
     _knob_resolves("gram_panel", True, False, 3)
     _knob_resolves("gram_max_batch", 32, 8, 5)
-    # H32: the Gram build's chains with their pivots off shared memory (off until measured).
-    assert schedules.GRAM_CHAIN == 0
-    _knob_resolves("gram_chain", 0, 2, 3)
     assert [panel_cuda.gram_build(nt, 32, 32) for nt in (32, 64, 128, 256, 512)] == [
         False, True, True, True, False]
     assert not panel_cuda.gram_build(128, 31, 32)

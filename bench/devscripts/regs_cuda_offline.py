@@ -9,7 +9,7 @@ the device's CUDA version) nvcc compiles and assembles it (``-Xptxas -v``); no N
         NT=256,R=1,FUSE=1,GRAM=1,CL=8 NT=256,R=2,FUSE=1
     ... --source paths/kernels/qform_small_cuda.py MR=32 MR=64
     ... --same OLD_panel_cuda_src.py NT=256,R=2     # registers of OLD's SRC beside today's
-    ... --sass CUOBJDUMP /tmp/panel_ NT=256,R=2,CL=8,FUSE=1,GRAM=1,GCHAIN=2   # and its SASS
+    ... --sass CUOBJDUMP /tmp/panel_ NT=256,R=2,CL=8,FUSE=1,GRAM=1   # and its SASS
 
 ``cuobjdump`` from PyPI: ``pip download --no-deps nvidia-cuda-cuobjdump`` (unzip it; the
 binary is ``nvidia/cu13/bin/cuobjdump``).

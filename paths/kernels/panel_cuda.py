@@ -155,38 +155,35 @@ def launch_shape(mb: int, cta_rows: int, max_cluster: int = MAX_CLUSTER) -> tupl
     return cluster_shape(mb, cta_rows, max_cluster) if cta_rows else (1,) + threads_rows(mb)
 
 
-def defines(nt: int, r: int, fuse: bool = False, cl: int = 1, gram: bool = False,
-            gram_chain: int = 0) -> tuple:
+def defines(nt: int, r: int, fuse: bool = False, cl: int = 1, gram: bool = False) -> tuple:
     """The ``(name, value)`` compile definitions of a build (the source's own defaults for
-    the rest): ``NT``, ``R``, ``FUSE``, ``CL``, ``GRAM`` and, for the Gram build,
-    ``GCHAIN``; the GPU build and the host shim's (``adaptqr.testing.cuda_host``) alike.
+    the rest): ``NT``, ``R``, ``FUSE``, ``CL`` and ``GRAM``; the GPU build and the host
+    shim's (``adaptqr.testing.cuda_host``) alike.
 
-    >>> defines(256, 1, True, 16, True, 2)
-    (('NT', 256), ('R', 1), ('FUSE', 1), ('CL', 16), ('GRAM', 1), ('GCHAIN', 2))
-    >>> defines(256, 2, gram_chain=2)
+    >>> defines(256, 1, True, 16, True)
+    (('NT', 256), ('R', 1), ('FUSE', 1), ('CL', 16), ('GRAM', 1))
+    >>> defines(256, 2)
     (('NT', 256), ('R', 2))
     """
     out = (("NT", nt), ("R", r)) + ((("FUSE", 1),) if fuse else ())
     out += (("CL", cl),) if cl > 1 else ()
-    if gram:
-        out += (("GRAM", 1),) + ((("GCHAIN", gram_chain),) if gram_chain else ())
-    return out
+    return out + ((("GRAM", 1),) if gram else ())
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
-            gram: bool = False, gram_chain: int = 0):
+            gram: bool = False):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
-        opts = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines(nt, r, fuse, cl, gram,
-                                                                          gram_chain))
+        opts = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines(nt, r, fuse, cl, gram))
         mod = cp.RawModule(code=SRC, options=opts)
         fn = mod.get_function("panel_cuda")
         if gram:  # static and dynamic shared memory together pass the 48 KB default
             fn.max_dynamic_shared_size_bytes = gram_smem(nt)
         if cl > MAX_CLUSTER:  # a non-portable cluster size launches only once opted in
-            cp.cuda.driver.funcSetAttribute(fn.ptr, _NON_PORTABLE_CLUSTER, 1)
+            # RawModule.get_function gives a RawKernel; the driver's handle is its kernel's.
+            cp.cuda.driver.funcSetAttribute(fn.kernel.ptr, _NON_PORTABLE_CLUSTER, 1)
         return fn
 
 
@@ -206,7 +203,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
            gram: bool = False, gram_out: torch.Tensor | None = None,
-           gram_chain: int = 0, max_cluster: int = MAX_CLUSTER) -> None:
+           max_cluster: int = MAX_CLUSTER) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
     the panel's padded rows (``next_pow2(m - k)``, at most 1024 in one CTA); ``cta_rows``: 0,
@@ -217,9 +214,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     :func:`gram_build` allows (EXPERIMENTS.md H22); ``gram_out``: ``(B, n_tw)`` int32, where
     the Gram build writes each matrix's outcome of this panel (column ``tw_index``: 1 the
     Gram build, 0 the column steps; unwritten past the matrix's ``n_active``);
-    ``gram_chain``: 0, or the Gram build whose Cholesky and LU chains keep their pivots off
-    shared memory, 1 as loops, 2 with the Cholesky unrolled (the same bits, EXPERIMENTS.md
-    H32); ``max_cluster``: the most CTAs a cluster takes, :data:`CLUSTER_MAXIMA` (16 is not
+    ``max_cluster``: the most CTAs a cluster takes, :data:`CLUSTER_MAXIMA` (16 is not
     portable: H33)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
@@ -232,7 +227,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
-    kern = _kernel(nt, r, dev, bool(fuse), cl, gram, int(gram_chain) if gram else 0)
+    kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
             np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),

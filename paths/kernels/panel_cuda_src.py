@@ -234,7 +234,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #endif
     __shared__ __align__(16) float mt[3][NB][GS];  // R1, R2, U (chol_warp's layout)
     __shared__ float mdg[3][NB], minv[3][NB];
-    __shared__ __align__(16) float prow[(GCHAIN ? 2 : 1) * NB];  // chol_warp's: two under GCHAIN
+    __shared__ __align__(16) float prow[2 * NB];  // chol_warp's two alternating rows
     __shared__ __align__(16) float gl[NB][GS];  // L1, strictly lower
     __shared__ float gtop[NB][NB + 1];  // the panel's first NB rows, as stored
     __shared__ float gsv[NB];           // the signs S

@@ -31,19 +31,11 @@ GRAM_FUNCS = r"""
 #ifndef GRAM
 #define GRAM 0
 #endif
-#ifndef GCHAIN
-#define GCHAIN 0
-#endif
-// GCHAIN 2: the Cholesky's 32 steps unrolled, so no slot rotates (register names instead
-// of moves) and no step updates a slot past the last row, which slot s at step i holds from
-// i + s = NB on: about half a step's fmas and loads (sm_90: 47 instructions a step against
-// the loop's 96). The LU stays a loop: unrolled, it spilled at every step.
-#if GCHAIN > 1
-#define CHAIN_UNROLL _Pragma("unroll")
-#else
-#define CHAIN_UNROLL _Pragma("unroll 1")
-#endif
-#define CHAIN_LIVE(i, s) (GCHAIN < 2 || (i) + (s) < NB)
+// The Cholesky's 32 steps are unrolled (EXPERIMENTS.md H32), so no slot rotates (register
+// names instead of moves) and no step updates a slot past the last row, which slot s at step
+// i holds from i + s = NB on: about half a step's fmas and loads (sm_90: 47 instructions a
+// step against a loop's 96). The LU stays a loop: unrolled, it spilled at every step.
+#define CHAIN_LIVE(i, s) ((i) + (s) < NB)
 #if GRAM
 #define GS 36                       // row stride of float4-read arrays
 // Numerical margins (docs/NUMERICS.md, "Gram panels"), not timings. 2^-10: a column at
@@ -111,14 +103,12 @@ __device__ __forceinline__ float chol_column(const float (*G)[NB + 1], float (&g
 // row kk + q at step kk). Writes M = R as mt[c][p] = R[p][c] (p < c, zero for p >= c),
 // dg[c] = R[c][c], mi[c] = 1 / R[c][c]. True (every lane) where each pivot keeps more than
 // tol of its column's squared norm and the diagonal is in the plain sum's range.
-// GCHAIN 1 (EXPERIMENTS.md H32): the same factor, bit for bit, with the pivot chain off
-// shared memory. Step kk + 1's pivot is lane kk + 1's slot 1 after step kk, which that lane
-// computes from its own R[kk][kk + 1] (the fma the update would do) and shuffles at once;
-// every lane's next slot 0 takes R[kk][kk + 1] by a shuffle too. The other slots take step
-// kk's row from prow at step kk + 1, beside its rsqrt (slot 1's first, which the pivot
-// needs): prow is two buffers of NB, the steps alternating, so no lane posts a row over one
-// that another lane still reads.
-#if GCHAIN
+// The pivot chain stays off shared memory (EXPERIMENTS.md H32). Step kk + 1's pivot is
+// lane kk + 1's slot 1 after step kk, which that lane computes from its own R[kk][kk + 1]
+// (the fma the update would do) and shuffles at once; every lane's next slot 0 takes
+// R[kk][kk + 1] by a shuffle too. The other slots take step kk's row from prow at step
+// kk + 1, beside its rsqrt (slot 1's first, which the pivot needs): prow is two buffers of
+// NB, the steps alternating, so no lane posts a row over one that another lane still reads.
 __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
                                           float* mi, float* prow, float tol, int lane) {
     float g[NB];
@@ -128,7 +118,7 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
     __syncwarp();
     float d = __shfl_sync(FULL, g[0], 0);
     float rkp = 0.0f;  // this lane's R[kk - 1][lane], the factor of the update slots 1.. owe
-    CHAIN_UNROLL
+#pragma unroll
     for (int kk = 0; kk < NB; ++kk) {
         const float dk0 = __shfl_sync(FULL, d0, kk);
         ok = ok && (d > tol * dk0);
@@ -164,40 +154,6 @@ __device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, f
     }
     return __all_sync(FULL, ok);
 }
-#else
-__device__ __forceinline__ bool chol_warp(const float (*G)[NB + 1], float* mt, float* dg,
-                                          float* mi, float* prow, float tol, int lane) {
-    float g[NB];
-    const float d0 = chol_column(G, g, lane);
-    bool ok = d0 >= PLAIN_SS_LO && d0 <= PLAIN_SS_HI;
-#pragma unroll 1
-    for (int kk = 0; kk < NB; ++kk) {
-        const float d = __shfl_sync(FULL, g[0], kk);
-        const float dk0 = __shfl_sync(FULL, d0, kk);
-        ok = ok && (d > tol * dk0);
-        const float ri = rsqrtf(d);
-        const float r = d * ri;
-        const float rk = lane == kk ? r : g[0] * ri;
-        prow[(lane - kk) & (NB - 1)] = rk;  // prow[q] = R[kk][kk + q]
-        __syncwarp();
-        const float4* pr = reinterpret_cast<const float4*>(prow);
-#pragma unroll
-        for (int p = 0; p < NB / 4; ++p) {
-            const float4 x = pr[p];
-            if (p > 0) g[4 * p] = fmaf(-x.x, rk, g[4 * p]);
-            g[4 * p + 1] = fmaf(-x.y, rk, g[4 * p + 1]);
-            g[4 * p + 2] = fmaf(-x.z, rk, g[4 * p + 2]);
-            g[4 * p + 3] = fmaf(-x.w, rk, g[4 * p + 3]);
-        }
-#pragma unroll
-        for (int q = 0; q < NB - 1; ++q) g[q] = g[q + 1];
-        mt[lane * GS + kk] = kk < lane ? rk : 0.0f;
-        if (lane == kk) { dg[kk] = r; mi[kk] = ri; }
-        __syncwarp();
-    }
-    return __all_sync(FULL, ok);
-}
-#endif
 
 // acc + sg sum_{p < c} v[p] x[p] (sg = +-1), one fma a term in p order, x 16-byte aligned
 // in shared memory: the prefix products of the triangular solves and products (c is a
@@ -244,8 +200,7 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
 #pragma unroll
     for (int q = 0; q < NB; ++q) mr[q] = top[q];
     bool ok = true;
-#if GCHAIN
-    // H32: row j's entries right of its pivot are final at step j's start, so lane j posts
+    // Row j's entries right of its pivot are final at step j's start, so lane j posts
     // them while the pivot travels (entry 0, the pivot's, is read by no lane), and every
     // lane reads them before the pivot's reciprocal is known. The update runs on every lane
     // with lj zero at and above row j: rows there are finished, so what it leaves in them
@@ -280,39 +235,6 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
         for (int q = 0; q < NB - 1; ++q) mr[q] = mr[q + 1];
         __syncwarp();
     }
-#else
-#pragma unroll 1
-    for (int j = 0; j < NB; ++j) {
-        const float piv = __shfl_sync(FULL, mr[0], j);
-        const float s = piv >= 0.0f ? -1.0f : 1.0f;
-        const float u = piv - s;
-        const float ui = 1.0f / u;
-        ok = ok && fabsf(u) <= GRAM_TAU_MAX;
-        if (lane == j) {
-            mr[0] = u;
-            post_row(prow, mr);
-        }
-        __syncwarp();
-        const float lj = mr[0] * ui;
-        if (lane > j) {
-            const float4* pr = reinterpret_cast<const float4*>(prow);
-#pragma unroll
-            for (int p = 0; p < NB / 4; ++p) {
-                const float4 x = pr[p];
-                if (p > 0) mr[4 * p] = fmaf(-lj, x.x, mr[4 * p]);
-                mr[4 * p + 1] = fmaf(-lj, x.y, mr[4 * p + 1]);
-                mr[4 * p + 2] = fmaf(-lj, x.z, mr[4 * p + 2]);
-                mr[4 * p + 3] = fmaf(-lj, x.w, mr[4 * p + 3]);
-            }
-        }
-        gl[lane][j] = lane > j ? lj : 0.0f;
-        mt[lane * GS + j] = j < lane ? prow[lane - j] : 0.0f;
-        if (lane == j) { dg[j] = u; mi[j] = ui; sv[j] = s; }
-#pragma unroll
-        for (int q = 0; q < NB - 1; ++q) mr[q] = mr[q + 1];
-        __syncwarp();
-    }
-#endif
     return __all_sync(FULL, ok);
 }
 #endif
