@@ -152,8 +152,6 @@ class Knobs:
     W as each slice's sums, added in slice order; unset: exactly in the deterministic
     mode), ``fp32_pair`` (``schedules.FP32_PAIR``: 0, or 16 / 32: the FP32 route's update of a
     group's two panels in one pass over each streamed tile, in row chunks of that many),
-    ``qform_small_cuda`` (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA
-    C kernel, one cupy launch, instead of the Triton one),
     ``cluster_max`` (``schedules.CUDA_PANEL_CLUSTER_MAX``: 8 / 16, the most CTAs a cluster
     panel takes; 16 is sm_90's non-portable size)."""
 
@@ -189,7 +187,6 @@ class Knobs:
     pair_split: int | None = None
     w_partials: int | None = None
     fp32_pair: int | None = None
-    qform_small_cuda: int | None = None
     cluster_max: int | None = None
 
     def get(self, name: str, constant):
@@ -323,7 +320,6 @@ KNOB_CHOICES = {
     "pair_split": (0, 32, 64, 128, 256),
     "w_partials": (0, 1),
     "fp32_pair": (0, 16, 32),
-    "qform_small_cuda": (0, 1),
     "cluster_max": (8, 16),
 }
 

@@ -1,8 +1,7 @@
-"""The cupy launchers' Python (paths/kernels/panel_cuda.py, qform_small_cuda.py) on the CPU,
+"""The cupy launcher's Python (paths/kernels/panel_cuda.py) on the CPU,
 against a stand-in for cupy that records each launch: the arguments in the order the CUDA C
 signatures take them, the grid, block and shared memory, and torch's current stream. The
-kernels themselves run under the host shim (test_panel_cuda_host.py,
-test_qform_small_cuda_host.py) and on the GPU."""
+kernels themselves run under the host shim (test_panel_cuda_host.py) and on the GPU."""
 
 from __future__ import annotations
 
@@ -83,24 +82,6 @@ def test_panel_launch_passes_the_gram_outcomes(fake_cupy, monkeypatch):
     assert args2[-1] == 0 and args2[10] == 0
     # Both on torch's current stream (cupy's stand-in for it, entered once a launch).
     assert panel_cuda._stream(1234, 0).entered == 2
-
-
-def test_small_q_launch(fake_cupy, monkeypatch):
-    launches, kernel = fake_cupy
-    from adaptqr.paths.kernels import qform_small_cuda
-
-    monkeypatch.setattr(qform_small_cuda, "_kernel", lambda mr, dev: kernel(mr))
-    B, m, n, k = 5, 20, 20, 17
-    Ht, tau, Qt = torch.zeros(B, n, m), torch.zeros(B, k), torch.zeros(B, n, m)
-    qform_small_cuda.launch(Ht, tau, Qt, m, n, k)
-    ((mr, grid, block, args, smem),) = launches
-    assert mr == 32 and grid == (B,) and block == (32,) and smem == 0
-    assert list(args) == [_ptr(Ht), _ptr(tau), _ptr(Qt), m, n, k]
-    from adaptqr.paths.kernels.panel_cuda import _stream
-
-    assert _stream(1234, 0).entered == 1
-    with pytest.raises(ValueError, match="65 rows"):
-        qform_small_cuda.launch(Ht, tau, Qt, 65, n, k)
 
 
 def test_panel_launch_in_clusters_of_16(fake_cupy, monkeypatch):

@@ -142,24 +142,6 @@ def test_blas_knob_picks_the_blocked_product(forced_route, monkeypatch):
             pass
 
 
-def test_small_q_knob_picks_the_cuda_c_kernel(monkeypatch):
-    # QF23: with the knob qform_small_cuda, Q of matrices the CUDA C kernel takes (made to
-    # look so here) goes to it; off (the default) or above its rows, the Triton kernels.
-    from adaptqr import config
-    from adaptqr.paths.kernels import qform_small_cuda
-
-    monkeypatch.setattr(qform_small_cuda, "available", lambda: True)
-    cuda = torch.empty(2, 32, 32, device="meta")
-    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
-    knobs = config.snapshot().knobs
-    assert qform._formation(cuda, False, knobs) is not qform.small_householder_product
-    with config.experiment(qform_small_cuda=1):
-        knobs = config.snapshot().knobs
-        assert qform._formation(cuda, False, knobs) is qform.small_householder_product
-        tall = torch.empty(2, 65, 32, device="meta")
-        assert qform._formation(tall, False, knobs) is not qform.small_householder_product
-
-
 def test_grad_goes_to_torch(monkeypatch):
     # The blocked route is for inputs that need no gradient; with one, torch's autograd.
     h, tau = _factors((2, 6, 4))

@@ -192,21 +192,6 @@ int main(int argc, char** argv) {
 """
 
 
-QFORM_SMALL_MAIN = r"""
-int main(int argc, char** argv) {
-    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
-    const int k = std::atoi(argv[4]);
-    std::vector<float> H = read_floats(argv[5], (size_t)B * n * m);
-    std::vector<float> tau = read_floats(argv[6], (size_t)B * k);
-    std::vector<float> Q = read_floats(argv[7], (size_t)B * n * m);
-    gridDim = {(unsigned)B, 1, 1};
-    run_grid<MR>(0, [&] { qform_small(H.data(), tau.data(), Q.data(), m, n, k); });
-    write_floats(argv[7], Q);
-    return 0;
-}
-"""
-
-
 def available() -> bool:
     """Whether a host C++ compiler is on the path."""
     return shutil.which("g++") is not None
@@ -302,14 +287,3 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
         (Ht, tau, TW, na, gout), [gram_smem(nt) if gram else 0], 5)
     if gram_out is not None:
         gram_out.copy_(gout)
-
-
-def qform_small_launch(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
-                       k: int) -> None:
-    """:func:`adaptqr.paths.kernels.qform_small_cuda.launch` on the host: ``Qt`` ``(B, n, m)``
-    (float32, CPU, contiguous) written from ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)``."""
-    from adaptqr.paths.kernels import qform_small_cuda
-
-    mr = qform_small_cuda.rows_of(m)
-    exe = build(qform_small_cuda.SRC, QFORM_SMALL_MAIN, (("MR", mr),))
-    run(exe, [Ht.shape[0], m, n, k], (Ht, tau, Qt), [], 3)

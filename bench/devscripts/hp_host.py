@@ -1,7 +1,6 @@
 """Issue 25's small case: where one eager ``householder_product`` call's host time goes,
-beside ``geqrf``'s (graph-replayed) and ``linalg.qr``'s on the same shape; and
-``householder_product`` and ``linalg.qr`` with QF23's knob ``qform_small_cuda`` (Q by one
-cupy launch), each block of calls under the knob (set once, outside the timed calls).
+beside ``geqrf``'s (graph-replayed) and ``linalg.qr``'s on the same shape, each block of
+calls under its knobs (set once, outside the timed calls; none today).
 
 Per op: 5 warm-up calls, then 20 calls timed as host enqueue time (perf_counter until the
 op returns, GPU idle before) and whole-call time (until synchronized), medians; then 50
@@ -45,12 +44,9 @@ def main():
     b, n = (int(x) for x in args.shape.split("x"))
     A = generate(b, n, 1, 5, "dense")
     H, tau = adaptqr.geqrf(A)
-    small = {"qform_small_cuda": 1}
     ops = {"geqrf": (lambda: adaptqr.geqrf(A), {}),
            "householder_product": (lambda: adaptqr.householder_product(H, tau), {}),
-           "linalg.qr": (lambda: adaptqr.linalg.qr(A), {}),
-           "householder_product small_cuda": (lambda: adaptqr.householder_product(H, tau), small),
-           "linalg.qr small_cuda": (lambda: adaptqr.linalg.qr(A), small)}
+           "linalg.qr": (lambda: adaptqr.linalg.qr(A), {})}
     for name, (fn, knobs) in ops.items():
         with config.experiment(**knobs):
             for _ in range(5):

@@ -7,7 +7,6 @@ the device's CUDA version) nvcc compiles and assembles it (``-Xptxas -v``); no N
 
     python3 bench/devscripts/regs_cuda_offline.py --nvcc /usr/local/cuda-13.0/bin/nvcc \
         NT=256,R=1,FUSE=1,GRAM=1,CL=8 NT=256,R=2,FUSE=1
-    ... --source paths/kernels/qform_small_cuda.py MR=32 MR=64
     ... --same OLD_panel_cuda_src.py NT=256,R=2     # registers of OLD's SRC beside today's
     ... --sass CUOBJDUMP /tmp/panel_ NT=256,R=2,CL=8,FUSE=1,GRAM=1   # and its SASS
 

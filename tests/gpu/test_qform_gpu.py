@@ -84,26 +84,6 @@ def test_q_kernel_variants_at_the_half_gate(shape, k, knobs):
     _q_at_the_half_gate(shape, k, **knobs)
 
 
-@pytest.mark.variant
-@pytest.mark.parametrize("shape,k", [((20, 32, 32), None), ((40, 64, 64), None), ((7, 50, 30), 12),
-                                     ((3, 20, 20), None), ((2, 3, 2), None), ((5, 9, 5), 0)],
-                         ids=_shape_id)
-def test_small_q_by_cuda_c_at_the_half_gate(shape, k):
-    # EXPERIMENTS.md QF23: Q of at most 64 rows by the CUDA C kernel (one cupy launch), k < n
-    # and k = 0 included; and the linalg.qr that forms its Q so.
-    from adaptqr import config
-    from adaptqr.paths.kernels import qform_small_cuda
-
-    if not qform_small_cuda.available():
-        pytest.skip("needs cupy")
-    _q_at_the_half_gate(shape, k, qform_small_cuda=1)
-    A = torch.randn(*shape, device="cuda")
-    with config.experiment(qform_small_cuda=1):
-        Q, R = adaptqr.linalg.qr(A)
-    assert _ortho(Q) <= HALF_GATE
-    assert ((Q @ R - A).abs().amax() / (A.abs().amax() * max(shape[-2:]) * EPS32)).item() <= HALF_GATE
-
-
 def _q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
