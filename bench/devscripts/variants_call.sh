@@ -103,6 +103,11 @@
 #   SINGLE="--knobs c2:gram_chain=2 --knobs x16:cluster_max=16 --knobs x16c2:cluster_max=16,gram_chain=2" \
 #   HP_CASES=bench/devscripts/cases_20x32.json HP="--knobs s:qform_small_cuda=1" \
 #   bash bench/devscripts/variants_call.sh
+# Session 42 (runs 1620-1652): H32 kept (gram_chain gone), QF23 rejected and removed; H33
+# and T13 measured on an H100 only. Next, on the H200 (EXPERIMENTS.md OC33): main's 12
+# cases and householder_product beside them, with H33 beside the default:
+#   TESTS_K="clusters_of_16" B12="--knobs x16:cluster_max=16" SINGLE="--knobs x16:cluster_max=16" \
+#   HP=" " HP_CASES=bench bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
