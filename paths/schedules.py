@@ -96,8 +96,9 @@ CUDA_PANEL_CLUSTER = 256
 #: The most CTAs of a cluster panel: 8 (panel_cuda.MAX_CLUSTER, portable), or 16 (sm_90's
 #: non-portable size, opted in at the kernel's load): 4096-row panels at CTAs of 256 rows
 #: in 16 CTAs of one row a thread instead of 8 of two, so the Gram build's per-row work
-#: (two Grams, three solves) halves a CTA. Not measured yet: EXPERIMENTS.md H33; knob
-#: ``cluster_max``.
+#: (two Grams, three solves) halves a CTA. H100 only so far (run 1652, ms, 8 / 16): 1x4096
+#: 7.692 / 7.168, 2x4096 9.512 / 9.112; 8 stays until the H200 confirms it and a guard
+#: keeps 8 where 16 CTAs cannot be placed together (EXPERIMENTS.md H33); knob ``cluster_max``.
 CUDA_PANEL_CLUSTER_MAX = 8
 #: Batches of at most this many matrices take clusters for their panels of
 #: ``CLUSTER_SMALL_ROWS`` + 1 to ``CUDA_PANEL_MAX_ROWS`` rows too, in CTAs of
@@ -181,7 +182,9 @@ W_PARTIALS = None
 #: update was bound by its products, not its traffic); since T10 they are "f16x3", at twice
 #: the rate. 0: off; else the pair's row chunk, 16 or 32 (triton 3.6, sm_90, 4 warps, BN
 #: 64: 150 / 242 registers, no spill, against the two-pass launch's 209 at 64 rows; 64
-#: spills, as N13's did). EXPERIMENTS.md T13; knob ``fp32_pair``.
+#: spills, as N13's did). H100 (run 1652, ms, 0 / 32): 640x512 rankdef 5.306 / 5.142,
+#: clustered 5.857 / 5.670, 60x1024 nearrank 5.257 / 4.869; off until its GPU test (now
+#: against float64) has run. EXPERIMENTS.md T13; knob ``fp32_pair``.
 FP32_PAIR = 0
 
 
