@@ -92,6 +92,8 @@ def test_panel_launch_in_clusters_of_16(fake_cupy, monkeypatch):
 
     monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram: kernel(
         (nt, r, cl, gram)))
+    asked = []
+    monkeypatch.setattr(panel_cuda, "_clusters_fit", lambda *a: asked.append(a) or True)
     B, m, n = 2, 4096, 64
     Ht, tau = torch.zeros(B, n, m), torch.zeros(B, n)
     TW, na = torch.zeros(B, 2, 32, 32), torch.zeros(B, dtype=torch.int32)
@@ -101,9 +103,55 @@ def test_panel_launch_in_clusters_of_16(fake_cupy, monkeypatch):
     (name, grid, block, _, _), (name2, grid2, _, _, _) = launches
     assert name == (256, 1, 16, True) and grid == (B * 16,) and block == (256,)
     assert name2 == (256, 1, 8, True) and grid2 == (B * 8,)
+    assert asked == [(256, 1, 0, True, 16, True)]  # asked above 8 CTAs only
     with pytest.raises(ValueError, match="at most 12 CTAs"):
         panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 4096, False, 0.0, True, 256,
                           True, None, 12)
+
+
+def test_panel_launch_keeps_8_where_16_cannot_be_placed(fake_cupy, monkeypatch):
+    # H33's guard: where the driver says no cluster of 16 CTAs of the build fits (a MIG
+    # slice, small GPCs), the 4096-row panel takes 8 CTAs of 512 rows instead.
+    launches, kernel = fake_cupy
+    from adaptqr.paths.kernels import panel_cuda
+
+    monkeypatch.setattr(panel_cuda, "_kernel", lambda nt, r, dev, fuse, cl, gram: kernel(
+        (nt, r, cl, gram)))
+    monkeypatch.setattr(panel_cuda, "_clusters_fit", lambda *a: False)
+    B, m, n = 2, 4096, 64
+    Ht, tau = torch.zeros(B, n, m), torch.zeros(B, n)
+    TW, na = torch.zeros(B, 2, 32, 32), torch.zeros(B, dtype=torch.int32)
+    panel_cuda.launch(Ht, tau, TW, na, 0, m, n, 32, 0, 2, 32, 4096, False, 0.0, True, 256,
+                      True, None, 16)
+    ((name, grid, block, _, smem),) = launches
+    assert name == (256, 2, 8, True) and grid == (B * 8,) and block == (256,)
+
+
+def test_cluster_fit_asks_the_driver_for_one_cluster():
+    # The driver's CUlaunchConfig and CUlaunchAttribute as laid out in cuda.h (64-bit): a
+    # config of 56 bytes whose attrs pointer sits at 40; an attribute of 72, its value at 8.
+    import ctypes
+
+    from adaptqr.paths.kernels import cluster_fit
+
+    assert ctypes.sizeof(cluster_fit.LaunchConfig) == 56
+    assert cluster_fit.LaunchConfig.attrs.offset == 40
+    assert ctypes.sizeof(cluster_fit._Attr) == 72 and cluster_fit._Attr.value.offset == 8
+    seen = []
+
+    def driver(count, func, config):
+        c = config._obj
+        a = c.attrs[0]
+        seen.append((func.value, c.grid_x, c.block_x, c.shared_mem, c.num_attrs, a.id,
+                     a.value.cluster_dim.x, a.value.cluster_dim.y, a.value.cluster_dim.z))
+        count._obj.value = 3
+        return 0
+
+    assert cluster_fit.max_active_clusters(99, 16, 256, 36864, driver=driver) == 3
+    assert seen == [(99, 16, 256, 36864, 1, 4, 16, 1, 1)]
+    # An error, or no function, is "cannot tell": 0, so the launcher keeps 8.
+    assert cluster_fit.max_active_clusters(99, 16, 256, 0, driver=lambda *a: 1) == 0
+    assert cluster_fit.max_active_clusters(0, 16, 256, 0, driver=driver) == 0
 
 
 def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):

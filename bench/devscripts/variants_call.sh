@@ -108,6 +108,9 @@
 # cases and householder_product beside them, with H33 beside the default:
 #   TESTS_K="clusters_of_16" B12="--knobs x16:cluster_max=16" SINGLE="--knobs x16:cluster_max=16" \
 #   HP=" " HP_CASES=bench bash bench/devscripts/variants_call.sh
+# then T13 (its test now against float64; the test alone may take most of the 150 s):
+#   SKIP_B12=1 TESTS_K="fp32_pair" SWEEP_CASES=bench/devscripts/cases_t13.json SWEEP_TIMEOUT=240 \
+#   SWEEP="--knobs p32:fp32_pair=32 --knobs p16:fp32_pair=16" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

@@ -53,6 +53,7 @@ import logging
 import numpy as np
 import torch
 
+from adaptqr.paths.kernels import cluster_fit
 from adaptqr.paths.kernels.panel_cuda_src import SRC  # noqa: F401  (the kernel's source)
 from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
@@ -187,6 +188,21 @@ def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
         return fn
 
 
+@functools.lru_cache(maxsize=None)
+def _clusters_fit(nt: int, r: int, device_index: int, fuse: bool, cl: int, gram: bool) -> bool:
+    """Whether a cluster of ``cl`` CTAs of this build can be placed on the device (asked once
+    a build, only above :data:`MAX_CLUSTER`; :mod:`~adaptqr.paths.kernels.cluster_fit`)."""
+    import cupy as cp
+
+    fn = _kernel(nt, r, device_index, fuse, cl, gram)
+    with cp.cuda.Device(device_index):
+        n = cluster_fit.max_active_clusters(fn.kernel.ptr, cl, nt, gram_smem(nt) if gram else 0)
+    if n < 1:
+        logger.warning("adaptqr: clusters of %d CTAs cannot be placed on device %d; the panels "
+                     "take clusters of %d", cl, device_index, MAX_CLUSTER)
+    return n >= 1
+
+
 @functools.lru_cache(maxsize=64)
 def _stream(ptr: int, device_index: int):
     import warnings
@@ -215,7 +231,7 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     the Gram build writes each matrix's outcome of this panel (column ``tw_index``: 1 the
     Gram build, 0 the column steps; unwritten past the matrix's ``n_active``);
     ``max_cluster``: the most CTAs a cluster takes, :data:`CLUSTER_MAXIMA` (16 is not
-    portable: H33)."""
+    portable, H33: where the device cannot place such a cluster, :data:`MAX_CLUSTER`)."""
     if nb not in WIDTHS:
         raise ValueError(f"panel_cuda: width {nb} not compiled (widths {WIDTHS})")
     if max_cluster not in CLUSTER_MAXIMA:
@@ -225,6 +241,8 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {max_cluster} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
+    if cl > MAX_CLUSTER and not _clusters_fit(nt, r, dev, bool(fuse), cl, gram):
+        cl, nt, r = launch_shape(mb, cta_rows, MAX_CLUSTER)
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
     kern = _kernel(nt, r, dev, bool(fuse), cl, gram)

@@ -479,6 +479,20 @@ def test_clusters_of_16_match(B, n):
     _variant_against_default(B, n, 1e-4, cluster_max=16)
 
 
+@pytest.mark.variant
+def test_clusters_of_16_fit_here():
+    # H33's guard asks the driver (cuOccupancyMaxActiveClusters) whether one cluster of 16
+    # CTAs of the 4096-row builds can be placed; on an H100 or H200 it can (run 1652 ran
+    # them), so a "no" here means the query itself is wrong, not the device.
+    from adaptqr.paths.kernels import panel_cuda
+
+    _needs_cuda_panel()
+    dev = torch.cuda.current_device()
+    for gram in (True, False):
+        panel_cuda._clusters_fit.cache_clear()
+        assert panel_cuda._clusters_fit(256, 1, dev, True, 16, gram), gram
+
+
 def test_gram_outcomes_in_the_decisions_log():
     # Issue 24: the decisions log says how many of each matrix's panels the Gram build took
     # and how many fell back to the column steps (the kernel writes each outcome into the
