@@ -7,7 +7,7 @@ SMs (a MIG slice, an integrated Hopper) cannot place them, and a launch there fa
 8 would run (EXPERIMENTS.md H33). The launcher asks once a build and keeps 8 where the
 answer is 0.
 
-Example (any machine; without a CUDA driver the answer is 0, "cannot tell")::
+Example (any machine; a null function, no CUDA driver or an error gives 0, "cannot tell")::
 
     >>> from adaptqr.paths.kernels import cluster_fit
     >>> cluster_fit.max_active_clusters(0, 16, 256, 0, driver=lambda *a: 1)
