@@ -199,7 +199,7 @@ def _clusters_fit(nt: int, r: int, device_index: int, fuse: bool, cl: int, gram:
         n = cluster_fit.max_active_clusters(fn.kernel.ptr, cl, nt, gram_smem(nt) if gram else 0)
     if n < 1:
         logger.warning("adaptqr: clusters of %d CTAs cannot be placed on device %d; the panels "
-                     "take clusters of %d", cl, device_index, MAX_CLUSTER)
+                       "take clusters of %d", cl, device_index, MAX_CLUSTER)
     return n >= 1
 
 
