@@ -1,9 +1,9 @@
 """Issue 25's small case: where one eager ``householder_product`` call's host time goes,
-beside ``geqrf``'s (graph-replayed) and ``linalg.qr``'s on the same shape, each block of
-calls under its knobs (set once, outside the timed calls; none today).
+beside ``geqrf``'s (graph-replayed) and ``linalg.qr``'s on the same shape.
 
 Per op: 5 warm-up calls, then 20 calls timed as host enqueue time (perf_counter until the
-op returns, GPU idle before) and whole-call time (until synchronized), medians; then 50
+op returns, GPU idle before) and whole-call time (until synchronized), medians; then 200
+calls back to back (host time a call, and with the GPU's tail); then 50
 calls under cProfile (top functions by own time). Run there:
 ``python3 bench/devscripts/hp_host.py [--shape 20x32]``.
 """
@@ -20,7 +20,6 @@ import time
 import torch
 
 import adaptqr
-from adaptqr import config
 from adaptqr.testing.generators import generate
 
 
@@ -44,33 +43,30 @@ def main():
     b, n = (int(x) for x in args.shape.split("x"))
     A = generate(b, n, 1, 5, "dense")
     H, tau = adaptqr.geqrf(A)
-    ops = {"geqrf": (lambda: adaptqr.geqrf(A), {}),
-           "householder_product": (lambda: adaptqr.householder_product(H, tau), {}),
-           "linalg.qr": (lambda: adaptqr.linalg.qr(A), {})}
-    for name, (fn, knobs) in ops.items():
-        with config.experiment(**knobs):
-            for _ in range(5):
-                fn()
-            enq, whole = _times(fn)
+    ops = {"geqrf": lambda: adaptqr.geqrf(A),
+           "householder_product": lambda: adaptqr.householder_product(H, tau),
+           "linalg.qr": lambda: adaptqr.linalg.qr(A)}
+    for name, fn in ops.items():
+        for _ in range(5):
+            fn()
+        enq, whole = _times(fn)
         print(f"{args.shape} {name}: host enqueue {enq:.1f} us, whole call {whole:.1f} us")
-    for name, (fn, knobs) in ops.items():
+    for name, fn in ops.items():
         # Back to back, as the bench's repeats: the host's time a call when nothing waits.
-        with config.experiment(**knobs):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(200):
-                fn()
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
         print(f"{args.shape} {name}: back to back {(t1 - t0) / 200 * 1e6:.1f} us a call (host), "
               f"{(time.perf_counter() - t0) / 200 * 1e6:.1f} us with the GPU's tail")
-    for name, (fn, knobs) in ops.items():
+    for name, fn in ops.items():
         pr = cProfile.Profile()
-        with config.experiment(**knobs):
-            pr.enable()
-            for _ in range(50):
-                fn()
-            pr.disable()
+        pr.enable()
+        for _ in range(50):
+            fn()
+        pr.disable()
         torch.cuda.synchronize()
         s = io.StringIO()
         pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(30)
