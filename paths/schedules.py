@@ -78,9 +78,12 @@ CUDA_PANEL_FUSE = True
 #: than its shorter chain saves (run 1639: 640x512 5.80 / 5.55, 40x352 0.661 / 0.625,
 #: 40x176 0.269 / 0.255). Batches between (run 0014, EXPERIMENTS.md H23; 8 / 40 matrices
 #: tried, ms): 16x512 0.988 / 0.928, 32x512 1.185 / 1.073, 16x1024 2.573 / 2.253, 32x1024
-#: 3.144 / 2.719; 40x512 1.171 / 1.182 and 40x1024 3.194 / 3.207 no longer gain.
+#: 3.144 / 2.719; 40x512 1.171 / 1.182 and 40x1024 3.194 / 3.207 no longer gain. Since
+#: H32 shortened the Gram build's chains, 40 matrices gain too (H100, session 43's run
+#: 1900, 32 / 64 matrices, ms): 40x176 0.245 / 0.229, 40x352 0.607 / 0.589, 40x176
+#: rankdef 0.243 / 0.232 (EXPERIMENTS.md H34).
 GRAM_PANEL = True
-GRAM_PANEL_MAX_BATCH = 32
+GRAM_PANEL_MAX_BATCH = 64
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -96,10 +99,12 @@ CUDA_PANEL_CLUSTER = 256
 #: The most CTAs of a cluster panel: 8 (panel_cuda.MAX_CLUSTER, portable), or 16 (sm_90's
 #: non-portable size, opted in at the kernel's load): 4096-row panels at CTAs of 256 rows
 #: in 16 CTAs of one row a thread instead of 8 of two, so the Gram build's per-row work
-#: (two Grams, three solves) halves a CTA. H100 only so far (run 1652, ms, 8 / 16): 1x4096
-#: 7.692 / 7.168, 2x4096 9.512 / 9.112; 8 stays until the H200 confirms it and a guard
-#: keeps 8 where 16 CTAs cannot be placed together (EXPERIMENTS.md H33); knob ``cluster_max``.
-CUDA_PANEL_CLUSTER_MAX = 8
+#: (two Grams, three solves) halves a CTA. H100, ms, 8 / 16: run 1652, 1x4096 7.692 /
+#: 7.168, 2x4096 9.512 / 9.112; session 43's run 1855, 1x4096 7.478 / 7.153, 2x4096 9.501
+#: / 9.163, 1x3072 5.029 / 4.931, the other cases within noise. Where the driver says no
+#: cluster of 16 such CTAs can be placed (a MIG slice, small GPCs), the launch keeps 8
+#: (panel_cuda._clusters_fit). EXPERIMENTS.md H33; knob ``cluster_max``.
+CUDA_PANEL_CLUSTER_MAX = 16
 #: Batches of at most this many matrices take clusters for their panels of
 #: ``CLUSTER_SMALL_ROWS`` + 1 to ``CUDA_PANEL_MAX_ROWS`` rows too, in CTAs of
 #: ``CLUSTER_SMALL_CTA_ROWS`` rows (4 or 8 a matrix), so that few matrices use more SMs.
@@ -182,10 +187,13 @@ W_PARTIALS = None
 #: update was bound by its products, not its traffic); since T10 they are "f16x3", at twice
 #: the rate. 0: off; else the pair's row chunk, 16 or 32 (triton 3.6, sm_90, 4 warps, BN
 #: 64: 150 / 242 registers, no spill, against the two-pass launch's 209 at 64 rows; 64
-#: spills, as N13's did). H100 (run 1652, ms, 0 / 32): 640x512 rankdef 5.306 / 5.142,
-#: clustered 5.857 / 5.670, 60x1024 nearrank 5.257 / 4.869; off until its GPU test (now
-#: against float64) has run. EXPERIMENTS.md T13; knob ``fp32_pair``.
-FP32_PAIR = 0
+#: spills, as N13's did). H100, ms, 0 / 32: run 1652, 640x512 rankdef 5.306 / 5.142,
+#: clustered 5.857 / 5.670, 60x1024 nearrank 5.257 / 4.869; session 43's run 1900 (nine
+#: cases, two unseen), rankdef 5.216 / 5.032, clustered 5.829 / 5.442, nearrank 5.207 /
+#: 4.842, 48x1024 clustered 3.563 / 3.199, 100x768 rankdef 2.907 / 2.798, dense within
+#: 0.3 %; 16 was slower than 0 throughout. Its taus as close to float64's as two passes'
+#: (tests/gpu, test_fp32_pair_matches). EXPERIMENTS.md T13; knob ``fp32_pair``.
+FP32_PAIR = 32
 
 
 def _knob_or(knobs, name: str, constant):

@@ -283,7 +283,7 @@ def test_householder_names_its_gram_panels(monkeypatch):
     assert len(plain) == 16 and not any("+gram" in k for k in plain)
     with config.experiment(gram_panel=0):
         assert not any("+gram" in k for k in householder.panel_kinds(1, 512, 512, cpu)[1])
-    with config.experiment(gram_max_batch=40):
+    with config.experiment(gram_max_batch=640):
         assert householder.panel_kinds(big, 512, 512, cpu)[1] == [k + "+gram" for k in plain[:15]] + plain[15:]
     assert log.panel_counts(32, kinds, 1000) == {"cluster-cuda+gram": 24,
                                                  "register-cuda+gram": 7,

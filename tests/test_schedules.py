@@ -255,9 +255,9 @@ def test_gram_panel():
     from adaptqr.paths.kernels import panel_cuda
 
     assert schedules.GRAM_PANEL is True and schedules.knob("gram_panel") is True
-    assert schedules.GRAM_PANEL_MAX_BATCH == 32
+    assert schedules.GRAM_PANEL_MAX_BATCH == 64
     _knob_resolves("gram_panel", True, False, 3)
-    _knob_resolves("gram_max_batch", 32, 8, 5)
+    _knob_resolves("gram_max_batch", 64, 8, 5)
     assert [panel_cuda.gram_build(nt, 32, 32) for nt in (32, 64, 128, 256, 512)] == [
         False, True, True, True, False]
     assert not panel_cuda.gram_build(128, 31, 32)
@@ -279,8 +279,8 @@ def test_cuda_panel_cluster(monkeypatch):
     assert [shape(2048, c) for c in (256, 512, 1024)] == [(8, 256, 1), (4, 256, 2), (2, 512, 2)]
     assert [shape(4096, c) for c in (256, 512, 1024)] == [(8, 256, 2), (8, 256, 2), (4, 512, 2)]
     # H33 (knob cluster_max): at most 16 CTAs, where 8 would take more than the CTA rows.
-    assert schedules.CUDA_PANEL_CLUSTER_MAX == 8
-    _knob_resolves("cluster_max", 8, 16, 12, 2048)
+    assert schedules.CUDA_PANEL_CLUSTER_MAX == 16
+    _knob_resolves("cluster_max", 16, 8, 12, 2048)
     assert [shape(4096, c, 16) for c in (256, 512)] == [(16, 256, 1), (8, 256, 2)]
     assert [shape(2048, c, 16) for c in (128, 256)] == [(16, 128, 1), (8, 256, 1)]
     for mb in (512, 1024, 2048, 4096):
