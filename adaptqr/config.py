@@ -153,7 +153,9 @@ class Knobs:
     mode), ``fp32_pair`` (``schedules.FP32_PAIR``: 0, or 16 / 32: the FP32 route's update of a
     group's two panels in one pass over each streamed tile, in row chunks of that many),
     ``cluster_max`` (``schedules.CUDA_PANEL_CLUSTER_MAX``: 8 / 16, the most CTAs a cluster
-    panel takes; 16 is sm_90's non-portable size)."""
+    panel takes; 16 is sm_90's non-portable size), ``qform_small_cuda``
+    (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA C kernel in one cupy
+    launch)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -188,6 +190,7 @@ class Knobs:
     w_partials: int | None = None
     fp32_pair: int | None = None
     cluster_max: int | None = None
+    qform_small_cuda: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -321,6 +324,7 @@ KNOB_CHOICES = {
     "w_partials": (0, 1),
     "fp32_pair": (0, 16, 32),
     "cluster_max": (8, 16),
+    "qform_small_cuda": (0, 1),
 }
 
 

@@ -20,6 +20,9 @@ order, the panels applied backwards to the identity, each as
   kernel's strips are few and long (:func:`blas_width`; 2x4096 2x faster, batch 1 at
   3072-4096 3x, docs/EXPERIMENTS.md QF7), and for one matrix of 512-2048 columns in one
   panel (QF9); it is also the CPU stand-in when a test forces the route.
+- With the knob ``qform_small_cuda`` (off until measured, :data:`QFORM_SMALL_CUDA`), Q of
+  at most 64 rows takes :func:`small_householder_product`: one cupy launch, a warp a pair
+  of columns, the inputs read through their strides (EXPERIMENTS.md QF24).
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
 
@@ -52,6 +55,7 @@ from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
+from adaptqr.paths.kernels import qform_small_cuda
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.schedules import next_pow2
 
@@ -84,6 +88,13 @@ QFORM_PREC = "f16x3"
 #: :func:`apply_qt`'s products: tf32x3, for its ``C`` is the caller's columns, whose range
 #: nothing bounds.
 APPLY_QT_PREC = "tf32x3"
+#: Q of at most ``qform_small_cuda.MAX_ROWS`` rows by that CUDA C kernel (one cupy launch,
+#: a warp a pair of columns, no copies of the inputs) instead of the Triton one: at 20x32
+#: the call is bound by the host, and a Triton launch is ~40 % of its host time (run 2114:
+#: ~78 us a call against geqrf's replay's ~59; bench 0.093 against 0.059 ms, run 1623).
+#: QF23's cupy kernel, a thread a column, lost on its GPU time. EXPERIMENTS.md QF24; knob
+#: ``qform_small_cuda`` (0 / 1). Not measured yet: off.
+QFORM_SMALL_CUDA = False
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -215,6 +226,8 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
+    if knobs.get("qform_small_cuda", QFORM_SMALL_CUDA) and qform_small_cuda.applies(A):
+        return small_householder_product
     if A.is_cuda or interpreting():
         return functools.partial(triton_householder_product, knobs=knobs)
     return blocked_householder_product
@@ -388,6 +401,20 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles, knobs)
     Qt.view(B, n, m).copy_(Qp[:, :, :m])
     return Qt.mT
+
+
+def small_householder_product(A: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """``householder_product(A, tau)`` by :mod:`~adaptqr.paths.kernels.qform_small_cuda` (CUDA
+    float32, at most its ``MAX_ROWS`` rows; one cupy launch, EXPERIMENTS.md QF24). Shapes as
+    :func:`householder_product` (not checked here); ``A`` and ``tau`` are read through their
+    strides (a reshape copies only batch dims that do not merge). Q column-major as torch's."""
+    *batch, m, n = A.shape
+    Q = torch.empty(*batch, n, m, dtype=A.dtype, device=A.device).mT
+    B = math.prod(batch)
+    if B and n:
+        qform_small_cuda.launch(A.reshape(B, m, n), tau.reshape(B, tau.shape[-1]),
+                                Q.reshape(B, m, n))
+    return Q
 
 
 def _q_layout(A: torch.Tensor, tau: torch.Tensor) -> tuple:

@@ -183,3 +183,25 @@ def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):
     assert "-DCL=16" in built[-1] and "-DGRAM=1" in built[-1] and attrs == [(77, 14, 1)]
     build(256, 2, 0, True, 8, True)
     assert "-DCL=8" in built[-1] and attrs == [(77, 14, 1)]
+
+
+def test_small_q_launch(fake_cupy, monkeypatch):
+    # EXPERIMENTS.md QF24: one CTA a matrix, a warp a pair of columns, the build by the rows
+    # (32 or 64), the inputs' pointers with their element strides in the kernel's order;
+    # nothing launched for an empty batch or no columns.
+    launches, kernel = fake_cupy
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    monkeypatch.setattr(qform_small_cuda, "_kernel", lambda mr, dev: kernel(mr))
+    H = torch.zeros(5, 40, 40)[::2].mT  # (3, 40, 40), column-major, every other matrix
+    wide = torch.zeros(3, 80)
+    tau = wide[:, ::2][:, :33]
+    Q = torch.empty(3, 40, 40).mT
+    qform_small_cuda.launch(H, tau, Q)
+    (mr, grid, block, args, smem), = launches
+    assert (mr, grid, block, smem) == (64, (3,), (640,), 0)
+    assert args == (_ptr(H), 3200, 1, 40, _ptr(tau), 80, 2, _ptr(Q), 40, 40, 33)
+    assert [type(a) for a in args[1:4]] == [np.int64] * 3 and type(args[-1]) is np.int32
+    qform_small_cuda.launch(H[:0], tau[:0], Q[:0])
+    qform_small_cuda.launch(H[..., :0], tau[:, :0], Q[..., :0])
+    assert len(launches) == 1

@@ -142,6 +142,43 @@ def test_blas_knob_picks_the_blocked_product(forced_route, monkeypatch):
             pass
 
 
+def test_small_q_knob_picks_the_cuda_c_kernel(monkeypatch):
+    # QF24: with the knob qform_small_cuda, Q of matrices the CUDA C kernel takes (made to
+    # look so here) goes to it; off (the default) or above its 64 rows, the Triton kernels.
+    from adaptqr import config
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    monkeypatch.setattr(qform_small_cuda, "available", lambda: True)
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    cuda = torch.empty(2, 32, 32, device="meta")
+    assert qform._formation(cuda, False, config.snapshot().knobs) is not qform.small_householder_product
+    with config.experiment(qform_small_cuda=1):
+        knobs = config.snapshot().knobs
+        assert qform._formation(cuda, False, knobs) is qform.small_householder_product
+        tall = torch.empty(2, 65, 32, device="meta")
+        assert qform._formation(tall, False, knobs) is not qform.small_householder_product
+
+
+def test_small_q_path_hands_the_kernel_views(monkeypatch):
+    # small_householder_product: a column-major Q of the input's batch shape, the kernel
+    # given (B, m, n) and (B, k) views of the caller's own tensors (no copy where the batch
+    # dims merge), nothing launched for an empty batch.
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    seen = []
+    monkeypatch.setattr(qform_small_cuda, "launch", lambda H, tau, Q: seen.append((H, tau, Q)))
+    h, tau = originals.geqrf(torch.randn(2, 3, 10, 6))
+    Q = qform.small_householder_product(h, tau[..., :4])
+    assert Q.shape == (2, 3, 10, 6) and Q.mT.is_contiguous()
+    (H3, t2, Q3), = seen
+    assert H3.shape == (6, 10, 6) and H3.data_ptr() == h.data_ptr()
+    assert t2.shape == (6, 4) and t2.data_ptr() == tau.data_ptr()
+    assert Q3.shape == (6, 10, 6) and Q3.data_ptr() == Q.data_ptr()
+    assert Q3.stride() == (60, 1, 10)
+    qform.small_householder_product(h[:0], tau[:0])
+    assert len(seen) == 1
+
+
 def test_grad_goes_to_torch(monkeypatch):
     # The blocked route is for inputs that need no gradient; with one, torch's autograd.
     h, tau = _factors((2, 6, 4))

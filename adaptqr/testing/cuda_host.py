@@ -192,6 +192,26 @@ int main(int argc, char** argv) {
 """
 
 
+QFORM_SMALL_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const int k = std::atoi(argv[4]);
+    const long long hb = std::atoll(argv[5]), hr = std::atoll(argv[6]), hc = std::atoll(argv[7]);
+    const long long tb = std::atoll(argv[8]), tk = std::atoll(argv[9]);
+    const size_t h_count = std::atoll(argv[10]), t_count = std::atoll(argv[11]);
+    std::vector<float> Q = read_floats(argv[12], (size_t)B * m * n);
+    std::vector<float> H = read_floats(argv[13], h_count);
+    std::vector<float> tau = read_floats(argv[14], t_count);
+    gridDim = {(unsigned)B, 1, 1};
+    run_grid<QTHREADS>(0, [&] {
+        qform_small(H.data(), hb, hr, hc, tau.data(), tb, tk, Q.data(), m, n, k);
+    });
+    write_floats(argv[12], Q);
+    return 0;
+}
+"""
+
+
 def available() -> bool:
     """Whether a host C++ compiler is on the path."""
     return shutil.which("g++") is not None
@@ -287,3 +307,26 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
         (Ht, tau, TW, na, gout), [gram_smem(nt) if gram else 0], 5)
     if gram_out is not None:
         gram_out.copy_(gout)
+
+
+def _storage(x: torch.Tensor) -> torch.Tensor:
+    """All of ``x``'s storage as a 1-D float32 tensor (``x`` starts at its offset 0), so that
+    a kernel reads ``x`` through its own strides."""
+    if x.storage_offset() != 0:
+        raise ValueError("cuda_host: a view at a storage offset")
+    st = x.untyped_storage()
+    return torch.empty(0, dtype=x.dtype).set_(st, 0, (st.nbytes() // x.element_size(),))
+
+
+def qform_small_launch(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> None:
+    """:func:`adaptqr.paths.kernels.qform_small_cuda.launch` on the host: ``Q`` ``(B, m, n)``
+    column-major (float32, CPU) written from ``H`` ``(B, m, n)`` and ``tau`` ``(B, k)``, both
+    read through their strides (views at storage offset 0)."""
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    mr, nw, _ = qform_small_cuda.launch_args(H, tau, Q)
+    B, m, n = H.shape
+    exe = build(qform_small_cuda.SRC, QFORM_SMALL_MAIN, (("MR", mr), ("QTHREADS", 32 * nw)))
+    hs, ts = _storage(H), _storage(tau)
+    run(exe, [B, m, n, tau.shape[-1], *H.stride(), *tau.stride(), hs.numel(), ts.numel()],
+        (Q.mT, hs, ts), [], 1)

@@ -5,7 +5,8 @@ Per op: 5 warm-up calls, then 20 calls timed as host enqueue time (perf_counter 
 op returns, GPU idle before) and whole-call time (until synchronized), medians; then 200
 calls back to back (host time a call, and with the GPU's tail); then 50
 calls under cProfile (top functions by own time). Run there:
-``python3 bench/devscripts/hp_host.py [--shape 20x32]``.
+``python3 bench/devscripts/hp_host.py [--shape 20x32] [--knobs qform_small_cuda=1]`` (with
+``--knobs``, the Q ops again under those knobs).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 import torch
 
 import adaptqr
+from adaptqr import config
 from adaptqr.testing.generators import generate
 
 
@@ -39,6 +41,7 @@ def _times(fn, n=20):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="20x32")
+    ap.add_argument("--knobs", default="", help="integer experiment knobs, name=value,...")
     args = ap.parse_args()
     b, n = (int(x) for x in args.shape.split("x"))
     A = generate(b, n, 1, 5, "dense")
@@ -46,11 +49,22 @@ def main():
     ops = {"geqrf": lambda: adaptqr.geqrf(A),
            "householder_product": lambda: adaptqr.householder_product(H, tau),
            "linalg.qr": lambda: adaptqr.linalg.qr(A)}
+    _measure(args.shape, ops)
+    if args.knobs:
+        # The Q ops again with experiment knobs set around the whole measurement ("name=value,
+        # ..."; QF24: qform_small_cuda=1), so that no call pays for setting them.
+        knobs = {k: int(v) for k, v in (kv.split("=") for kv in args.knobs.split(","))}
+        with config.experiment(**knobs):
+            _measure(args.shape, {f"{name} {args.knobs}": fn for name, fn in ops.items()
+                                  if name != "geqrf"})
+
+
+def _measure(shape: str, ops: dict) -> None:
     for name, fn in ops.items():
         for _ in range(5):
             fn()
         enq, whole = _times(fn)
-        print(f"{args.shape} {name}: host enqueue {enq:.1f} us, whole call {whole:.1f} us")
+        print(f"{shape} {name}: host enqueue {enq:.1f} us, whole call {whole:.1f} us")
     for name, fn in ops.items():
         # Back to back, as the bench's repeats: the host's time a call when nothing waits.
         torch.cuda.synchronize()
@@ -59,7 +73,7 @@ def main():
             fn()
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        print(f"{args.shape} {name}: back to back {(t1 - t0) / 200 * 1e6:.1f} us a call (host), "
+        print(f"{shape} {name}: back to back {(t1 - t0) / 200 * 1e6:.1f} us a call (host), "
               f"{(time.perf_counter() - t0) / 200 * 1e6:.1f} us with the GPU's tail")
     for name, fn in ops.items():
         pr = cProfile.Profile()
@@ -71,7 +85,6 @@ def main():
         s = io.StringIO()
         pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(30)
         print(f"== cProfile, 50 calls of {name}\n" + s.getvalue())
-
 
 if __name__ == "__main__":
     main()

@@ -10,6 +10,7 @@
 #   3e/3f. with $HP, householder_product on $HP_CASES (default cases_qf7.json; no baseline); with $QR, linalg.qr
 #      on $QR_CASES (default 8x2048 and 2x4096) and batch 1 (against torch's)
 #   0. (first, with $HP_HOST, e.g. 20x32) hp_host.py: the host's share of householder_product
+#      (with $HP_HOST_KNOBS, e.g. qform_small_cuda=1, the Q ops again under those knobs)
 #   4. trace.py on the shapes of $TRACE (e.g. "2x4096,640x512") with $TRACE_KNOBS
 # Each step's timeout is on the Python process itself (see gpu_tests.sh's note).
 # Back under $OUT: log.txt, hp_host.txt, variant_tests.txt, b12/*.json, big/*.json, single/*.json,
@@ -111,6 +112,11 @@
 # then T13 (its test now against float64; the test alone may take most of the 150 s):
 #   SKIP_B12=1 TESTS_K="fp32_pair" SWEEP_CASES=bench/devscripts/cases_t13.json SWEEP_TIMEOUT=240 \
 #   SWEEP="--knobs p32:fp32_pair=32 --knobs p16:fp32_pair=16" bash bench/devscripts/variants_call.sh
+# Session 43 (H100 runs 1855-1922; no H200 came): H33, T13 and H34 kept, the defaults. Built,
+# not run: QF24 (EXPERIMENTS.md). Next (OC34), on the H200 if one comes: main's 12 cases,
+# householder_product on them with QF24 beside its default, and QF24's host times and tests:
+#   HP_HOST=20x32 HP_HOST_KNOBS=qform_small_cuda=1 TESTS_K="small_q_by_cuda_c or clusters_of_16" \
+#   HP="--knobs q:qform_small_cuda=1" HP_CASES=bench bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
@@ -119,7 +125,8 @@ nv() { grep -o -- "--knobs\|--env" <<< "$1" | wc -l; }
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 if [ -n "${HP_HOST:-}" ]; then
   echo "== 0. host time, $HP_HOST  (t=$(( $(date +%s) - T0 ))s)"
-  timeout 60 python3 bench/devscripts/hp_host.py --shape "$HP_HOST" > "$OUT/hp_host.txt" 2>&1
+  timeout 60 python3 bench/devscripts/hp_host.py --shape "$HP_HOST" ${HP_HOST_KNOBS:+--knobs "$HP_HOST_KNOBS"} \
+    > "$OUT/hp_host.txt" 2>&1
   echo "hp_host: exit $?"; head -n 2 "$OUT/hp_host.txt"
 fi
 if [ -n "${TESTS_K:-}" ]; then

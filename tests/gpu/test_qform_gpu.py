@@ -84,6 +84,56 @@ def test_q_kernel_variants_at_the_half_gate(shape, k, knobs):
     _q_at_the_half_gate(shape, k, **knobs)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("shape,k", [((20, 32, 32), None), ((40, 64, 64), None), ((7, 50, 30), 12),
+                                     ((3, 20, 20), None), ((2, 3, 2), None), ((5, 9, 5), 0),
+                                     ((2, 3, 33, 33), None)], ids=_shape_id)
+def test_small_q_by_cuda_c_at_the_half_gate(shape, k):
+    # EXPERIMENTS.md QF24: Q of at most 64 rows by the CUDA C kernel (one cupy launch, a
+    # warp a pair of columns), k < n, k = 0 and two batch dims included; and the linalg.qr
+    # that forms its Q so.
+    from adaptqr import config
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    if not qform_small_cuda.available():
+        pytest.skip("needs cupy")
+    _q_at_the_half_gate(shape, k, qform_small_cuda=1)
+    A = torch.randn(*shape, device="cuda")
+    with config.experiment(qform_small_cuda=1):
+        _qr_at_the_half_gate(A, "reduced")
+
+
+@pytest.mark.variant
+def test_small_q_by_cuda_c_strided_and_captured():
+    # QF24's kernel reads its inputs through their strides (the same bits from a row-major
+    # copy and a strided tau), and a CUDA graph of the call replays on new inputs.
+    from adaptqr import config
+    from adaptqr.paths.kernels import qform_small_cuda
+
+    if not qform_small_cuda.available():
+        pytest.skip("needs cupy")
+    h, tau = originals.geqrf(torch.randn(20, 32, 32, device="cuda"))
+    with config.experiment(qform_small_cuda=1):
+        eager = adaptqr.householder_product(h, tau)
+        strided = adaptqr.householder_product(h.contiguous(), torch.stack([tau, tau], -1)[..., 0])
+        assert torch.equal(strided, eager)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            adaptqr.householder_product(h, tau)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            Qg = adaptqr.householder_product(h, tau)
+        h2, tau2 = originals.geqrf(torch.randn(20, 32, 32, device="cuda"))
+        h.copy_(h2)
+        tau.copy_(tau2)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(Qg, adaptqr.householder_product(h, tau))
+    assert _ortho(Qg) <= HALF_GATE
+
+
 def _q_at_the_half_gate(shape, k, **knobs):
     from adaptqr import config
 
