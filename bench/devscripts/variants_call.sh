@@ -116,7 +116,9 @@
 # not run: QF24 (EXPERIMENTS.md). Next (OC34), on the H200 if one comes: main's 12 cases,
 # householder_product on them with QF24 beside its default, and QF24's host times and tests:
 #   HP_HOST=20x32 HP_HOST_KNOBS=qform_small_cuda=1 TESTS_K="small_q_by_cuda_c or clusters_of_16" \
-#   HP="--knobs q:qform_small_cuda=1" HP_CASES=bench bash bench/devscripts/variants_call.sh
+#   HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 TRACE_KNOBS="--replay --cond 1" \
+#   bash bench/devscripts/variants_call.sh
+# (the trace sizes OC34's family 3: what 40x176's panels and updates take now).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
