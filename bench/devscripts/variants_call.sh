@@ -117,8 +117,8 @@
 # householder_product on them with QF24 beside its default, and QF24's host times and tests:
 #   HP_HOST=20x32 HP_HOST_KNOBS=qform_small_cuda=1 TESTS_K="small_q_by_cuda_c or clusters_of_16" \
 #   HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 TRACE_KNOBS="--replay --cond 1" \
-#   bash bench/devscripts/variants_call.sh
-# (the trace sizes OC34's family 3: what 40x176's panels and updates take now).
+#   B12="--knobs g640:gram_max_batch=640" bash bench/devscripts/variants_call.sh
+# (the trace sizes OC34's family 3: what 40x176's panels and updates take now; g640 is H35).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
