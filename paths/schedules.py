@@ -79,7 +79,7 @@ CUDA_PANEL_FUSE = True
 #: 40x176 0.269 / 0.255). Batches between (run 0014, EXPERIMENTS.md H23; 8 / 40 matrices
 #: tried, ms): 16x512 0.988 / 0.928, 32x512 1.185 / 1.073, 16x1024 2.573 / 2.253, 32x1024
 #: 3.144 / 2.719; 40x512 1.171 / 1.182 and 40x1024 3.194 / 3.207 no longer gain. Since
-#: H32 shortened the Gram build's chains, batches to 64 gain too (H100, session 43's run
+#: H32 shortened the Gram build's chains, batches to 64 gain too (H100, session 43's runs
 #: 1912-1913, at most 32 / 64 matrices, ms): 40x176 0.243 / 0.230, 40x352 0.603 / 0.588,
 #: 40x512 1.122 / 1.066, 64x384 0.770 / 0.738, 64x512 1.369 / 1.339, 64x176 clustered
 #: 0.170 / 0.163; n 768-1024 (first panels too tall for the build) within 1.1 %

@@ -460,7 +460,7 @@ def test_fp32_pair_matches(B, n, case, cond, rows):
     # tile (knob fp32_pair, its row chunk; 32 the default) against two passes (0), through
     # the public call:
     # both at the bar, the pair taken (other bits), its taus as close to float64's as the
-    # default's. Not R against R: on these conditionings the two roundings' R rows differed
+    # two passes'. Not R against R: on these conditionings the two roundings' R rows differed
     # by ~1e-4, and by 1-2 % on a few matrices (session 42; a reflector's sign flipped where
     # a column's top entry is near zero, we think, not verified); tau is continuous there.
     import adaptqr
