@@ -202,6 +202,15 @@ def test_small_q_launch(fake_cupy, monkeypatch):
     assert (mr, grid, block, smem) == (64, (3,), (640,), 0)
     assert args == (_ptr(H), 3200, 1, 40, _ptr(tau), 80, 2, _ptr(Q), 40, 40, 33)
     assert [type(a) for a in args[1:4]] == [np.int64] * 3 and type(args[-1]) is np.int32
+    # One matrix (a 2-D input's view): the batch stride of a size-1 dim is the view's own.
+    one = torch.empty(5, 7).mT.reshape(1, 7, 5)
+    assert one.stride() == (7, 1, 7)
+    qform_small_cuda.launch(torch.zeros(1, 7, 5), torch.zeros(1, 5), one)
+    assert launches[-1][2] == (96,) and launches[-1][3][-3:] == (7, 5, 5)
+    with pytest.raises(ValueError, match="column-major"):
+        qform_small_cuda.launch_args(torch.zeros(2, 7, 5), torch.zeros(2, 5),
+                                     torch.empty(2, 5, 7).mT.contiguous())
+    del launches[1:]
     qform_small_cuda.launch(H[:0], tau[:0], Q[:0])
     qform_small_cuda.launch(H[..., :0], tau[:, :0], Q[..., :0])
     assert len(launches) == 1

@@ -177,6 +177,13 @@ def test_small_q_path_hands_the_kernel_views(monkeypatch):
     assert Q3.stride() == (60, 1, 10)
     qform.small_householder_product(h[:0], tau[:0])
     assert len(seen) == 1
+    # A 2-D input: one matrix, whose views the launch takes (a size-1 batch dim's stride
+    # is the view's own).
+    h2, tau2 = originals.geqrf(torch.randn(10, 6))
+    monkeypatch.setattr(qform_small_cuda, "launch",
+                        lambda H, tau, Q: seen.append(qform_small_cuda.launch_args(H, tau, Q)))
+    assert qform.small_householder_product(h2, tau2).shape == (10, 6)
+    assert seen[-1][:2] == (32, 3)
 
 
 def test_grad_goes_to_torch(monkeypatch):
