@@ -115,7 +115,7 @@
 # Session 43 (H100 runs 1855-1922; no H200 came): H33, T13 and H34 kept, the defaults. Built,
 # not run: QF24 (EXPERIMENTS.md). Next (OC34), on the H200 if one comes: main's 12 cases,
 # householder_product on them with QF24 beside its default, and QF24's host times and tests:
-#   HP_HOST=20x32 HP_HOST_KNOBS=qform_small_cuda=1 TESTS_K="small_q_by_cuda_c or clusters_of_16" \
+#   HP_HOST=20x32 HP_HOST_KNOBS=qform_small_cuda=1 TESTS_K="small_q_by_cuda_c or clusters_of_16 or (gram_panel_matches and 48)" \
 #   HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 TRACE_KNOBS="--replay --cond 1" \
 #   B12="--knobs g640:gram_max_batch=640" bash bench/devscripts/variants_call.sh
 # (the trace sizes OC34's family 3: what 40x176's panels and updates take now; g640 is H35).

@@ -408,12 +408,12 @@ def test_cuda_panel_degenerate_columns_and_n_active(fuse):
 
 @pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(1, 512), (1, 1000), (3, 700), (8, 600), (4, 320),
-                                 (2, 2048), (1, 3072)])
+                                 (2, 2048), (1, 3072), (48, 256)])
 def test_gram_panel_matches(B, n):
     # EXPERIMENTS.md H22: CUDA C panels tried as CholeskyQR2 rebuilt into Householder form
-    # (the default up to GRAM_PANEL_MAX_BATCH matrices; clusters of 128-row CTAs up to 1024
-    # rows, one CTA below 257, clusters of 512-row CTAs above 1024) against the column
-    # steps: the same reflectors up to rounding.
+    # (the default up to GRAM_PANEL_MAX_BATCH matrices, 64 since H34; clusters of 128-row
+    # CTAs up to 1024 rows, one CTA below 257, clusters of 512-row CTAs above 1024) against
+    # the column steps: the same reflectors up to rounding.
     _needs_cuda_panel()
     _variant_against_default(B, n, 1e-4, gram_panel=False)
 
