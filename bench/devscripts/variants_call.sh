@@ -119,6 +119,10 @@
 #   HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 TRACE_KNOBS="--replay --cond 1" \
 #   B12="--knobs g640:gram_max_batch=640" bash bench/devscripts/variants_call.sh
 # (the trace sizes OC34's family 3: what 40x176's panels and updates take now; g640 is H35).
+# Then the SOAP example on that machine, both optimizers (carry .whl):
+#   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+#   --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site; timeout 130 python3 \
+#   examples/soap_step.py --steps 21; timeout 250 python3 examples/soap_step.py --steps 21 --optimizer heavyball
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
