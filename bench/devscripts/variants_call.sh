@@ -122,7 +122,9 @@
 # Then the SOAP example on that machine, both optimizers (carry .whl):
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #   --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site; timeout 130 python3 \
-#   examples/soap_step.py --steps 21; timeout 250 python3 examples/soap_step.py --steps 21 --optimizer heavyball
+#   examples/soap_step.py --steps 21; timeout 250 python3 examples/soap_step.py --steps 21 --optimizer heavyball; \
+#   timeout 90 python3 bench/devscripts/smem_qr_proto.py; \
+#   timeout 60 python3 bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192   (H36)
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

@@ -1,0 +1,323 @@
+"""A prototype for EXPERIMENTS.md OC34 family 3 / H36: the whole QR of a small matrix in one
+CTA, the matrix in shared memory, each 32-column panel by the Gram build (CholeskyQR2 rebuilt
+into Householder form: paths/kernels/panel_gram.py's device functions, as the CUDA C panel
+calls them) and each panel's update of the columns right of it inside the CTA: no launch
+and no round trip through global memory between panels.
+
+Not the library's:
+- no fallback for a panel the Gram tests reject. ``ok`` counts the panels whose tests
+  passed; a rejected panel's result may be wrong. The last panel of a square matrix,
+  32 x 32, always fails the tau test (its last reflector has no sub-column, where geqrf
+  gives tau 0 and the library takes the column steps); its result is still a reflector;
+- ``n`` a multiple of 32, ``m == n`` up to 192 (the matrix and the Gram staging fit one
+  SM's 227 KB);
+- float32 FMA updates, not tensor cores.
+
+It answers one question before a real build: how long one CTA takes to factor a 160 x 160
+or 192 x 192 matrix this way, against the library's ~0.23 ms for 40x176 (EXPERIMENTS.md
+V10), and how much of it is the panels (``--no-update`` times the kernel without the
+updates; its result is wrong). On the CPU shim, 2x64, 1x96 and 1x160 pass the bar (factor
+0.07 / 0.04 / 0.02, orthogonality 0.5 / 0.3 / 0.3).
+
+Run there (GPU, cupy)::
+
+    python3 bench/devscripts/smem_qr_proto.py --shapes 40x160,40x176,40x192 [--no-update]
+
+On the CPU (the host shim of adaptqr.testing.cuda_host, g++)::
+
+    python3 bench/devscripts/smem_qr_proto.py --shim --shapes 2x64,1x96
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+import torch
+
+from adaptqr.paths.kernels.panel_gram import GRAM_FUNCS, gram_smem
+
+NT = 256
+HEAD = r"""
+#define FULL 0xffffffffu
+#define NW (NT / 32)
+#define NB 32
+#define GRAM 1
+#define PLAIN_SS_LO 7.888609052210118e-31f
+#define PLAIN_SS_HI 1.2676506002282294e30f
+"""
+
+KERNEL = r"""
+// LD (odd, >= m): the matrix's column stride in shared memory, so that a warp reading one
+// row across 32 columns meets 32 banks. GOFF: where the Gram staging starts (16-byte
+// aligned); the update's W (NB x n) reuses it.
+// One CTA an SM (its shared memory), so its registers may take all of the SM's: at the
+// default bound ptxas capped them at 128 and spilled 56 bytes, at this one 40 (nvcc 13.0).
+extern "C" __global__ void __launch_bounds__(NT, 1)
+qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ TAU,
+        float* __restrict__ OK, int m, int n) {
+    extern __shared__ __align__(16) float dyn[];
+    float* As = dyn;
+    float* gbuf = dyn + GOFF;
+    float* Wd = gbuf;
+    __shared__ float gc[NB][NB + 1];
+    __shared__ __align__(16) float mt[3][NB][GS];
+    __shared__ float mdg[3][NB], minv[3][NB];
+    __shared__ __align__(16) float prow[2 * NB];
+    __shared__ __align__(16) float gl[NB][GS];
+    __shared__ float gtop[NB][NB + 1];
+    __shared__ float gsv[NB];
+    __shared__ float Ts[NB][NB + 1];
+    __shared__ float gok;
+    const int b = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const float* Ab = A + (long long)b * m * n;
+    for (int e = t; e < n * m; e += NT) {
+        const int c = e / m, r = e - c * m;
+        As[c * LD + r] = Ab[e];
+    }
+    __syncthreads();
+    float taken = 0.0f;  // panels whose Gram tests passed
+    for (int k0 = 0; k0 < n; k0 += NB) {
+        const int row = k0 + t;
+        float a[1][NB];
+#pragma unroll
+        for (int q = 0; q < NB; ++q) a[0][q] = row < m ? As[(k0 + q) * LD + row] : 0.0f;
+        bool gram = true;
+#pragma unroll 1
+        for (int ps = 0; ps < 2; ++ps) {
+            gram_partial(a, gbuf, gc, t, lane, warp);
+            if (warp == 0) {
+                const bool okc = chol_warp(gc, &mt[ps][0][0], mdg[ps], minv[ps], prow,
+                                           ps == 0 ? GRAM_TOL : GRAM_TOL2, lane);
+                if (lane == 0) gok = okc ? 1.0f : 0.0f;
+            }
+            __syncthreads();
+            gram = gram && gok != 0.0f;
+            solve_rows(a, &mt[ps][0][0], minv[ps]);
+        }
+        if (warp == 0) {
+            const bool okl = lu_warp(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, prow, lane);
+            if (lane == 0) gok = okl ? 1.0f : 0.0f;
+        }
+        __syncthreads();
+        gram = gram && gok != 0.0f;
+        if (gram) taken += 1.0f;
+        solve_rows(a, &mt[2][0][0], minv[2]);  // V below the first NB rows: Q U^-1
+        if (warp == 0) {
+            // T = -U S L1^-T, row `lane`: T L1^T = -U S, column by column.
+            float tr[NB];
+#pragma unroll
+            for (int c = 0; c < NB; ++c) {
+                const float u = c > lane ? mt[2][c][lane] : (c == lane ? mdg[2][lane] : 0.0f);
+                tr[c] = dot_prefix(tr, &gl[c][0], c, -u * gsv[c], -1.0f);
+            }
+#pragma unroll
+            for (int c = 0; c < NB; ++c) Ts[lane][c] = tr[c];
+        } else if (warp == 1) {
+            // Row `lane` as stored: L1 left of the diagonal, S R2 R1 from it on.
+            float r2[NB];
+#pragma unroll
+            for (int p = 0; p < NB; ++p)
+                r2[p] = p > lane ? mt[1][p][lane] : (p == lane ? mdg[1][lane] : 0.0f);
+            const float sl = gsv[lane];
+#pragma unroll
+            for (int c = 0; c < NB; ++c) {
+                const float acc = dot_prefix(r2, &mt[0][c][0], c, r2[c] * mdg[0][c], 1.0f);
+                gtop[lane][c] = c < lane ? gl[lane][c] : sl * acc;
+            }
+        }
+        __syncthreads();
+        if (t < NB) {
+#pragma unroll
+            for (int q = 0; q < NB; ++q) a[0][q] = gtop[t][q];
+            TAU[(long long)b * n + k0 + t] = fabsf(mdg[2][t]);
+        }
+        if (row < m) {
+#pragma unroll
+            for (int q = 0; q < NB; ++q) As[(k0 + q) * LD + row] = a[0][q];
+        }
+        __syncthreads();
+#if UPDATE
+        // The columns right of the panel: C -= V (T^T (V^T C)), C rows k0.., V unit lower.
+        const int c0 = k0 + NB, nc = n - c0;
+        // W = V^T C: thread (j block of 4, column c); the reflectors' reads are broadcasts.
+        for (int e = t; e < 8 * nc; e += NT) {
+            const int jq = e / nc, c = e - jq * nc, j0 = 4 * jq;
+            const float* col = As + (c0 + c) * LD;
+            const float* v0 = As + (k0 + j0) * LD;
+            float w0 = 0.0f, w1 = 0.0f, w2 = 0.0f, w3 = 0.0f;
+            for (int i = k0 + j0; i < m; ++i) {
+                const float x = col[i];
+                const int d = i - k0;
+                w0 = fmaf(d == j0 ? 1.0f : v0[i], x, w0);
+                if (d >= j0 + 1) w1 = fmaf(d == j0 + 1 ? 1.0f : v0[LD + i], x, w1);
+                if (d >= j0 + 2) w2 = fmaf(d == j0 + 2 ? 1.0f : v0[2 * LD + i], x, w2);
+                if (d >= j0 + 3) w3 = fmaf(d == j0 + 3 ? 1.0f : v0[3 * LD + i], x, w3);
+            }
+            Wd[j0 * nc + c] = w0;
+            Wd[(j0 + 1) * nc + c] = w1;
+            Wd[(j0 + 2) * nc + c] = w2;
+            Wd[(j0 + 3) * nc + c] = w3;
+        }
+        __syncthreads();
+        // W <- T^T W, a column a thread, in place from the last row up (row j of the result
+        // reads rows l <= j of W, still W's). Not unrolled: unrolled, ptxas hoisted the 528
+        // loads of T and spilled.
+        for (int c = t; c < nc; c += NT) {
+#pragma unroll 1
+            for (int j = NB - 1; j >= 0; --j) {
+                float s = 0.0f;
+#pragma unroll 4
+                for (int l = 0; l <= j; ++l) s = fmaf(Ts[l][j], Wd[l * nc + c], s);
+                Wd[j * nc + c] = s;
+            }
+        }
+        __syncthreads();
+        // C -= V W: thread (row, a quarter of the columns).
+        for (int e = t; e < 4 * (m - k0); e += NT) {
+            const int i = k0 + e / 4, part = e & 3, d = i - k0;
+            float v[NB];
+#pragma unroll
+            for (int j = 0; j < NB; ++j)
+                v[j] = d == j ? 1.0f : (d > j ? As[(k0 + j) * LD + i] : 0.0f);
+            for (int c = part; c < nc; c += 4) {
+                float s = 0.0f;
+#pragma unroll
+                for (int j = 0; j < NB; ++j) s = fmaf(v[j], Wd[j * nc + c], s);
+                As[(c0 + c) * LD + i] -= s;
+            }
+        }
+        __syncthreads();
+#endif
+    }
+    float* Hb = H + (long long)b * m * n;
+    for (int e = t; e < n * m; e += NT) {
+        const int c = e / m, r = e - c * m;
+        Hb[e] = As[c * LD + r];
+    }
+    if (t == 0) OK[b] = taken;
+}
+"""
+
+SHIM_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const size_t smem = std::atol(argv[4]);
+    std::vector<float> H = read_floats(argv[5], (size_t)B * m * n);
+    std::vector<float> tau = read_floats(argv[6], (size_t)B * n);
+    std::vector<float> ok = read_floats(argv[7], (size_t)B);
+    std::vector<float> A = read_floats(argv[8], (size_t)B * m * n);
+    gridDim = {(unsigned)B, 1, 1};
+    run_grid<NT>(smem, [&] { qr_smem(A.data(), H.data(), tau.data(), ok.data(), m, n); });
+    write_floats(argv[5], H);
+    write_floats(argv[6], tau);
+    write_floats(argv[7], ok);
+    return 0;
+}
+"""
+
+
+def layout(m: int, n: int) -> tuple:
+    """``(LD, GOFF, bytes)``: the column stride, the staging's offset (floats) and the
+    dynamic shared memory of an ``m x n`` matrix."""
+    ld = m | 1
+    goff = (n * ld + 3) // 4 * 4
+    staging = max(gram_smem(NT) // 4, 32 * n)
+    return ld, goff, (goff + staging) * 4
+
+
+def source(m: int, n: int, update: bool) -> tuple:
+    ld, goff, smem = layout(m, n)
+    defines = (("NT", NT), ("R", 1), ("LD", ld), ("GOFF", goff), ("UPDATE", int(update)))
+    return HEAD + GRAM_FUNCS + KERNEL, defines, smem
+
+
+def _inputs(B, n, device, seed):
+    g = torch.Generator(device=device).manual_seed(seed)
+    A = torch.randn(B, n, n, generator=g, device=device)
+    return A.mT.contiguous().mT  # column-major, as geqrf's layout (the kernel reads it so)
+
+
+def _check(A, H, tau, ok):
+    from adaptqr.testing import check_geqrf
+
+    Hc = H.view(A.shape[0], A.shape[2], A.shape[1]).mT
+    r = check_geqrf(A, Hc, tau)
+    panels = A.shape[-1] // 32
+    return f"panels the Gram tests took {ok.min().item():.0f}-{ok.max().item():.0f} of {panels}, {r.summary}"
+
+
+def run_shim(shapes):
+    from adaptqr.testing import cuda_host
+
+    for B, n in shapes:
+        src, defines, smem = source(n, n, True)
+        exe = cuda_host.build(src, SHIM_MAIN, defines)
+        A = _inputs(B, n, "cpu", n)
+        H, tau, ok = torch.zeros(B, n * n), torch.zeros(B, n), torch.zeros(B)
+        cuda_host.run(exe, [B, n, n, smem], (H, tau, ok, A.mT.contiguous()), [], 3)
+        print(f"shim {B}x{n}: {_check(A, H, tau, ok)}")
+
+
+def run_gpu(shapes, update):
+    import cupy as cp
+
+    import adaptqr
+    from adaptqr.paths.kernels.panel_cuda import run_on_torch_stream
+
+    for B, n in shapes:
+        if n % 32:  # the library alone (the benchmark's 40x176, beside 40x160 and 40x192)
+            A = _inputs(B, n, "cuda", n)
+            print(f"{B}x{n}: adaptqr.geqrf {_time(lambda: adaptqr.geqrf(A)) * 1e3:.1f} us")
+            continue
+        src, defines, smem = source(n, n, update)
+        opts = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines)
+        kern = cp.RawModule(code=src, options=opts).get_function("qr_smem")
+        kern.max_dynamic_shared_size_bytes = smem
+        A = _inputs(B, n, "cuda", n)
+        H, tau, ok = (torch.empty(B, n * n, device="cuda"), torch.empty(B, n, device="cuda"),
+                      torch.empty(B, device="cuda"))
+        args = tuple(np.uint64(x.data_ptr()) for x in (A, H, tau, ok)) + (np.int32(n), np.int32(n))
+        dev = torch.cuda.current_device()
+
+        def launch():
+            run_on_torch_stream(kern, (B,), (NT,), args, A.device, dev, smem)
+
+        launch()
+        torch.cuda.synchronize()
+        checked = _check(A, H, tau, ok) if update else "not checked (no update)"
+        times = {"proto": _time(launch), "adaptqr.geqrf": _time(lambda: adaptqr.geqrf(A))}
+        print(f"{B}x{n} smem {smem} B, update {update}: " +
+              ", ".join(f"{k} {v * 1e3:.1f} us" for k, v in times.items()) + f"; {checked}")
+
+
+def _time(fn, reps=30):
+    for _ in range(3):
+        fn()
+    out = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        out.append(s.elapsed_time(e))
+    return statistics.median(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default="40x160,40x176,40x192")
+    ap.add_argument("--shim", action="store_true")
+    ap.add_argument("--no-update", action="store_true")
+    args = ap.parse_args()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    if args.shim:
+        run_shim(shapes)
+    else:
+        run_gpu(shapes, not args.no_update)
+
+
+if __name__ == "__main__":
+    main()
