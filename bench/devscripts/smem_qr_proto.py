@@ -141,24 +141,33 @@ qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ 
 #if UPDATE
         // The columns right of the panel: C -= V (T^T (V^T C)), C rows k0.., V unit lower.
         const int c0 = k0 + NB, nc = n - c0;
-        // W = V^T C: thread (j block of 4, column c); the reflectors' reads are broadcasts.
-        for (int e = t; e < 8 * nc; e += NT) {
-            const int jq = e / nc, c = e - jq * nc, j0 = 4 * jq;
-            const float* col = As + (c0 + c) * LD;
-            const float* v0 = As + (k0 + j0) * LD;
-            float w0 = 0.0f, w1 = 0.0f, w2 = 0.0f, w3 = 0.0f;
+        // W = V^T C, 4 x 4 a thread: reflectors j0.. (a warp's reads of them are broadcasts)
+        // and columns cq + u nc4 (a warp's are 32 consecutive columns: 32 banks, LD odd).
+        const int nc4 = nc / 4;
+        for (int e = t; e < 8 * nc4; e += NT) {
+            const int jq = e / nc4, cq = e - jq * nc4, j0 = 4 * jq;
+            float w[4][4];
+#pragma unroll
+            for (int p = 0; p < 4; ++p)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) w[p][u] = 0.0f;
             for (int i = k0 + j0; i < m; ++i) {
-                const float x = col[i];
                 const int d = i - k0;
-                w0 = fmaf(d == j0 ? 1.0f : v0[i], x, w0);
-                if (d >= j0 + 1) w1 = fmaf(d == j0 + 1 ? 1.0f : v0[LD + i], x, w1);
-                if (d >= j0 + 2) w2 = fmaf(d == j0 + 2 ? 1.0f : v0[2 * LD + i], x, w2);
-                if (d >= j0 + 3) w3 = fmaf(d == j0 + 3 ? 1.0f : v0[3 * LD + i], x, w3);
+                float v[4], x[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    v[u] = d == j0 + u ? 1.0f : (d > j0 + u ? As[(k0 + j0 + u) * LD + i] : 0.0f);
+                    x[u] = As[(c0 + cq + u * nc4) * LD + i];
+                }
+#pragma unroll
+                for (int p = 0; p < 4; ++p)
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) w[p][u] = fmaf(v[p], x[u], w[p][u]);
             }
-            Wd[j0 * nc + c] = w0;
-            Wd[(j0 + 1) * nc + c] = w1;
-            Wd[(j0 + 2) * nc + c] = w2;
-            Wd[(j0 + 3) * nc + c] = w3;
+#pragma unroll
+            for (int p = 0; p < 4; ++p)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) Wd[(j0 + p) * nc + cq + u * nc4] = w[p][u];
         }
         __syncthreads();
         // W <- T^T W, a column a thread, in place from the last row up (row j of the result
@@ -174,19 +183,34 @@ qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ 
             }
         }
         __syncthreads();
-        // C -= V W: thread (row, a quarter of the columns).
-        for (int e = t; e < 4 * (m - k0); e += NT) {
-            const int i = k0 + e / 4, part = e & 3, d = i - k0;
-            float v[NB];
+        // C -= V W, 4 x 4 a thread: rows ri + u r4 (a warp's are 32 consecutive rows) and
+        // columns cq + p nc4 (W's reads are broadcasts).
+        const int r4 = (m - k0) / 4;
+        for (int e = t; e < r4 * nc4; e += NT) {
+            const int cq = e / r4, ri = e - cq * r4;
+            float acc[4][4];
 #pragma unroll
-            for (int j = 0; j < NB; ++j)
-                v[j] = d == j ? 1.0f : (d > j ? As[(k0 + j) * LD + i] : 0.0f);
-            for (int c = part; c < nc; c += 4) {
-                float s = 0.0f;
+            for (int u = 0; u < 4; ++u)
 #pragma unroll
-                for (int j = 0; j < NB; ++j) s = fmaf(v[j], Wd[j * nc + c], s);
-                As[(c0 + c) * LD + i] -= s;
+                for (int p = 0; p < 4; ++p) acc[u][p] = 0.0f;
+#pragma unroll 4
+            for (int j = 0; j < NB; ++j) {
+                float v[4], w[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const int d = ri + u * r4;
+                    v[u] = d == j ? 1.0f : (d > j ? As[(k0 + j) * LD + k0 + d] : 0.0f);
+                    w[u] = Wd[j * nc + cq + u * nc4];
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+#pragma unroll
+                    for (int p = 0; p < 4; ++p) acc[u][p] = fmaf(v[u], w[p], acc[u][p]);
             }
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int p = 0; p < 4; ++p) As[(c0 + cq + p * nc4) * LD + k0 + ri + u * r4] -= acc[u][p];
         }
         __syncthreads();
 #endif
