@@ -11,6 +11,9 @@ householder    100       what its module's ``capable`` accepts (CUDA float32,
 wide           90        CUDA float32 ``m < n``: householder on the leading block, Q^T on
                          the rest.
 torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
+small          -5        only when named (an experiment until measured, EXPERIMENTS.md H37):
+                         CUDA float32 of at most 64 x 64, one CUDA C launch on the caller's
+                         tensor.
 reference      -10       never automatically: it is the oracle of the tests (blocked
                          Householder in torch ops). Force it with ``path="reference"``.
 =============  ========  ====================================================================
@@ -41,6 +44,7 @@ MODULES = (
     "adaptqr.paths.reference",
     "adaptqr.paths.householder",
     "adaptqr.paths.wide",
+    "adaptqr.paths.small",
 )
 
 

@@ -38,7 +38,7 @@ import torch
 
 from adaptqr import config
 from adaptqr import log as _log
-from adaptqr.layout import load_column_major
+from adaptqr.layout import geqrf_outputs, load_column_major
 from adaptqr.planning import (  # noqa: F401  (PLAN_CACHE_SIZE, plan_for, spec_of, clear_plans: public here too)
     _NUM_CLASSES,
     PLAN_CACHE_SIZE,
@@ -164,20 +164,7 @@ def factor(plan: Plan, H: torch.Tensor, tau: torch.Tensor, routes=None, features
 def _alloc(A: torch.Tensor, B: int, m: int, n: int):
     """``(a, tau)`` in torch.geqrf's exact layout for ``A``'s shape, and their ``(B, m, n)`` /
     ``(B, k)`` views for the paths."""
-    batch = A.shape[:-2]
-    # The strides of a contiguous (*, n, m) tensor, last two swapped: each matrix column-major,
-    # with the same strides (size-1 and size-0 dims included) as torch.geqrf's `a`. Allocated
-    # with those strides rather than as `.mT` of a fresh tensor, so `a` is no view: a view
-    # returned from the autograd Function would forbid in-place ops on the result.
-    shape_t = batch + (n, m)
-    strides = [0] * len(shape_t)
-    acc = 1
-    for i in reversed(range(len(shape_t))):
-        strides[i] = acc
-        acc *= max(shape_t[i], 1)
-    strides[-2], strides[-1] = strides[-1], strides[-2]
-    a = torch.empty_strided(batch + (m, n), strides, dtype=A.dtype, device=A.device)
-    tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
+    a, tau = geqrf_outputs(A)
     return (a, tau) + _path_views(a, tau, B, m, n)
 
 

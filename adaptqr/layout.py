@@ -68,6 +68,33 @@ def _launch(A: torch.Tensor, a: torch.Tensor) -> None:
     column_major_copy_kernel[grid](A, a, m, n, m * n, n, tiles_n, BM=TILE, BN=TILE, num_warps=4)
 
 
+def geqrf_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Uninitialized ``(a, tau)`` for ``A`` ``(*batch, m, n)`` in torch.geqrf's layout: ``a``
+    ``(*batch, m, n)`` with each matrix column-major and the batches contiguous, ``tau``
+    ``(*batch, min(m, n))`` contiguous; ``A``'s dtype and device.
+
+    >>> a, tau = geqrf_outputs(torch.empty(2, 3, 5, 4))
+    >>> a.stride(), tau.shape
+    ((60, 20, 1, 5), torch.Size([2, 3, 4]))
+    """
+    batch = A.shape[:-2]
+    m, n = A.shape[-2], A.shape[-1]
+    # The strides of a contiguous (*, n, m) tensor, last two swapped: each matrix column-major,
+    # with the same strides (size-1 and size-0 dims included) as torch.geqrf's `a`. Allocated
+    # with those strides rather than as `.mT` of a fresh tensor, so `a` is no view: a view
+    # returned from the autograd Function would forbid in-place ops on the result.
+    shape_t = batch + (n, m)
+    strides = [0] * len(shape_t)
+    acc = 1
+    for i in reversed(range(len(shape_t))):
+        strides[i] = acc
+        acc *= max(shape_t[i], 1)
+    strides[-2], strides[-1] = strides[-1], strides[-2]
+    a = torch.empty_strided(batch + (m, n), strides, dtype=A.dtype, device=A.device)
+    tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
+    return a, tau
+
+
 def aligned(m: int, align: int) -> int:
     """``m`` rounded up to a multiple of ``align`` (``m`` itself for ``align`` 0).
 

@@ -212,6 +212,26 @@ int main(int argc, char** argv) {
 """
 
 
+GEQRF_SMALL_MAIN = r"""
+int main(int argc, char** argv) {
+    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const long long ab = std::atoll(argv[4]), ar = std::atoll(argv[5]), ac = std::atoll(argv[6]);
+    const size_t a_count = std::atoll(argv[7]);
+    const bool inplace = std::atoi(argv[8]) != 0;
+    const int k = m < n ? m : n;
+    std::vector<float> H = read_floats(argv[9], (size_t)B * m * n);
+    std::vector<float> tau = read_floats(argv[10], (size_t)B * k);
+    std::vector<float> A = read_floats(argv[11], a_count);
+    gridDim = {(unsigned)B, 1, 1};
+    float* h = inplace ? A.data() : H.data();
+    run_grid<QTHREADS>(0, [&] { geqrf_small(A.data(), ab, ar, ac, h, tau.data(), m, n); });
+    write_floats(argv[9], inplace ? A : H);
+    write_floats(argv[10], tau);
+    return 0;
+}
+"""
+
+
 def available() -> bool:
     """Whether a host C++ compiler is on the path."""
     return shutil.which("g++") is not None
@@ -330,3 +350,24 @@ def qform_small_launch(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> N
     hs, ts = _storage(H), _storage(tau)
     run(exe, [B, m, n, tau.shape[-1], *H.stride(), *tau.stride(), hs.numel(), ts.numel()],
         (Q.mT, hs, ts), [], 1)
+
+
+def geqrf_small_launch(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> None:
+    """:func:`adaptqr.paths.kernels.geqrf_small_cuda.launch` on the host: ``H`` ``(B, m, n)``
+    column-major and ``tau`` ``(B, min(m, n))`` (float32, CPU) written from ``A`` ``(B, m,
+    n)``, read through its strides (a view at storage offset 0); ``H`` may be ``A`` itself
+    (the kernel then reads and writes one buffer, as in place on the GPU)."""
+    from adaptqr.paths.kernels import geqrf_small_cuda
+
+    mr, nw, _ = geqrf_small_cuda.launch_args(A, H, tau)
+    B, m, n = A.shape
+    if B == 0:
+        return
+    inplace = A.data_ptr() == H.data_ptr()
+    if inplace and A.stride() != H.stride():
+        raise ValueError("cuda_host: in place, A must be H itself")
+    exe = build(geqrf_small_cuda.SRC, GEQRF_SMALL_MAIN, (("MR", mr), ("QTHREADS", 32 * nw)))
+    st = _storage(A)
+    if inplace and st.numel() != B * m * n:
+        raise ValueError("cuda_host: in place, H must be the whole of its storage")
+    run(exe, [B, m, n, *A.stride(), st.numel(), int(inplace)], (H.mT, tau, st), [], 2)

@@ -6,7 +6,8 @@ op returns, GPU idle before) and whole-call time (until synchronized), medians; 
 calls back to back (host time a call, and with the GPU's tail); then 50
 calls under cProfile (top functions by own time). Run there:
 ``python3 bench/devscripts/hp_host.py [--shape 20x32] [--knobs qform_small_cuda=1]`` (with
-``--knobs``, the Q ops again under those knobs).
+``--knobs``, the Q ops again under those knobs). Where the small path's kernel is there,
+``geqrf`` by it too (H37); last, each geqrf's GPU time a call, without the host.
 """
 
 from __future__ import annotations
@@ -49,7 +50,13 @@ def main():
     ops = {"geqrf": lambda: adaptqr.geqrf(A),
            "householder_product": lambda: adaptqr.householder_product(H, tau),
            "linalg.qr": lambda: adaptqr.linalg.qr(A)}
+    from adaptqr.paths.kernels import geqrf_small_cuda
+
+    if geqrf_small_cuda.available() and geqrf_small_cuda.takes(n, n):
+        # H37: the small path, one cupy launch on the caller's tensor (named: not a default).
+        ops["geqrf small"] = lambda: adaptqr.geqrf(A, path="small")
     _measure(args.shape, ops)
+    _gpu_times(args.shape, {k: v for k, v in ops.items() if k.startswith("geqrf")})
     if args.knobs:
         # The Q ops again with experiment knobs set around the whole measurement ("name=value,
         # ..."; QF24: qform_small_cuda=1), so that no call pays for setting them.
@@ -57,6 +64,32 @@ def main():
         with config.experiment(**knobs):
             _measure(args.shape, {f"{name} {args.knobs}": fn for name, fn in ops.items()
                                   if name != "geqrf"})
+
+
+def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
+    """The GPU's time a call, without the host: ``calls`` calls captured in one CUDA graph
+    (inside a capture the dispatcher launches its kernels there, no graph of its own), its
+    replays timed by events."""
+    for name, fn in ops.items():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(calls):
+                fn()
+        g.replay()
+        out = []
+        for _ in range(10):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            g.replay()
+            e.record()
+            e.synchronize()
+            out.append(s.elapsed_time(e) * 1e3 / calls)
+        print(f"{shape} {name}: GPU {statistics.median(out):.1f} us a call ({calls} calls a graph)")
 
 
 def _measure(shape: str, ops: dict) -> None:

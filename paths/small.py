@@ -1,0 +1,88 @@
+"""The ``small`` path: geqrf of small CUDA float32 matrices in one CUDA C launch on the
+caller's tensor (EXPERIMENTS.md H37).
+
+For ``m <= 64`` rows and ``n <= 64`` columns (:mod:`~adaptqr.paths.kernels.geqrf_small_cuda`:
+one CTA a matrix, a warp a pair of columns, LAPACK's column steps), tall, square or wide.
+Such a call is bound by the host: the householder path copies the input into geqrf's layout
+and replays a CUDA graph; this path allocates the outputs and makes one cupy launch that
+reads the input through its strides (``Path.direct``). It is not ``capturable``: the graph
+cache would add the copy and the replay back. Inside a capture of the caller's (a user's
+CUDA graph, torch.compile's "reduce-overhead") its launch is captured there, as any kernel.
+
+Not routed: each matrix is factored in full, as LAPACK does (a rank-deficient matrix's
+later reflectors come out of its own column steps).
+
+Experimental until measured on the GPU: its priority is below torch's, so a call takes it
+only when it is named (``path="small"``, ``ADAPTQR_PATH=small``, ``adaptqr bench --paths
+householder,small``).
+
+Example::
+
+    >>> import torch, adaptqr
+    >>> if torch.cuda.is_available():  # (and cupy)
+    ...     a, tau = adaptqr.geqrf(torch.randn(20, 32, 32, device="cuda"), path="small")
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from adaptqr.layout import geqrf_outputs
+from adaptqr.paths.kernels import geqrf_small_cuda
+from adaptqr.registry import ALL_CLASSES, Path
+
+NAME = "small"
+#: Below torch's (0): chosen only by name until its GPU measurement (H37) says where it wins.
+PRIORITY = -5
+
+
+def capable(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str) -> str | None:
+    """None when this path takes ``batch`` matrices ``m x n`` of ``dtype`` on
+    ``device_type``, else the reason it declines."""
+    if device_type != "cuda":
+        return f"small: needs a CUDA tensor, got device type {device_type!r}"
+    if dtype != torch.float32:
+        return f"small: needs float32, got {dtype}"
+    if not geqrf_small_cuda.takes(m, n):
+        return (f"small: needs 1 to {geqrf_small_cuda.MAX_ROWS} rows and 1 to "
+                f"{geqrf_small_cuda.MAX_COLS} columns, got {m}x{n}")
+    if batch < 1:
+        return f"small: needs a non-empty batch, got batch {batch}"
+    if not geqrf_small_cuda.available():
+        return "small: the CUDA C kernel is not available (no cupy, or it did not compile)"
+    return None
+
+
+def factor_small(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
+    """Factor ``H`` ``(B, m, n)`` (column-major) in place, writing ``tau`` ``(B, min(m, n))``;
+    ``info`` is ignored (every matrix is factored in full)."""
+    geqrf_small_cuda.launch(H, H, tau)
+
+
+def direct(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a, tau)`` in torch.geqrf's layout from the caller's ``A`` ``(*batch, m, n)``, read
+    where it lies (a copy only where the batch dims admit no single stride)."""
+    m, n = A.shape[-2], A.shape[-1]
+    B = math.prod(A.shape[:-2])
+    a, tau = geqrf_outputs(A)
+    src = A if A.dim() == 3 else A.reshape(B, m, n)  # a view wherever the dims allow it
+    geqrf_small_cuda.launch(src, a.as_strided((B, m, n), (m * n, 1, m)),
+                            tau.as_strided((B, min(m, n)), (min(m, n), 1)))
+    return a, tau
+
+
+def _spec(fn):
+    return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
+
+
+PATH = Path(
+    name=NAME,
+    impl=factor_small,
+    supports=_spec(capable),
+    classes=ALL_CLASSES,
+    priority=PRIORITY,
+    direct=direct,
+    description="one CUDA C launch a call for matrices of at most 64 x 64, on the caller's tensor",
+)

@@ -1,0 +1,66 @@
+"""The ``small`` path (H37) on the CPU: where it is planned, what it declines, and its
+``direct`` entry (outputs in torch.geqrf's layout for any batch dims) with the kernel run
+by the host shim in place of the GPU launch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import adaptqr
+from adaptqr.paths import small
+from adaptqr.paths.kernels import geqrf_small_cuda
+from adaptqr.planning import plan_for
+from adaptqr.registry import InputSpec
+from adaptqr.testing import check_geqrf, cuda_host
+
+
+def test_small_is_never_chosen_unnamed():
+    # Below torch's priority until measured: the default plan of a small CUDA shape is
+    # householder's, whether or not the kernel is available here.
+    plan = plan_for(InputSpec(20, 32, 32, torch.float32, "cuda"))
+    assert plan.owner_names()["dense"] == "householder"
+    assert any(name == "small" for name, _ in plan.rejected)
+
+
+@pytest.mark.parametrize("spec,why", [
+    ((4, 32, 32, torch.float32, "cpu"), "CUDA tensor"),
+    ((4, 32, 32, torch.float64, "cuda"), "float32"),
+    ((4, 65, 32, torch.float32, "cuda"), "65x32"),
+    ((4, 32, 65, torch.float32, "cuda"), "32x65"),
+])
+def test_small_declines_with_its_reason(spec, why):
+    assert why in small.capable(*spec)
+
+
+def test_named_on_a_cpu_tensor_raises_naming_the_reason():
+    with pytest.raises(ValueError, match="small: needs a CUDA tensor"):
+        adaptqr.geqrf(torch.randn(2, 8, 8), path="small")
+
+
+@pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
+@pytest.mark.parametrize("shape", [(2, 3, 12, 10), (12, 10), (1, 5, 9), (2, 1, 7, 7)])
+def test_direct_gives_geqrfs_layout_for_any_batch_dims(monkeypatch, shape):
+    monkeypatch.setattr(geqrf_small_cuda, "launch", cuda_host.geqrf_small_launch)
+    A = torch.randn(*shape, generator=torch.Generator().manual_seed(len(shape)))
+    keep = A.clone()
+    a, tau = small.direct(A)
+    ref_a, ref_tau = torch.geqrf(A)
+    assert torch.equal(A, keep)
+    assert a.shape == ref_a.shape and a.stride() == ref_a.stride()
+    assert tau.shape == ref_tau.shape and tau.stride() == ref_tau.stride()
+    m, n = shape[-2:]
+    r = check_geqrf(A.reshape(-1, m, n), a.reshape(-1, m, n), tau.reshape(-1, min(m, n)))
+    assert r.passes_bar, r.summary
+    torch.testing.assert_close(tau, ref_tau, rtol=0, atol=1e-5)
+
+
+@pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
+def test_impl_factors_the_dispatchers_buffer_in_place(monkeypatch):
+    monkeypatch.setattr(geqrf_small_cuda, "launch", cuda_host.geqrf_small_launch)
+    A = torch.randn(3, 16, 12, generator=torch.Generator().manual_seed(3))
+    H = A.mT.contiguous().mT
+    tau = torch.empty(3, 12)
+    small.factor_small(H, tau, None)
+    ref_a, ref_tau = small.direct(A)
+    assert torch.equal(H, ref_a) and torch.equal(tau, ref_tau)
