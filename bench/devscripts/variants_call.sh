@@ -125,6 +125,17 @@
 #   examples/soap_step.py --steps 21; timeout 250 python3 examples/soap_step.py --steps 21 --optimizer heavyball; \
 #   timeout 90 python3 bench/devscripts/smem_qr_proto.py; \
 #   timeout 60 python3 bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192   (H36)
+# Session 44 (no device time left: none ran). Built, not run: H37 (the small path, named
+# only). The next session's calls (EXPERIMENTS.md OC35), each under 600 s:
+#   1. HP_HOST=20x32 (hp_host.py now times geqrf by the small path and every geqrf's GPU
+#      time too) TESTS_K="small_path or small_q_by_cuda_c or clusters_of_16 or (gram_panel_matches and 48)" \
+#      B12="--knobs g640:gram_max_batch=640" SWEEP_CASES=bench/devscripts/cases_h37.json \
+#      SWEEP="--paths householder,small" bash bench/devscripts/variants_call.sh
+#   2. SKIP_B12=1 HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 \
+#      TRACE_KNOBS="--replay --cond 1" bash bench/devscripts/variants_call.sh; then H36's
+#      prototype: timeout 90 python3 bench/devscripts/smem_qr_proto.py; timeout 60 python3
+#      bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192
+#   3. The SOAP example, both optimizers (carry .whl; the session-43 lines above).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
