@@ -17,6 +17,8 @@ Example (CPU: ``Tensor.copy_``)::
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 #: Inputs of at least this many bytes take the Triton copy. Below it, a launch through
@@ -77,8 +79,18 @@ def geqrf_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     >>> a.stride(), tau.shape
     ((60, 20, 1, 5), torch.Size([2, 3, 4]))
     """
-    batch = A.shape[:-2]
-    m, n = A.shape[-2], A.shape[-1]
+    shape = A.shape
+    a_shape, a_strides, tau_shape = _geqrf_layout(tuple(shape))
+    a = torch.empty_strided(a_shape, a_strides, dtype=A.dtype, device=A.device)
+    tau = torch.empty(tau_shape, dtype=A.dtype, device=A.device)
+    return a, tau
+
+
+@functools.lru_cache(maxsize=256)
+def _geqrf_layout(shape: tuple) -> tuple:
+    """``(a's shape, a's strides, tau's shape)`` of torch.geqrf for an input of ``shape``
+    (cached: a small call's host time is the point of some paths, EXPERIMENTS.md H37)."""
+    batch, (m, n) = shape[:-2], shape[-2:]
     # The strides of a contiguous (*, n, m) tensor, last two swapped: each matrix column-major,
     # with the same strides (size-1 and size-0 dims included) as torch.geqrf's `a`. Allocated
     # with those strides rather than as `.mT` of a fresh tensor, so `a` is no view: a view
@@ -90,9 +102,7 @@ def geqrf_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         strides[i] = acc
         acc *= max(shape_t[i], 1)
     strides[-2], strides[-1] = strides[-1], strides[-2]
-    a = torch.empty_strided(batch + (m, n), strides, dtype=A.dtype, device=A.device)
-    tau = torch.empty(batch + (min(m, n),), dtype=A.dtype, device=A.device)
-    return a, tau
+    return batch + (m, n), tuple(strides), batch + (min(m, n),)
 
 
 def aligned(m: int, align: int) -> int:

@@ -64,12 +64,14 @@ def factor_small(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
 def direct(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(a, tau)`` in torch.geqrf's layout from the caller's ``A`` ``(*batch, m, n)``, read
     where it lies (a copy only where the batch dims admit no single stride)."""
-    m, n = A.shape[-2], A.shape[-1]
-    B = math.prod(A.shape[:-2])
     a, tau = geqrf_outputs(A)
-    src = A if A.dim() == 3 else A.reshape(B, m, n)  # a view wherever the dims allow it
-    geqrf_small_cuda.launch(src, a.as_strided((B, m, n), (m * n, 1, m)),
-                            tau.as_strided((B, min(m, n)), (min(m, n), 1)))
+    if A.dim() == 3:  # geqrf's own outputs are the kernel's (B, m, n) and (B, k) already
+        geqrf_small_cuda.launch(A, a, tau)
+        return a, tau
+    m, n = A.shape[-2], A.shape[-1]
+    B, k = math.prod(A.shape[:-2]), min(m, n)
+    geqrf_small_cuda.launch(A.reshape(B, m, n),  # a view wherever the dims allow it
+                            a.as_strided((B, m, n), (m * n, 1, m)), tau.as_strided((B, k), (k, 1)))
     return a, tau
 
 

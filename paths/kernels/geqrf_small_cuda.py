@@ -262,17 +262,33 @@ def launch_args(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> tuple:
     device; ``args`` the kernel's, pointers and element strides."""
     B, m, n = A.shape
     k = min(m, n)
-    # The strides the kernel writes by, where a dim has more than one entry (a size-1 dim's
-    # stride is whatever the view that made it says).
+    if H.stride() != (m * n, 1, m) or tau.stride() != (k, 1) or H.shape != A.shape \
+            or tau.shape != (B, k):
+        _check_outputs(H, tau, B, m, n)
+    strides, mn, mr, nw = _shape_args(A.stride(), m, n)
+    u64 = np.uint64
+    args = (u64(A.data_ptr()), *strides, u64(H.data_ptr()), u64(tau.data_ptr()), *mn)
+    return mr, nw, args
+
+
+@functools.lru_cache(maxsize=256)
+def _shape_args(strides: tuple, m: int, n: int) -> tuple:
+    """The launch's arguments that follow the shape alone, converted once (each numpy scalar
+    costs the host ~0.25 us: a small call's host time is this path's point)."""
+    return (tuple(np.int64(s) for s in strides), (np.int32(m), np.int32(n)), rows_of(m),
+            warps_of(n))
+
+
+def _check_outputs(H: torch.Tensor, tau: torch.Tensor, B: int, m: int, n: int) -> None:
+    """Raise unless ``H`` and ``tau`` have the shapes and the strides the kernel writes by,
+    where a dim has more than one entry (a size-1 dim's stride is whatever the view that made
+    it says)."""
+    k = min(m, n)
     for what, x, shape, want in (("H", H, (B, m, n), (m * n, 1, m)), ("tau", tau, (B, k), (k, 1))):
         if tuple(x.shape) != shape or any(size > 1 and stride != s_
                                           for size, stride, s_ in zip(x.shape, x.stride(), want)):
             raise ValueError(f"geqrf_small_cuda: {what} must be {shape} with strides {want}, "
                              f"got {tuple(x.shape)} with strides {x.stride()}")
-    i64 = np.int64
-    args = (np.uint64(A.data_ptr()), *(i64(s) for s in A.stride()), np.uint64(H.data_ptr()),
-            np.uint64(tau.data_ptr()), np.int32(m), np.int32(n))
-    return rows_of(m), warps_of(n), args
 
 
 def launch(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> None:
