@@ -40,6 +40,8 @@ def fake_cupy(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     from adaptqr.paths.kernels import panel_cuda
 
+    # torch's current stream as the launchers ask for it (a CUDA build's raw pointer).
+    monkeypatch.setattr(panel_cuda, "_raw_stream", lambda device_index: 1234)
     panel_cuda._stream.cache_clear()
 
     def kernel(name):
@@ -213,4 +215,34 @@ def test_small_q_launch(fake_cupy, monkeypatch):
     del launches[1:]
     qform_small_cuda.launch(H[:0], tau[:0], Q[:0])
     qform_small_cuda.launch(H[..., :0], tau[:, :0], Q[..., :0])
+    assert len(launches) == 1
+
+
+def test_small_qr_launch(fake_cupy, monkeypatch):
+    # EXPERIMENTS.md H37: one CTA a matrix, a warp a pair of columns, the build by the rows
+    # (32 or 64); the input's pointer with its element strides, geqrf's outputs packed;
+    # nothing launched for an empty batch; the shape's scalars as the kernel's types.
+    launches, kernel = fake_cupy
+    from adaptqr.paths.kernels import geqrf_small_cuda, panel_cuda
+
+    monkeypatch.setattr(geqrf_small_cuda, "_kernel", lambda mr, dev: kernel(mr))
+    A = torch.zeros(5, 40, 30)[::2]  # (3, 40, 30), row-major, every other matrix
+    H = torch.empty(3, 30, 40).mT
+    tau = torch.empty(3, 30)
+    geqrf_small_cuda.launch(A, H, tau)
+    (mr, grid, block, args, smem), = launches
+    assert (mr, grid, block, smem) == (64, (3,), (480,), 0)
+    assert args == (_ptr(A), 2400, 30, 1, _ptr(H), _ptr(tau), 40, 30)
+    assert [type(a) for a in args[1:4]] == [np.int64] * 3
+    assert [type(a) for a in args[-2:]] == [np.int32] * 2
+    assert panel_cuda._stream(1234, 0).entered == 1
+    # Wide, one matrix from a 2-D input's view, in place.
+    one = torch.zeros(1, 10, 3).mT  # (1, 3, 10) column-major
+    geqrf_small_cuda.launch(one, one, torch.empty(1, 3))
+    assert launches[-1][0] == 32 and launches[-1][2] == (160,)
+    assert launches[-1][3][-2:] == (3, 10)
+    with pytest.raises(ValueError, match="H must be"):
+        geqrf_small_cuda.launch(A, torch.empty(3, 40, 30), tau)
+    del launches[1:]
+    geqrf_small_cuda.launch(A[:0], H[:0], tau[:0])
     assert len(launches) == 1

@@ -203,6 +203,13 @@ def _clusters_fit(nt: int, r: int, device_index: int, fuse: bool, cl: int, gram:
     return n >= 1
 
 
+try:  # torch's current stream as a pointer, without a Stream object (Triton's launcher's way)
+    from torch._C import _cuda_getCurrentRawStream as _raw_stream
+except ImportError:  # a CPU build: no launch happens there
+    def _raw_stream(device_index: int) -> int:
+        return torch.cuda.current_stream(device_index).cuda_stream
+
+
 @functools.lru_cache(maxsize=64)
 def _stream(ptr: int, device_index: int):
     import warnings
@@ -261,7 +268,7 @@ def run_on_torch_stream(kern, grid: tuple, block: tuple, args: tuple, device: to
     ``device_index``): no allocation, no sync, so a CUDA graph capture records it."""
     import cupy as cp
 
-    stream = _stream(torch.cuda.current_stream(device).cuda_stream, device_index)
+    stream = _stream(_raw_stream(device_index), device_index)
     # cupy's current device is its own (thread-local, 0 by default), not torch's.
     if cp.cuda.runtime.getDevice() != device_index:
         with cp.cuda.Device(device_index), stream:
