@@ -79,8 +79,11 @@ def geqrf_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     >>> a.stride(), tau.shape
     ((60, 20, 1, 5), torch.Size([2, 3, 4]))
     """
-    shape = A.shape
-    a_shape, a_strides, tau_shape = _geqrf_layout(tuple(shape))
+    shape = tuple(A.shape)
+    try:
+        a_shape, a_strides, tau_shape = _geqrf_layout(shape)
+    except TypeError:  # symbolic sizes (a fake tensor under dynamic shapes) do not hash
+        a_shape, a_strides, tau_shape = _geqrf_layout.__wrapped__(shape)
     a = torch.empty_strided(a_shape, a_strides, dtype=A.dtype, device=A.device)
     tau = torch.empty(tau_shape, dtype=A.dtype, device=A.device)
     return a, tau
