@@ -170,11 +170,19 @@ def launch_args(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> tuple:
     k = tau.shape[-1]
     if tau.shape[0] != B or not m >= n >= k:
         raise ValueError(f"qform_small_cuda: tau {tuple(tau.shape)} for H {tuple(H.shape)}")
+    hs, ts, mnk, mr, nw = _shape_args(H.stride(), tau.stride(), m, n, k)
+    u64 = np.uint64
+    args = (u64(H.data_ptr()), *hs, u64(tau.data_ptr()), *ts, u64(Q.data_ptr()), *mnk)
+    return mr, nw, args
+
+
+@functools.lru_cache(maxsize=256)
+def _shape_args(h_strides: tuple, tau_strides: tuple, m: int, n: int, k: int) -> tuple:
+    """The launch's arguments that follow the shapes alone, converted once (each numpy
+    scalar costs the host ~0.25 us, and this kernel is for host-bound calls)."""
     i64 = np.int64
-    args = (np.uint64(H.data_ptr()), *(i64(s) for s in H.stride()),
-            np.uint64(tau.data_ptr()), *(i64(s) for s in tau.stride()),
-            np.uint64(Q.data_ptr()), np.int32(m), np.int32(n), np.int32(k))
-    return rows_of(m), warps_of(n), args
+    return (tuple(i64(s) for s in h_strides), tuple(i64(s) for s in tau_strides),
+            (np.int32(m), np.int32(n), np.int32(k)), rows_of(m), warps_of(n))
 
 
 def launch(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> None:
