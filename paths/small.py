@@ -31,25 +31,25 @@ import torch
 
 from adaptqr.layout import geqrf_outputs
 from adaptqr.paths.kernels import geqrf_small_cuda
-from adaptqr.registry import ALL_CLASSES, Path
+from adaptqr.registry import ALL_CLASSES, InputSpec, Path
 
 NAME = "small"
 #: Below torch's (0): chosen only by name until its GPU measurement (H37) says where it wins.
 PRIORITY = -5
 
 
-def capable(batch: int, m: int, n: int, dtype: torch.dtype, device_type: str) -> str | None:
-    """None when this path takes ``batch`` matrices ``m x n`` of ``dtype`` on
-    ``device_type``, else the reason it declines."""
-    if device_type != "cuda":
-        return f"small: needs a CUDA tensor, got device type {device_type!r}"
-    if dtype != torch.float32:
-        return f"small: needs float32, got {dtype}"
-    if not geqrf_small_cuda.takes(m, n):
+def capable(spec: InputSpec) -> str | None:
+    """None when this path takes the input ``spec`` describes, else the reason it
+    declines."""
+    if spec.device_type != "cuda":
+        return f"small: needs a CUDA tensor, got device type {spec.device_type!r}"
+    if spec.dtype != torch.float32:
+        return f"small: needs float32, got {spec.dtype}"
+    if not geqrf_small_cuda.takes(spec.m, spec.n):
         return (f"small: needs 1 to {geqrf_small_cuda.MAX_ROWS} rows and 1 to "
-                f"{geqrf_small_cuda.MAX_COLS} columns, got {m}x{n}")
-    if batch < 1:
-        return f"small: needs a non-empty batch, got batch {batch}"
+                f"{geqrf_small_cuda.MAX_COLS} columns, got {spec.m}x{spec.n}")
+    if spec.batch < 1:
+        return f"small: needs a non-empty batch, got batch {spec.batch}"
     if not geqrf_small_cuda.available():
         return "small: the CUDA C kernel is not available (no cupy, or it did not compile)"
     return None
@@ -75,14 +75,10 @@ def direct(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return a, tau
 
 
-def _spec(fn):
-    return lambda spec: fn(spec.batch, spec.m, spec.n, spec.dtype, spec.device_type)
-
-
 PATH = Path(
     name=NAME,
     impl=factor_small,
-    supports=_spec(capable),
+    supports=capable,
     classes=ALL_CLASSES,
     priority=PRIORITY,
     direct=direct,

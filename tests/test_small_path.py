@@ -30,7 +30,7 @@ def test_small_is_never_chosen_unnamed():
     ((4, 32, 65, torch.float32, "cuda"), "32x65"),
 ])
 def test_small_declines_with_its_reason(spec, why):
-    assert why in small.capable(*spec)
+    assert why in small.capable(InputSpec(*spec))
 
 
 def test_named_on_a_cpu_tensor_raises_naming_the_reason():

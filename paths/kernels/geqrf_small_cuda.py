@@ -33,6 +33,8 @@ import functools
 import numpy as np
 import torch
 
+from adaptqr.paths.kernels.reflector_cuda import REFLECTOR_FUNCS
+
 #: The most rows the kernel takes: two rows a lane.
 MAX_ROWS = 64
 #: Columns a warp holds (:data:`COLUMNS_PER_WARP`); a CTA of at most 32 warps.
@@ -44,15 +46,7 @@ SRC = r"""
 #define RPL (MR / 32)
 #define CPW 2
 #define FULL 0xffffffffu
-#define SAFE_LO 8.673617379884035e-19f
-#define SAFE_HI 1.152921504606847e18f
-#define SAFE_UP 1.2089258196146292e24f
-#define PLAIN_SS_LO 7.888609052210118e-31f
-#define PLAIN_SS_HI 1.2676506002282294e30f
-
-__device__ __forceinline__ float range_scale(float x) {
-    return (x < SAFE_LO && x > 0.0f) ? SAFE_UP : (x > SAFE_HI ? 1.0f / SAFE_UP : 1.0f);
-}
+""" + REFLECTOR_FUNCS + r"""
 
 // Butterflies: every lane ends with the same bits (each level adds the same two values).
 __device__ __forceinline__ float lanes_sum(float x) {
@@ -134,17 +128,8 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
                 p = range_scale(fmaxf(fabsf(alpha), amax));
                 xnp = (s * p) * sqrtf(s2);
             }
-            // dlarfg's scalars (panel._reflector, with no floor: this path does not prescale).
-            const float apv = alpha * p;
-            const float mxv = fmaxf(fabsf(apv), xnp);
-            const float mxs = mxv > 0.0f ? mxv : 1.0f;
-            const float a_ = apv / mxs, x_ = xnp / mxs;
-            const float nrm = mxs * sqrtf(a_ * a_ + x_ * x_);
-            const bool d = (xnp != 0.0f) && !(xnp < 0.0f);
-            const float beta_p = alpha >= 0.0f ? -nrm : nrm;
-            const float tau = d ? (beta_p - apv) / beta_p : 0.0f;
-            const float scale = d ? 1.0f / (apv - beta_p) : 0.0f;
-            const float beta = d ? beta_p * (1.0f / p) : alpha;
+            // No floor under the norm: this path does not prescale.
+            REFLECTOR_SCALARS(alpha, xnp, p, true, 0.0f, d, tau, beta, scale)
 #pragma unroll
             for (int r = 0; r < RPL; ++r) {
                 const int i = lane + 32 * r;
@@ -235,25 +220,17 @@ def available() -> bool:
     """Whether cupy imports, a CUDA device is there and the kernel compiles for it (once a
     process): else the small path declines and householder takes these inputs, with one
     warning logged."""
-    if not torch.cuda.is_available():
-        return False
-    try:
-        import cupy  # noqa: F401
-    except Exception:
-        return False
-    from adaptqr.paths.kernels.panel_cuda import compiles
+    from adaptqr.paths.kernels.panel_cuda import cupy_builds
 
-    return compiles(lambda: _kernel(MAX_ROWS, torch.cuda.current_device()),
-                    "small-QR CUDA C kernel", "the householder path takes small inputs")
+    return cupy_builds(lambda: _kernel(MAX_ROWS, torch.cuda.current_device()),
+                       "small-QR CUDA C kernel", "the householder path takes small inputs")
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(mr: int, device_index: int):
-    import cupy as cp
+    from adaptqr.paths.kernels.panel_cuda import compile_function
 
-    with cp.cuda.Device(device_index):
-        return cp.RawModule(code=SRC, options=("-std=c++17", f"-DMR={mr}")).get_function(
-            "geqrf_small")
+    return compile_function(SRC, "geqrf_small", device_index, f"-DMR={mr}")
 
 
 def launch_args(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> tuple:

@@ -120,18 +120,34 @@ def compiles(build, what: str, instead: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
-def available() -> bool:
-    """Whether cupy imports, a CUDA device is there and the kernel compiles for it (NVRTC,
-    once a process, about a second): else the Triton panel runs, with one warning logged."""
+def cupy_builds(build, what: str, instead: str) -> bool:
+    """Whether cupy imports, a CUDA device is there and ``build()`` (a kernel's compile)
+    succeeds; else False, with one warning (:func:`compiles`) where only the compile fails.
+    The small kernels' ``available`` (cached by each)."""
     if not torch.cuda.is_available():
         return False
     try:
         import cupy  # noqa: F401
     except Exception:
         return False
-    return compiles(lambda: _kernel(*threads_rows(512), torch.cuda.current_device()),
-                    "CUDA C panel", "the Triton panel runs instead")
+    return compiles(build, what, instead)
+
+
+def compile_function(src: str, name: str, device_index: int, *options: str):
+    """The cupy function ``name`` of ``src`` compiled by NVRTC for the device (C++17, with
+    ``options``; cupy caches the module's binary)."""
+    import cupy as cp
+
+    with cp.cuda.Device(device_index):
+        return cp.RawModule(code=src, options=("-std=c++17",) + options).get_function(name)
+
+
+@functools.lru_cache(maxsize=None)
+def available() -> bool:
+    """Whether cupy imports, a CUDA device is there and the kernel compiles for it (NVRTC,
+    once a process, about a second): else the Triton panel runs, with one warning logged."""
+    return cupy_builds(lambda: _kernel(*threads_rows(512), torch.cuda.current_device()),
+                       "CUDA C panel", "the Triton panel runs instead")
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,21 +12,14 @@ Example::
 """
 
 from adaptqr.paths.kernels.panel_gram import GRAM_FUNCS
+from adaptqr.paths.kernels.reflector_cuda import REFLECTOR_FUNCS
 
 SRC = r"""
 #define FULL 0xffffffffu
 #define NW (NT / 32)
 // NT and R come from the compile options.
 #define NB 32
-#define SAFE_LO 8.673617379884035e-19f
-#define SAFE_HI 1.152921504606847e18f
-#define SAFE_UP 1.2089258196146292e24f
-#define PLAIN_SS_LO 7.888609052210118e-31f
-#define PLAIN_SS_HI 1.2676506002282294e30f
-
-__device__ __forceinline__ float range_scale(float x) {
-    return (x < SAFE_LO && x > 0.0f) ? SAFE_UP : (x > SAFE_HI ? 1.0f / SAFE_UP : 1.0f);
-}
+""" + REFLECTOR_FUNCS + r"""
 
 __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
@@ -422,17 +415,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             p = range_scale(fmaxf(fabsf(alpha), amax));
             xnp = (s * p) * sqrtf(s2);
         }
-        // dlarfg's scalars (panel._reflector).
-        const float apv = alpha * p;
-        const float mxv = fmaxf(fabsf(apv), xnp);
-        const float mxs = mxv > 0.0f ? mxv : 1.0f;
-        const float a_ = apv / mxs, x_ = xnp / mxs;
-        const float nrm = mxs * sqrtf(a_ * a_ + x_ * x_);
-        const bool d = (c < na) && (xnp != 0.0f) && !(xnp < floor_ * p);
-        const float beta_p = alpha >= 0.0f ? -nrm : nrm;
-        const float tau = d ? (beta_p - apv) / beta_p : 0.0f;
-        const float scale = d ? 1.0f / (apv - beta_p) : 0.0f;
-        const float beta = d ? beta_p * (1.0f / p) : alpha;
+        REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d, tau, beta, scale)
         float v[R], vb[R];
 #pragma unroll
         for (int i = 0; i < R; ++i) {

@@ -133,25 +133,17 @@ def applies(A: torch.Tensor) -> bool:
 def available() -> bool:
     """Whether cupy imports, a CUDA device is there and the kernel compiles for it (once a
     process): else the Triton kernel forms these Q factors, with one warning logged."""
-    if not torch.cuda.is_available():
-        return False
-    try:
-        import cupy  # noqa: F401
-    except Exception:
-        return False
-    from adaptqr.paths.kernels.panel_cuda import compiles
+    from adaptqr.paths.kernels.panel_cuda import cupy_builds
 
-    return compiles(lambda: _kernel(MAX_ROWS, torch.cuda.current_device()),
-                    "small-Q CUDA C kernel", "the Triton kernel forms Q instead")
+    return cupy_builds(lambda: _kernel(MAX_ROWS, torch.cuda.current_device()),
+                       "small-Q CUDA C kernel", "the Triton kernel forms Q instead")
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(mr: int, device_index: int):
-    import cupy as cp
+    from adaptqr.paths.kernels.panel_cuda import compile_function
 
-    with cp.cuda.Device(device_index):
-        return cp.RawModule(code=SRC, options=("-std=c++17", f"-DMR={mr}")).get_function(
-            "qform_small")
+    return compile_function(SRC, "qform_small", device_index, f"-DMR={mr}")
 
 
 def launch_args(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> tuple:

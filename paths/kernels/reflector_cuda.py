@@ -1,0 +1,46 @@
+"""The CUDA C column step's scalars, shared by the kernels that make Householder reflectors
+column by column (the register panel, :mod:`.panel_cuda_src`; the small QR,
+:mod:`.geqrf_small_cuda`): spliced into their sources before the kernel.
+
+They are :func:`adaptqr.paths.kernels.panel._reflector`'s (LAPACK ``dlarfg``'s, with the
+norm scaled by a power of two ``p`` so that no divisor is subnormal): ``range_scale`` picks
+``p``, and ``REFLECTOR_SCALARS`` gives ``tau``, ``beta`` and the scale of ``v`` from
+``alpha`` and the sub-column's norm times ``p``. How the norm is summed (a block, a
+cluster, a warp) stays the kernel's.
+
+Example::
+
+    >>> "#define REFLECTOR_SCALARS(" in REFLECTOR_FUNCS and "#define PLAIN_SS_LO" in REFLECTOR_FUNCS
+    True
+"""
+
+REFLECTOR_FUNCS = r"""
+#define SAFE_LO 8.673617379884035e-19f
+#define SAFE_HI 1.152921504606847e18f
+#define SAFE_UP 1.2089258196146292e24f
+#define PLAIN_SS_LO 7.888609052210118e-31f
+#define PLAIN_SS_HI 1.2676506002282294e30f
+
+__device__ __forceinline__ float range_scale(float x) {
+    return (x < SAFE_LO && x > 0.0f) ? SAFE_UP : (x > SAFE_HI ? 1.0f / SAFE_UP : 1.0f);
+}
+
+// dlarfg's scalars (panel._reflector) from alpha, the sub-column's norm times p (xnp) and
+// p: declares d (a reflector is made: `active`, the caller's own test, and a norm not 0 and
+// not below floor_; `!(<)` so that a NaN norm still goes through and propagates), tau,
+// beta and scale (v below its unit top is the sub-column times p times scale). Without a
+// reflector tau and scale are 0 and beta is alpha. A macro, not a function: as a function
+// the floor test moved before the norm's divisions in the panel's PTX, which was measured
+// with this order.
+#define REFLECTOR_SCALARS(alpha, xnp, p, active, floor_, d, tau, beta, scale)            \
+    const float apv_ = (alpha) * (p);                                                  \
+    const float mxv_ = fmaxf(fabsf(apv_), (xnp));                                      \
+    const float mxs_ = mxv_ > 0.0f ? mxv_ : 1.0f;                                      \
+    const float an_ = apv_ / mxs_, xn_ = (xnp) / mxs_;                                 \
+    const float nrm_ = mxs_ * sqrtf(an_ * an_ + xn_ * xn_);                            \
+    const bool d = (active) && ((xnp) != 0.0f) && !((xnp) < (floor_) * (p));           \
+    const float beta_p_ = (alpha) >= 0.0f ? -nrm_ : nrm_;                              \
+    const float tau = d ? (beta_p_ - apv_) / beta_p_ : 0.0f;                           \
+    const float scale = d ? 1.0f / (apv_ - beta_p_) : 0.0f;                            \
+    const float beta = d ? beta_p_ * (1.0f / (p)) : (alpha);
+"""
