@@ -123,7 +123,7 @@ def compiles(build, what: str, instead: str) -> bool:
 def cupy_builds(build, what: str, instead: str) -> bool:
     """Whether cupy imports, a CUDA device is there and ``build()`` (a kernel's compile)
     succeeds; else False, with one warning (:func:`compiles`) where only the compile fails.
-    The small kernels' ``available`` (cached by each)."""
+    Each kernel's ``available`` (cached there)."""
     if not torch.cuda.is_available():
         return False
     try:
