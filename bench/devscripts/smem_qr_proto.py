@@ -9,8 +9,9 @@ Not the library's:
   passed; a rejected panel's result may be wrong. The last panel of a square matrix,
   32 x 32, always fails the tau test (its last reflector has no sub-column, where geqrf
   gives tau 0 and the library takes the column steps); its result is still a reflector;
-- ``n`` a multiple of 32, ``m == n`` up to 192 (the matrix and the Gram staging fit one
-  SM's 227 KB);
+- square ``n x n`` up to 192 (the matrix and the Gram staging fit one SM's 227 KB), factored
+  padded to a multiple of 32 with the identity (its reflectors are the input's: the
+  padding's rows stay zero in the input's columns), the padding not written back;
 - float32 FMA updates, not tensor cores.
 
 It answers one question before a real build: how long one CTA takes to factor a 160 x 160
@@ -25,7 +26,7 @@ Run there (GPU, cupy)::
 
 On the CPU (the host shim of adaptqr.testing.cuda_host, g++)::
 
-    python3 bench/devscripts/smem_qr_proto.py --shim --shapes 2x64,1x96
+    python3 bench/devscripts/smem_qr_proto.py --shim --shapes 2x64,1x96,1x40
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ KERNEL = r"""
 // default bound ptxas capped them at 128 and spilled 56 bytes, at this one 40 (nvcc 13.0).
 extern "C" __global__ void __launch_bounds__(NT, 1)
 qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ TAU,
-        float* __restrict__ OK, int m, int n) {
+        float* __restrict__ OK, int m, int n, int n0) {
     extern __shared__ __align__(16) float dyn[];
     float* As = dyn;
     float* gbuf = dyn + GOFF;
@@ -71,10 +72,12 @@ qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ 
     __shared__ float Ts[NB][NB + 1];
     __shared__ float gok;
     const int b = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const float* Ab = A + (long long)b * m * n;
+    // The input is n0 x n0 (n0 <= n): padded to n x n with the identity, whose columns keep
+    // the input's reflectors (their rows past n0 stay zero) and are not written back.
+    const float* Ab = A + (long long)b * n0 * n0;
     for (int e = t; e < n * m; e += NT) {
         const int c = e / m, r = e - c * m;
-        As[c * LD + r] = Ab[e];
+        As[c * LD + r] = (c < n0 && r < n0) ? Ab[c * n0 + r] : (c == r ? 1.0f : 0.0f);
     }
     __syncthreads();
     float taken = 0.0f;  // panels whose Gram tests passed
@@ -131,7 +134,7 @@ qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ 
         if (t < NB) {
 #pragma unroll
             for (int q = 0; q < NB; ++q) a[0][q] = gtop[t][q];
-            TAU[(long long)b * n + k0 + t] = fabsf(mdg[2][t]);
+            if (k0 + t < n0) TAU[(long long)b * n0 + k0 + t] = fabsf(mdg[2][t]);
         }
         if (row < m) {
 #pragma unroll
@@ -215,9 +218,9 @@ qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ 
         __syncthreads();
 #endif
     }
-    float* Hb = H + (long long)b * m * n;
-    for (int e = t; e < n * m; e += NT) {
-        const int c = e / m, r = e - c * m;
+    float* Hb = H + (long long)b * n0 * n0;
+    for (int e = t; e < n0 * n0; e += NT) {
+        const int c = e / n0, r = e - c * n0;
         Hb[e] = As[c * LD + r];
     }
     if (t == 0) OK[b] = taken;
@@ -226,20 +229,29 @@ qr_smem(const float* __restrict__ A, float* __restrict__ H, float* __restrict__ 
 
 SHIM_MAIN = r"""
 int main(int argc, char** argv) {
-    const int B = std::atoi(argv[1]), m = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const int B = std::atoi(argv[1]), n = std::atoi(argv[2]), n0 = std::atoi(argv[3]);
     const size_t smem = std::atol(argv[4]);
-    std::vector<float> H = read_floats(argv[5], (size_t)B * m * n);
-    std::vector<float> tau = read_floats(argv[6], (size_t)B * n);
+    std::vector<float> H = read_floats(argv[5], (size_t)B * n0 * n0);
+    std::vector<float> tau = read_floats(argv[6], (size_t)B * n0);
     std::vector<float> ok = read_floats(argv[7], (size_t)B);
-    std::vector<float> A = read_floats(argv[8], (size_t)B * m * n);
+    std::vector<float> A = read_floats(argv[8], (size_t)B * n0 * n0);
     gridDim = {(unsigned)B, 1, 1};
-    run_grid<NT>(smem, [&] { qr_smem(A.data(), H.data(), tau.data(), ok.data(), m, n); });
+    run_grid<NT>(smem, [&] { qr_smem(A.data(), H.data(), tau.data(), ok.data(), n, n, n0); });
     write_floats(argv[5], H);
     write_floats(argv[6], tau);
     write_floats(argv[7], ok);
     return 0;
 }
 """
+
+
+def padded(n0: int) -> int:
+    """The size the kernel factors an ``n0 x n0`` matrix at: ``n0`` rounded up to a panel.
+
+    >>> padded(176), padded(160), padded(40)
+    (192, 160, 64)
+    """
+    return -(-n0 // 32) * 32
 
 
 def layout(m: int, n: int) -> tuple:
@@ -268,20 +280,21 @@ def _check(A, H, tau, ok):
 
     Hc = H.view(A.shape[0], A.shape[2], A.shape[1]).mT
     r = check_geqrf(A, Hc, tau)
-    panels = A.shape[-1] // 32
+    panels = padded(A.shape[-1]) // 32
     return f"panels the Gram tests took {ok.min().item():.0f}-{ok.max().item():.0f} of {panels}, {r.summary}"
 
 
 def run_shim(shapes):
     from adaptqr.testing import cuda_host
 
-    for B, n in shapes:
+    for B, n0 in shapes:
+        n = padded(n0)
         src, defines, smem = source(n, n, True)
         exe = cuda_host.build(src, SHIM_MAIN, defines)
-        A = _inputs(B, n, "cpu", n)
-        H, tau, ok = torch.zeros(B, n * n), torch.zeros(B, n), torch.zeros(B)
-        cuda_host.run(exe, [B, n, n, smem], (H, tau, ok, A.mT.contiguous()), [], 3)
-        print(f"shim {B}x{n}: {_check(A, H, tau, ok)}")
+        A = _inputs(B, n0, "cpu", n0)
+        H, tau, ok = torch.zeros(B, n0 * n0), torch.zeros(B, n0), torch.zeros(B)
+        cuda_host.run(exe, [B, n, n0, smem], (H, tau, ok, A.mT.contiguous()), [], 3)
+        print(f"shim {B}x{n0}: {_check(A, H, tau, ok)}")
 
 
 def run_gpu(shapes, update):
@@ -290,19 +303,17 @@ def run_gpu(shapes, update):
     import adaptqr
     from adaptqr.paths.kernels.panel_cuda import run_on_torch_stream
 
-    for B, n in shapes:
-        if n % 32:  # the library alone (the benchmark's 40x176, beside 40x160 and 40x192)
-            A = _inputs(B, n, "cuda", n)
-            print(f"{B}x{n}: adaptqr.geqrf {_time(lambda: adaptqr.geqrf(A)) * 1e3:.1f} us")
-            continue
+    for B, n0 in shapes:
+        n = padded(n0)
         src, defines, smem = source(n, n, update)
         opts = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines)
         kern = cp.RawModule(code=src, options=opts).get_function("qr_smem")
         kern.max_dynamic_shared_size_bytes = smem
-        A = _inputs(B, n, "cuda", n)
-        H, tau, ok = (torch.empty(B, n * n, device="cuda"), torch.empty(B, n, device="cuda"),
+        A = _inputs(B, n0, "cuda", n0)
+        H, tau, ok = (torch.empty(B, n0 * n0, device="cuda"), torch.empty(B, n0, device="cuda"),
                       torch.empty(B, device="cuda"))
-        args = tuple(np.uint64(x.data_ptr()) for x in (A, H, tau, ok)) + (np.int32(n), np.int32(n))
+        args = tuple(np.uint64(x.data_ptr()) for x in (A, H, tau, ok)) + (
+            np.int32(n), np.int32(n), np.int32(n0))
         dev = torch.cuda.current_device()
 
         def launch():
@@ -312,7 +323,7 @@ def run_gpu(shapes, update):
         torch.cuda.synchronize()
         checked = _check(A, H, tau, ok) if update else "not checked (no update)"
         times = {"proto": _time(launch), "adaptqr.geqrf": _time(lambda: adaptqr.geqrf(A))}
-        print(f"{B}x{n} smem {smem} B, update {update}: " +
+        print(f"{B}x{n0} (as {n}) smem {smem} B, update {update}: " +
               ", ".join(f"{k} {v * 1e3:.1f} us" for k, v in times.items()) + f"; {checked}")
 
 
