@@ -64,3 +64,39 @@ def test_impl_factors_the_dispatchers_buffer_in_place(monkeypatch):
     small.factor_small(H, tau, None)
     ref_a, ref_tau = small.direct(A)
     assert torch.equal(H, ref_a) and torch.equal(tau, ref_tau)
+
+
+@pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
+def test_the_dispatcher_hands_it_the_callers_tensor(monkeypatch, clean_dispatch):
+    # Through adaptqr.geqrf: a path with `direct` (here the small path's, its kernel on the
+    # host shim, declared for CPU tensors) gets the caller's strided tensor itself, and the
+    # decisions log records the call with the path.
+    from adaptqr import log
+    from adaptqr.registry import REGISTRY, Path
+
+    monkeypatch.setattr(geqrf_small_cuda, "launch", cuda_host.geqrf_small_launch)
+    got = []
+
+    def direct(A):
+        got.append(A)
+        return small.direct(A)
+
+    REGISTRY.ensure_builtins()
+    REGISTRY.add(Path(name="small_on_cpu", impl=small.factor_small, priority=-100,
+                      supports=lambda spec: None if spec.device_type == "cpu" else "CPU only",
+                      direct=direct))
+    try:
+        A = torch.randn(6, 16, 20, generator=torch.Generator().manual_seed(8)).mT[::2]
+        keep = A.clone()
+        log.enable()
+        a, tau = adaptqr.geqrf(A, path="small_on_cpu")
+        rec = adaptqr.decisions()[-1]
+    finally:
+        log.disable()
+        REGISTRY.remove("small_on_cpu")
+    assert len(got) == 1 and got[0] is A and torch.equal(A, keep)
+    ref_a, ref_tau = torch.geqrf(A)
+    assert a.stride() == ref_a.stride()
+    torch.testing.assert_close(tau, ref_tau, rtol=0, atol=1e-5)
+    assert check_geqrf(A, a, tau).passes_bar
+    assert rec["plan"]["dense"] == "small_on_cpu" and rec["mode"] == "eager"
