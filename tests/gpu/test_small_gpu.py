@@ -72,5 +72,7 @@ def test_small_path_in_a_users_graph():
     assert torch.equal(ga, a) and torch.equal(gtau, tau)
 
 
+# 60 examples: the variant call's test step has 150 s for several candidates' tests (the
+# host shim's test runs every structure at n = 24 and 64 on the CPU).
 test_small_path_degenerate = property_test((4, 16, 32, 48, 64), (1, 3, 20), "cuda",
-                                           path="small", examples=200, follow_env=False)
+                                           path="small", examples=60, follow_env=False)
