@@ -130,7 +130,8 @@
 #   1. HP_HOST=20x32 (hp_host.py now times geqrf by the small path and every geqrf's GPU
 #      time too) TESTS_K="small_path or small_q_by_cuda_c or clusters_of_16 or (gram_panel_matches and 48)" \
 #      B12="--knobs g640:gram_max_batch=640" SWEEP_CASES=bench/devscripts/cases_h37.json \
-#      SWEEP="--paths householder,small" bash bench/devscripts/variants_call.sh
+#      SWEEP="--paths householder,small" SWEEP_TIMEOUT=90 bash bench/devscripts/variants_call.sh
+#      (its steps' timeouts: 60 + 150 + 260 + 90 s)
 #   2. SKIP_B12=1 HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 \
 #      TRACE_KNOBS="--replay --cond 1" bash bench/devscripts/variants_call.sh; then H36's
 #      prototype: timeout 90 python3 bench/devscripts/smem_qr_proto.py; timeout 60 python3
