@@ -127,11 +127,11 @@
 #   timeout 60 python3 bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192   (H36)
 # Session 44 (no device time left: none ran). Built, not run: H37 (the small path, named
 # only). The next session's calls (EXPERIMENTS.md OC35), each under 600 s:
-#   1. HP_HOST=20x32 (hp_host.py now times geqrf by the small path and every geqrf's GPU
-#      time too) TESTS_K="small_path or small_q_by_cuda_c or clusters_of_16 or (gram_panel_matches and 48)" \
+#   1. (hp_host.py now times geqrf by the small path too, and each geqrf's GPU time alone;
+#      the steps' timeouts are 60 + 150 + 260 + 90 s)
+#      HP_HOST=20x32 TESTS_K="small_path or small_q_by_cuda_c or clusters_of_16 or (gram_panel_matches and 48)" \
 #      B12="--knobs g640:gram_max_batch=640" SWEEP_CASES=bench/devscripts/cases_h37.json \
 #      SWEEP="--paths householder,small" SWEEP_TIMEOUT=90 bash bench/devscripts/variants_call.sh
-#      (its steps' timeouts: 60 + 150 + 260 + 90 s)
 #   2. SKIP_B12=1 HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 \
 #      TRACE_KNOBS="--replay --cond 1" bash bench/devscripts/variants_call.sh; then H36's
 #      prototype: timeout 90 python3 bench/devscripts/smem_qr_proto.py; timeout 60 python3
