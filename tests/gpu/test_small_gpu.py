@@ -1,5 +1,5 @@
 """H37's ``small`` path on the GPU (named: it is not chosen automatically yet): every matrix
-at the half gate against the public check, LAPACK's conventions, the caller's strided and
+at the half gate against the public check, LAPACK's conventions (tau against float64's), the caller's strided and
 expanded tensors read where they lie, the input untouched, a user's CUDA graph capture,
 and the degenerate-input suite through it."""
 
@@ -41,7 +41,11 @@ def test_small_path_at_the_half_gate(shape):
     m, n = shape[-2:]
     r = check_geqrf(A.reshape(-1, m, n), a.reshape(-1, m, n), tau.reshape(-1, min(m, n)))
     assert r.passes_bar, r.summary
-    torch.testing.assert_close(tau, ref_tau, rtol=0, atol=1e-5)
+    # LAPACK's conventions: tau as float64 geqrf's, to float32's conditioning (LAPACK's own
+    # float32 tau is 3.5e-5 off it on 640 random 32 x 32 matrices; a wrong sign or scale
+    # is off by 0.1 or more).
+    tau64 = originals.geqrf(A.double().cpu())[1]
+    torch.testing.assert_close(tau.double().cpu(), tau64, rtol=0, atol=2e-4)
 
 
 def test_small_path_reads_strided_inputs_as_they_are():
