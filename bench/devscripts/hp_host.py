@@ -56,14 +56,14 @@ def main():
         # H37: the small path, one cupy launch on the caller's tensor (named: not a default).
         ops["geqrf small"] = lambda: adaptqr.geqrf(A, path="small")
     _measure(args.shape, ops)
-    _gpu_times(args.shape, {k: v for k, v in ops.items() if k.startswith("geqrf")})
     if args.knobs:
         # The Q ops again with experiment knobs set around the whole measurement ("name=value,
         # ..."; QF24: qform_small_cuda=1), so that no call pays for setting them.
         knobs = {k: int(v) for k, v in (kv.split("=") for kv in args.knobs.split(","))}
         with config.experiment(**knobs):
             _measure(args.shape, {f"{name} {args.knobs}": fn for name, fn in ops.items()
-                                  if name != "geqrf"})
+                                  if not name.startswith("geqrf")})
+    _gpu_times(args.shape, {k: v for k, v in ops.items() if k.startswith("geqrf")})
 
 
 def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
@@ -77,9 +77,13 @@ def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
             fn()
         torch.cuda.current_stream().wait_stream(side)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                fn()
+        try:
+            with torch.cuda.graph(g):
+                for _ in range(calls):
+                    fn()
+        except Exception as exc:  # the figures above stand; say why this one is missing
+            print(f"{shape} {name}: GPU time not measured ({type(exc).__name__}: {exc})")
+            continue
         g.replay()
         out = []
         for _ in range(10):
