@@ -101,9 +101,7 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
             ss = lanes_sum(ss);
             float xnp, p;
             if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
-                const float xnorm = sqrtf(ss);
-                p = range_scale(fmaxf(fabsf(alpha), xnorm));
-                xnp = xnorm * p;
+                PLAIN_NORM(alpha, ss, xnp, p)
             } else {
                 float mx = 0.0f;
 #pragma unroll

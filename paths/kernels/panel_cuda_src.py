@@ -389,9 +389,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         const float alpha = ap, ss = sp;
         float xnp, p;
         if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
-            const float xnorm = sqrtf(ss);
-            p = range_scale(fmaxf(fabsf(alpha), xnorm));
-            xnp = xnorm * p;
+            PLAIN_NORM(alpha, ss, xnp, p)
         } else {
             float mx = 0.0f;
 #pragma unroll

@@ -4,9 +4,10 @@ column by column (the register panel, :mod:`.panel_cuda_src`; the small QR,
 
 They are :func:`adaptqr.paths.kernels.panel._reflector`'s (LAPACK ``dlarfg``'s, with the
 norm scaled by a power of two ``p`` so that no divisor is subnormal): ``range_scale`` picks
-``p``, and ``REFLECTOR_SCALARS`` gives ``tau``, ``beta`` and the scale of ``v`` from
-``alpha`` and the sub-column's norm times ``p``. How the norm is summed (a block, a
-cluster, a warp) stays the kernel's.
+``p``, ``PLAIN_NORM`` gives the norm from a plain sum of squares, and
+``REFLECTOR_SCALARS`` gives ``tau``, ``beta`` and the scale of ``v`` from ``alpha`` and the
+sub-column's norm times ``p``. How the norm is summed (a block, a cluster, a warp), and
+summed again over the max-abs where the plain sum is out of range, stays the kernel's.
 
 Example::
 
@@ -24,6 +25,16 @@ REFLECTOR_FUNCS = r"""
 __device__ __forceinline__ float range_scale(float x) {
     return (x < SAFE_LO && x > 0.0f) ? SAFE_UP : (x > SAFE_HI ? 1.0f / SAFE_UP : 1.0f);
 }
+
+// The sub-column's norm times p (xnp) and p from a plain sum of squares ss that lies in
+// [PLAIN_SS_LO, PLAIN_SS_HI] (panel.plain_norm; the kernel sums ss its own way, and a sum
+// out of that range is summed again over its max-abs by the kernel). Assigns xnp and p.
+#define PLAIN_NORM(alpha, ss, xnp, p)                                                    \
+    {                                                                                  \
+        const float xnorm_ = sqrtf(ss);                                                \
+        p = range_scale(fmaxf(fabsf(alpha), xnorm_));                                  \
+        xnp = xnorm_ * p;                                                              \
+    }
 
 // dlarfg's scalars (panel._reflector) from alpha, the sub-column's norm times p (xnp) and
 // p: declares d (a reflector is made: `active`, the caller's own test, and a norm not 0 and

@@ -1,7 +1,7 @@
 """H37's ``small`` path on the GPU (named: it is not chosen automatically yet): every matrix
-at the half gate against the public check, LAPACK's conventions (tau against float64's), the caller's strided and
-expanded tensors read where they lie, the input untouched, a user's CUDA graph capture,
-and the degenerate-input suite through it."""
+at the half gate against the public check, LAPACK's conventions (tau against float64's),
+the caller's strided and expanded tensors read where they lie, the input untouched, a
+user's CUDA graph capture, and the degenerate-input suite through it."""
 
 from __future__ import annotations
 
