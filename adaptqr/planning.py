@@ -162,6 +162,8 @@ def _choose(spec: InputSpec, forced: str | None) -> tuple[tuple, list]:
     for p in paths:
         reason = p.check(spec)
         if reason is None:
+            reason = p.check_preferred(spec)
+        if reason is None:
             ok.append(p)
         else:
             rejected.append((p.name, reason))

@@ -186,6 +186,10 @@ class Path:
       ``(*, m, n)`` tensor itself, in torch.geqrf's output layout, never modifying ``A``;
       the dispatcher calls it instead of ``impl`` when this path takes a whole batch with
       no probe (it then skips allocating and loading ``H``).
+    - ``prefers(spec) -> None | str`` (optional): where the path is measured to win, for the
+      automatic plan only: a reason keeps the plan from choosing it for ``spec`` (shown in the
+      log), while naming the path (``path=`` / ``ADAPTQR_PATH``) still takes it. ``supports``
+      says what the path can do, ``prefers`` where it should be chosen.
     - ``panels(spec, device) -> (nb, kinds)`` (optional): the panel width and the kernel
       each panel runs, in column order, for ``explain`` and the decisions log (a panel at
       or past a matrix's ``n_active`` is counted as skipped there). A kind ``"base+try"``
@@ -204,6 +208,7 @@ class Path:
     reads_routes: Callable[[InputSpec], bool] | None = None
     panels: Callable[..., tuple] | None = None
     direct: Callable[..., tuple] | None = None
+    prefers: Callable[[InputSpec], str | None] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -220,7 +225,7 @@ class Path:
                 raise TypeError(f"path {self.name!r}: {flag} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.description, str):
             raise TypeError(f"path {self.name!r}: description must be a str")
-        for name in ("reads_routes", "panels", "direct"):
+        for name in ("reads_routes", "panels", "direct", "prefers"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise TypeError(f"path {self.name!r}: {name} must be callable or None")
 
@@ -238,13 +243,20 @@ class Path:
 
     def check(self, spec: InputSpec) -> str | None:
         """``supports(spec)``, with a clear error when the predicate itself misbehaves."""
+        return self._ask("supports", self.supports, spec)
+
+    def check_preferred(self, spec: InputSpec) -> str | None:
+        """``prefers(spec)`` (None without one), checked as :meth:`check`."""
+        return None if self.prefers is None else self._ask("prefers", self.prefers, spec)
+
+    def _ask(self, what: str, predicate, spec: InputSpec) -> str | None:
         try:
-            reason = self.supports(spec)
+            reason = predicate(spec)
         except Exception as exc:
-            raise RuntimeError(f"path {self.name!r}: supports() raised on {spec.describe()}: {exc!r}") from exc
+            raise RuntimeError(f"path {self.name!r}: {what}() raised on {spec.describe()}: {exc!r}") from exc
         if reason is not None and not isinstance(reason, str):
             raise TypeError(
-                f"path {self.name!r}: supports() must return None or a reason string, got {type(reason).__name__}"
+                f"path {self.name!r}: {what}() must return None or a reason string, got {type(reason).__name__}"
             )
         return reason
 
@@ -343,6 +355,7 @@ def register_path(
     description: str = "",
     reads_routes: Callable[[InputSpec], bool] | None = None,
     panels: Callable[..., tuple] | None = None,
+    prefers: Callable[[InputSpec], str | None] | None = None,
     registry: Registry | None = None,
 ):
     """Register a path; usable as a decorator on the impl or called with ``impl=``.

@@ -12,9 +12,9 @@ CUDA graph, torch.compile's "reduce-overhead") its launch is captured there, as 
 Not routed: each matrix is factored in full, as LAPACK does (a rank-deficient matrix's
 later reflectors come out of its own column steps).
 
-Experimental until measured on the GPU: its priority is below torch's, so a call takes it
-only when it is named (``path="small"``, ``ADAPTQR_PATH=small``, ``adaptqr bench --paths
-householder,small``).
+The plan takes it by itself where it was measured faster than householder (:func:`prefers`:
+few matrices of few columns, where a call is bound by the host); named (``path="small"``,
+``ADAPTQR_PATH=small``), it takes any input it supports.
 
 Example::
 
@@ -34,8 +34,15 @@ from adaptqr.paths.kernels import geqrf_small_cuda
 from adaptqr.registry import ALL_CLASSES, InputSpec, Path
 
 NAME = "small"
-#: Below torch's (0): chosen only by name until its GPU measurement (H37) says where it wins.
-PRIORITY = -5
+#: Above householder's (100): within :func:`prefers`' bounds the plan takes it.
+PRIORITY = 110
+#: The automatic plan's bounds (:func:`prefers`), where one launch beat householder's graph
+#: replay on the H100 (run 0422 of 12-06, EXPERIMENTS.md H37: 20x32 0.028 against 0.045 ms,
+#: 32x32 0.027 / 0.036, 64x16 0.042 / 0.051, 40x48 0.043 / 0.055). Past them the kernel's
+#: chain of column steps outlasts the host's time it saves: 40x64 0.062 against 0.053,
+#: 640x32 0.057 against 0.041.
+AUTO_MAX_BATCH = 64
+AUTO_MAX_COLS = 48
 
 
 def capable(spec: InputSpec) -> str | None:
@@ -52,6 +59,16 @@ def capable(spec: InputSpec) -> str | None:
         return f"small: needs a non-empty batch, got batch {spec.batch}"
     if not geqrf_small_cuda.available():
         return "small: the CUDA C kernel is not available (no cupy, or it did not compile)"
+    return None
+
+
+def prefers(spec: InputSpec) -> str | None:
+    """None where the automatic plan should take this path (a call bound by the host: few
+    matrices, few columns), else why not; naming the path takes any input it supports."""
+    if spec.batch > AUTO_MAX_BATCH or spec.n > AUTO_MAX_COLS:
+        return (f"small: chosen by itself for at most {AUTO_MAX_BATCH} matrices of at most "
+                f"{AUTO_MAX_COLS} columns, got {spec.batch} of {spec.m}x{spec.n} (name it to "
+                f"take them)")
     return None
 
 
@@ -82,5 +99,6 @@ PATH = Path(
     classes=ALL_CLASSES,
     priority=PRIORITY,
     direct=direct,
+    prefers=prefers,
     description="one CUDA C launch a call for matrices of at most 64 x 64, on the caller's tensor",
 )

@@ -187,6 +187,51 @@ def test_kernel_build_opts_in_to_clusters_of_16(monkeypatch):
     assert "-DCL=8" in built[-1] and attrs == [(77, 14, 1)]
 
 
+def test_small_kernels_compile_with_subnormals_kept(monkeypatch):
+    # EXPERIMENTS.md H37: cupy's RawModule appends -ftz=true; the small kernels' builds go
+    # through NVRTC with -ftz=false and nothing after it, on the asked device, and load the
+    # binary NVRTC gives (cupy 14 gives it with the names' mapping, older cupy alone).
+    calls, loaded, devices = [], [], []
+
+    class _Module:
+        def load(self, binary):
+            loaded.append(binary)
+
+        def get_function(self, name):
+            return ("fn", name)
+
+    class _Device:
+        def __init__(self, i):
+            devices.append(i)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def compile_using_nvrtc(src, options=(), **kw):
+        calls.append((src, options, kw))
+        return (b"cubin", {}) if len(calls) == 1 else b"ptx"
+
+    compiler = types.SimpleNamespace(compile_using_nvrtc=compile_using_nvrtc)
+    function = types.SimpleNamespace(Module=_Module)
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(Device=_Device, compiler=compiler, function=function)
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.compiler, cuda.function = compiler, function
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    from adaptqr.paths.kernels import panel_cuda
+
+    assert panel_cuda.compile_function("SRC", "k", 3, "-DMR=32") == ("fn", "k")
+    assert panel_cuda.compile_function("SRC", "k", 1) == ("fn", "k")
+    (src, opts, kw), (_, opts2, _) = calls
+    assert src == "SRC" and opts == ("-std=c++17", "-ftz=false", "-DMR=32")
+    assert opts2 == ("-std=c++17", "-ftz=false") and kw == {"cache_in_memory": True}
+    assert loaded == [b"cubin", b"ptx"] and devices == [3, 1]
+
+
 def test_small_q_launch(fake_cupy, monkeypatch):
     # EXPERIMENTS.md QF24: one CTA a matrix, a warp a pair of columns, the build by the rows
     # (32 or 64), the inputs' pointers with their element strides in the kernel's order;

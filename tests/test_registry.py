@@ -131,6 +131,37 @@ def test_supports_misbehaving():
     assert isinstance(info.value.__cause__, KeyError)
 
 
+def test_prefers_bounds_the_automatic_plan_not_a_named_call():
+    # A path that supports every CPU input but prefers batches of at most 4: above that the
+    # plan passes over it with its reason in the log; named, it takes the batch anyway.
+    from adaptqr.planning import clear_plans, plan_for
+
+    def prefers(spec):
+        return None if spec.batch <= 4 else f"pref: batch {spec.batch} over 4"
+
+    adaptqr.register_path(_impl, name="pref", priority=500, prefers=prefers)
+    clear_plans()
+    small, big = InputSpec(4, 6, 6, torch.float32, "cpu"), InputSpec(5, 6, 6, torch.float32, "cpu")
+    assert set(plan_for(small).owner_names().values()) == {"pref"}
+    plan = plan_for(big)
+    assert "pref" not in plan.owner_names().values()
+    assert ("pref", "pref: batch 5 over 4") in plan.rejected
+    assert set(plan_for(big, forced="pref").owner_names().values()) == {"pref"}
+    A = torch.randn(5, 6, 6)
+    a, tau = adaptqr.geqrf(A, path="pref")
+    ref = torch.geqrf(A)
+    assert torch.equal(a, ref.a) and torch.equal(tau, ref.tau)
+
+
+def test_prefers_misbehaving():
+    spec = InputSpec(2, 3, 3, torch.float32, "cpu")
+    with pytest.raises(TypeError, match="prefers\\(\\) must return"):
+        Path(name="pt", impl=_impl, prefers=lambda s: 1).check_preferred(spec)
+    with pytest.raises(TypeError, match="prefers must be callable"):
+        Path(name="pc", impl=_impl, prefers=3)
+    assert Path(name="pn", impl=_impl).check_preferred(spec) is None
+
+
 def test_matrix_info():
     r = torch.zeros(4, dtype=torch.int32)
     info = MatrixInfo(r)

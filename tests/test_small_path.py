@@ -15,12 +15,36 @@ from adaptqr.registry import InputSpec
 from adaptqr.testing import check_geqrf, cuda_host
 
 
-def test_small_is_never_chosen_unnamed():
-    # Below torch's priority until measured: the default plan of a small CUDA shape is
-    # householder's, whether or not the kernel is available here.
+@pytest.mark.parametrize("shape,owner", [((20, 32, 32), "small"), ((64, 64, 16), "small"),
+                                         ((1, 20, 48), "small"), ((65, 32, 32), "householder"),
+                                         ((40, 64, 64), "householder"), ((640, 32, 32), "householder")])
+def test_planned_within_its_measured_bounds(monkeypatch, shape, owner):
+    # H37: where its kernel is there, the plan takes it for few matrices of few columns, and
+    # past either bound householder keeps the shape, the small path's reason in the log.
+    from adaptqr.planning import clear_plans
+
+    monkeypatch.setattr(geqrf_small_cuda, "available", lambda: True)
+    clear_plans()
+    plan = plan_for(InputSpec(*shape, torch.float32, "cuda"))
+    clear_plans()
+    assert set(plan.owner_names().values()) == {owner}
+    if owner == "householder":
+        assert ("small", small.prefers(InputSpec(*shape, torch.float32, "cuda"))) in plan.rejected
+        assert "name it" in small.prefers(InputSpec(*shape, torch.float32, "cuda"))
+    else:
+        assert plan.direct is small.direct and not plan.probe
+
+
+def test_not_planned_without_its_kernel(monkeypatch):
+    # No cupy (or no device, or no compile): householder keeps small shapes, the reason logged.
+    from adaptqr.planning import clear_plans
+
+    monkeypatch.setattr(geqrf_small_cuda, "available", lambda: False)
+    clear_plans()
     plan = plan_for(InputSpec(20, 32, 32, torch.float32, "cuda"))
+    clear_plans()
     assert plan.owner_names()["dense"] == "householder"
-    assert any(name == "small" for name, _ in plan.rejected)
+    assert any(name == "small" and "not available" in why for name, why in plan.rejected)
 
 
 @pytest.mark.parametrize("spec,why", [

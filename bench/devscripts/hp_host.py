@@ -55,6 +55,7 @@ def main():
     if geqrf_small_cuda.available() and geqrf_small_cuda.takes(n, n):
         # H37: the small path, one cupy launch on the caller's tensor (named: not a default).
         ops["geqrf small"] = lambda: adaptqr.geqrf(A, path="small")
+        _small_parts(A)
     _measure(args.shape, ops)
     if args.knobs:
         # The Q ops again with experiment knobs set around the whole measurement ("name=value,
@@ -64,6 +65,31 @@ def main():
             _measure(args.shape, {f"{name} {args.knobs}": fn for name, fn in ops.items()
                                   if not name.startswith("geqrf")})
     _gpu_times(args.shape, {k: v for k, v in ops.items() if k.startswith("geqrf")})
+
+
+def _small_parts(A: torch.Tensor) -> None:
+    """The small path's host time in parts, back to back (H37): the outputs' allocation, the
+    launcher on preallocated outputs, and the bare cupy launch on torch's stream."""
+    from adaptqr.layout import geqrf_outputs
+    from adaptqr.paths.kernels import geqrf_small_cuda, panel_cuda
+
+    H, tau = geqrf_outputs(A)
+    mr, nw, args = geqrf_small_cuda.launch_args(A, H, tau)
+    kern, dev = geqrf_small_cuda._kernel(mr, A.device.index), A.device.index
+    parts = {"outputs (geqrf_outputs)": lambda: geqrf_outputs(A),
+             "launcher, outputs given": lambda: geqrf_small_cuda.launch(A, H, tau),
+             "cupy launch on torch's stream": lambda: panel_cuda.run_on_torch_stream(
+                 kern, (A.shape[0],), (32 * nw,), args, A.device, dev)}
+    for name, fn in parts.items():
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        print(f"small path part, {name}: {(t1 - t0) / 1000 * 1e6:.1f} us a call (host)")
 
 
 def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:

@@ -135,11 +135,24 @@ def cupy_builds(build, what: str, instead: str) -> bool:
 
 def compile_function(src: str, name: str, device_index: int, *options: str):
     """The cupy function ``name`` of ``src`` compiled by NVRTC for the device (C++17, with
-    ``options``; cupy caches the module's binary)."""
+    ``options``), subnormals kept (IEEE, ``-ftz=false``); once a caller's process (the caller
+    caches it: this compile is not cupy's disk-cached one).
+
+    Not ``cupy.RawModule``: cupy appends ``-ftz=true`` to its options, which flushes every
+    subnormal operand and result to zero. The small kernels factor the caller's matrix
+    unscaled; flushed, a 4 x 4 matrix of ``randn * 1e-40`` came out with every tau 0 (a
+    factor residual of 1e6 where LAPACK's is 21; run 0422, EXPERIMENTS.md H37). The CUDA C
+    panel's input is prescaled by the probes (normal), and it stays on RawModule's cached
+    build."""
     import cupy as cp
+    from cupy.cuda import compiler, function
 
     with cp.cuda.Device(device_index):
-        return cp.RawModule(code=src, options=("-std=c++17",) + options).get_function(name)
+        built = compiler.compile_using_nvrtc(src, ("-std=c++17", "-ftz=false") + options,
+                                             cache_in_memory=True)
+        mod = function.Module()
+        mod.load(built[0] if isinstance(built, tuple) else built)  # cupy 14: (binary, names)
+        return mod.get_function(name)
 
 
 @functools.lru_cache(maxsize=None)

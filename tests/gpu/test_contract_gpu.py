@@ -184,7 +184,8 @@ def test_repeated_calls_fresh_results_and_log():
     """Capturable plans go through the graph cache: results stay fresh; the log says so."""
     adaptqr.log.enable()
     outs = []
-    inputs = [_rand((20, 32, 32), f32, seed=s) for s in range(4)]
+    # 64 columns: householder's graph (20x32 is the small path's, one launch, no graph).
+    inputs = [_rand((20, 64, 64), f32, seed=s) for s in range(4)]
     for A in inputs:
         outs.append(adaptqr.geqrf(A))
     for A, (a, tau) in zip(inputs, outs):
@@ -222,7 +223,9 @@ def test_routed_plan_on_mixed_batch():
 def test_one_launch_schedule_skips_the_probe():
     if "householder" not in adaptqr.paths_registered():
         pytest.skip("householder path not importable")
-    A = _mixed_batch(32)  # n = 32: the whole QR is one fused launch; routes would change no work
+    # n = 64: householder's whole QR is one fused launch; routes would change no work (at
+    # n = 32 the small path takes 20 matrices, unprobed too).
+    A = _mixed_batch(64)
     ex = adaptqr.explain(A)
     assert not ex.probed and "reads per-matrix routes" in ex.probe_note
     a, tau = adaptqr.geqrf(A)

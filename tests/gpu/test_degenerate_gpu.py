@@ -1,5 +1,6 @@
 """Issue 22's degenerate inputs on the GPU, through the public API (dispatcher, probes,
-routes, graphs). Sizes and batches select every kernel: the fused small kernel (n <= 64),
+routes, graphs). Sizes and batches select every kernel: the small path's (n <= 48 in
+batches of at most 64), householder's fused small kernel (n = 64; n = 32 in batches of 140),
 register panels (one warp's T kernel from 132 matrices on), the row-split panel (few large
 matrices), the FP16 route (512 <= n <= 2048, the dense neighbours) and the low-rank route
 (the rank-deficient structures). ``DEGENERATE_EXAMPLES=2000`` on the H200."""
