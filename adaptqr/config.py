@@ -154,8 +154,8 @@ class Knobs:
     group's two panels in one pass over each streamed tile, in row chunks of that many),
     ``cluster_max`` (``schedules.CUDA_PANEL_CLUSTER_MAX``: 8 / 16, the most CTAs a cluster
     panel takes; 16 is sm_90's non-portable size), ``qform_small_cuda``
-    (``qform.QFORM_SMALL_CUDA``: 0 / 1, Q of at most 64 rows by a CUDA C kernel in one cupy
-    launch)."""
+    (0 / 1: Q of at most 64 rows by a CUDA C kernel in one cupy launch never, or whatever the
+    batch and columns; unset: within ``qform.QFORM_SMALL_MAX_BATCH`` and ``_MAX_COLS``)."""
 
     split_min_rows: int | None
     tail_prec: str | None

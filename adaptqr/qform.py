@@ -20,9 +20,10 @@ order, the panels applied backwards to the identity, each as
   kernel's strips are few and long (:func:`blas_width`; 2x4096 2x faster, batch 1 at
   3072-4096 3x, docs/EXPERIMENTS.md QF7), and for one matrix of 512-2048 columns in one
   panel (QF9); it is also the CPU stand-in when a test forces the route.
-- With the knob ``qform_small_cuda`` (off until measured, :data:`QFORM_SMALL_CUDA`), Q of
-  at most 64 rows takes :func:`small_householder_product`: one cupy launch, a warp a pair
-  of columns, the inputs read through their strides (EXPERIMENTS.md QF24).
+- Q of few small matrices (:func:`small_q_preferred`: at most 64 rows, the bounds of the
+  ``small`` geqrf path) takes :func:`small_householder_product`: one cupy launch, a warp a
+  pair of columns, the inputs read through their strides (EXPERIMENTS.md QF24; the knob
+  ``qform_small_cuda`` forces it on or off).
 - Everything else goes to torch's function (:mod:`adaptqr.originals`), so dtypes, devices,
   errors and autograd are torch's own.
 
@@ -89,12 +90,15 @@ QFORM_PREC = "f16x3"
 #: nothing bounds.
 APPLY_QT_PREC = "tf32x3"
 #: Q of at most ``qform_small_cuda.MAX_ROWS`` rows by that CUDA C kernel (one cupy launch,
-#: a warp a pair of columns, no copies of the inputs) instead of the Triton one: at 20x32
-#: the call is bound by the host, and a Triton launch is ~40 % of its host time (run 2114:
-#: ~78 us a call against geqrf's replay's ~59; bench 0.093 against 0.059 ms, run 1623).
-#: QF23's cupy kernel, a thread a column, lost on its GPU time. EXPERIMENTS.md QF24; knob
-#: ``qform_small_cuda`` (0 / 1). Not measured yet: off.
-QFORM_SMALL_CUDA = False
+#: a warp a pair of columns, no copies of the inputs) instead of the Triton one, for at most
+#: these many matrices of at most these many columns: at 20x32 the call is bound by the
+#: host, and a Triton launch is ~40 % of its host time. H100, run 0447 of 12-06: 20x32
+#: 0.0475 -> 0.0329 ms, the other 11 cases unchanged (EXPERIMENTS.md QF24). The bounds are
+#: the small geqrf path's (``paths/small.py``, the same layout and chain of column steps),
+#: past which its chain outlasts the host's time it saves. Knob ``qform_small_cuda`` (0 / 1:
+#: never, or whenever the kernel takes the shape).
+QFORM_SMALL_MAX_BATCH = 64
+QFORM_SMALL_MAX_COLS = 32
 #: Longest column (rows, a power of two) the register-resident kernel keeps whole. H200
 #: (bench/results/nvidia-h200_2026-12-01_1615_qform-tiles-c1.json): at 40x176 resident
 #: tiles (bm 256) took 0.104-0.128 ms against 0.095 for row chunks of 64; at 20x32 every
@@ -206,8 +210,11 @@ def form_q(A: torch.Tensor, tau: torch.Tensor, *, out: torch.Tensor | None = Non
             return originals.householder_product(A, tau)
         return originals.householder_product(A, tau, out=out)
     fn = _formation(A, queued, config.snapshot().knobs)
-    with on_device(A.device):
+    if fn is small_householder_product:  # its launcher picks the device itself
         Q = fn(A, tau)
+    else:
+        with on_device(A.device):
+            Q = fn(A, tau)
     if out is None:
         return Q
     _check_out(out, Q)
@@ -226,7 +233,8 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
-    if knobs.get("qform_small_cuda", QFORM_SMALL_CUDA) and qform_small_cuda.applies(A):
+    small = knobs.get("qform_small_cuda", None)
+    if (small_q_preferred(A) if small is None else small) and qform_small_cuda.applies(A):
         return small_householder_product
     if A.is_cuda or interpreting():
         return functools.partial(triton_householder_product, knobs=knobs)
@@ -403,14 +411,30 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     return Qt.mT
 
 
+def small_q_preferred(A: torch.Tensor) -> bool:
+    """Whether Q of ``A`` ``(*, m, n)`` is in the CUDA C kernel's measured bounds
+    (:data:`QFORM_SMALL_MAX_BATCH` matrices of :data:`QFORM_SMALL_MAX_COLS` columns).
+
+    >>> import torch
+    >>> small_q_preferred(torch.empty(20, 32, 32)), small_q_preferred(torch.empty(640, 32, 32))
+    (True, False)
+    """
+    return A.shape[-1] <= QFORM_SMALL_MAX_COLS and math.prod(A.shape[:-2]) <= QFORM_SMALL_MAX_BATCH
+
+
 def small_householder_product(A: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     """``householder_product(A, tau)`` by :mod:`~adaptqr.paths.kernels.qform_small_cuda` (CUDA
     float32, at most its ``MAX_ROWS`` rows; one cupy launch, EXPERIMENTS.md QF24). Shapes as
     :func:`householder_product` (not checked here); ``A`` and ``tau`` are read through their
     strides (a reshape copies only batch dims that do not merge). Q column-major as torch's."""
     *batch, m, n = A.shape
-    Q = torch.empty(*batch, n, m, dtype=A.dtype, device=A.device).mT
     B = math.prod(batch)
+    if A.dim() == 3:  # the kernel's own (B, m, n) and (B, k): no views to make (host time)
+        Q = torch.empty_strided((B, m, n), (m * n, 1, m), dtype=A.dtype, device=A.device)
+        if B and n:
+            qform_small_cuda.launch(A, tau, Q)
+        return Q
+    Q = torch.empty(*batch, n, m, dtype=A.dtype, device=A.device).mT
     if B and n:
         qform_small_cuda.launch(A.reshape(B, m, n), tau.reshape(B, tau.shape[-1]),
                                 Q.reshape(B, m, n))

@@ -37,12 +37,13 @@ NAME = "small"
 #: Above householder's (100): within :func:`prefers`' bounds the plan takes it.
 PRIORITY = 110
 #: The automatic plan's bounds (:func:`prefers`), where one launch beat householder's graph
-#: replay on the H100 (run 0422 of 12-06, EXPERIMENTS.md H37: 20x32 0.028 against 0.045 ms,
-#: 32x32 0.027 / 0.036, 64x16 0.042 / 0.051, 40x48 0.043 / 0.055). Past them the kernel's
-#: chain of column steps outlasts the host's time it saves: 40x64 0.062 against 0.053,
-#: 640x32 0.057 against 0.041.
+#: replay on the H100 in both of two runs (EXPERIMENTS.md H37; ms, householder -> small):
+#: run 0422 of 12-06, 20x32 0.045 -> 0.028, 32x32 0.036 -> 0.027, 64x16 0.051 -> 0.042;
+#: run 0447, 0.031 -> 0.025, 0.030 -> 0.027, 0.031 -> 0.022. 40x48 won one (0.055 -> 0.043)
+#: and lost the other (0.041 -> 0.043); past the bounds the kernel's chain of column steps
+#: outlasts the host's time it saves: 40x64 0.053 -> 0.062, 640x32 0.041 -> 0.057 (both).
 AUTO_MAX_BATCH = 64
-AUTO_MAX_COLS = 48
+AUTO_MAX_COLS = 32
 
 
 def capable(spec: InputSpec) -> str | None:

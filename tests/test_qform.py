@@ -142,21 +142,28 @@ def test_blas_knob_picks_the_blocked_product(forced_route, monkeypatch):
             pass
 
 
-def test_small_q_knob_picks_the_cuda_c_kernel(monkeypatch):
-    # QF24: with the knob qform_small_cuda, Q of matrices the CUDA C kernel takes (made to
-    # look so here) goes to it; off (the default) or above its 64 rows, the Triton kernels.
+def test_small_q_picks_the_cuda_c_kernel_within_its_bounds(monkeypatch):
+    # QF24: Q of few matrices of few columns that the CUDA C kernel takes (made to look so
+    # here) goes to it; more matrices, more columns or more than its 64 rows, the Triton
+    # kernels. The knob qform_small_cuda forces it off (0) or on wherever it takes the rows.
     from adaptqr import config
     from adaptqr.paths.kernels import qform_small_cuda
 
     monkeypatch.setattr(qform_small_cuda, "available", lambda: True)
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
-    cuda = torch.empty(2, 32, 32, device="meta")
-    assert qform._formation(cuda, False, config.snapshot().knobs) is not qform.small_householder_product
+    small = qform.small_householder_product
+
+    def picks(*shape):
+        return qform._formation(torch.empty(*shape, device="meta"), False,
+                                config.snapshot().knobs) is small
+
+    assert picks(20, 32, 32) and picks(64, 64, 16) and picks(3, 20, 20, 20)
+    assert not picks(65, 32, 32) and not picks(4, 20, 20, 20) and not picks(2, 48, 48)
+    assert not picks(2, 65, 32)
+    with config.experiment(qform_small_cuda=0):
+        assert not picks(20, 32, 32)
     with config.experiment(qform_small_cuda=1):
-        knobs = config.snapshot().knobs
-        assert qform._formation(cuda, False, knobs) is qform.small_householder_product
-        tall = torch.empty(2, 65, 32, device="meta")
-        assert qform._formation(tall, False, knobs) is not qform.small_householder_product
+        assert picks(640, 32, 32) and picks(2, 64, 64) and not picks(2, 65, 32)
 
 
 def test_small_q_path_hands_the_kernel_views(monkeypatch):
@@ -177,6 +184,12 @@ def test_small_q_path_hands_the_kernel_views(monkeypatch):
     assert Q3.stride() == (60, 1, 10)
     qform.small_householder_product(h[:0], tau[:0])
     assert len(seen) == 1
+    # A 3-D input: the caller's tensors themselves, Q allocated column-major.
+    h3, tau3 = originals.geqrf(torch.randn(5, 12, 7))
+    Q = qform.small_householder_product(h3, tau3)
+    (H3, t2, Q3) = seen[-1]
+    assert H3 is h3 and t2 is tau3 and Q3 is Q and Q.shape == (5, 12, 7)
+    assert Q.stride() == (84, 1, 12)
     # A 2-D input: one matrix, whose views the launch takes (a size-1 batch dim's stride
     # is the view's own).
     h2, tau2 = originals.geqrf(torch.randn(10, 6))

@@ -154,7 +154,7 @@ def launch_args(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> tuple:
     # Column-major: the strides the kernel writes by, where a dim has more than one entry
     # (a size-1 dim's stride is whatever the view that made it says; an empty Q is written
     # by nothing).
-    if Q.shape != H.shape or Q.numel() and any(
+    if Q.shape != H.shape or Q.stride() != (m * n, 1, m) and Q.numel() and any(
             size > 1 and stride != want
             for size, stride, want in zip(Q.shape, Q.stride(), (m * n, 1, m))):
         raise ValueError(f"qform_small_cuda: Q must be {tuple(H.shape)} column-major, got "
