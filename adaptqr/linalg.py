@@ -52,10 +52,6 @@ QR_AUGMENTED_MAX_BATCH = 4
 QR_AUGMENTED_MIN_K = 512
 QR_AUGMENTED_MAX_K = 1024
 QR_AUGMENTED_MAX_K_ONE = 2048
-#: ``c = 2^e`` with ``e`` the exponent of ``max |A|`` clamped to this bound: the identity
-#: next to ``A`` at ``A``'s scale, so that the wide path's prescale (one exponent a matrix)
-#: keeps both in range, and ``c Q^T`` never subnormal (``|Q| <= 1``).
-QR_AUGMENTED_EXP = 100
 
 
 def qr(A: torch.Tensor, mode: str = "reduced", *, out=None):
@@ -129,13 +125,20 @@ def _augmented_applies(A: torch.Tensor, mode: str) -> bool:
 
 
 def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reduced ``(Q, R)`` of ``A`` ``(*, m, n)`` from one geqrf of ``X = [A | c I_m]``
-    ``(*, m, n + m)``: ``X``'s reflectors are ``A``'s, and the rows ``:k`` of its last ``m``
-    columns hold ``c Q^T``'s (``k = min(m, n)``; for ``m > n`` the reflectors after ``n``,
+    """Reduced ``(Q, R)`` of ``A`` ``(*, m, n)`` from one geqrf of ``X = [s A | I_m]``
+    ``(*, m, n + m)``: ``X``'s reflectors are ``s A``'s, and the rows ``:k`` of its last ``m``
+    columns hold ``Q^T``'s (``k = min(m, n)``; for ``m > n`` the reflectors after ``n``,
     which only the identity's columns make, leave ``Q``'s first ``n`` columns alone).
     ``X`` is wide, so the dispatcher sends it to the wide path, which applies ``Q^T`` to
-    the identity panel by panel beside the factorization (EXPERIMENTS.md QF14). ``c`` is a
-    power of two a matrix (:data:`QR_AUGMENTED_EXP`): dividing by it is exact.
+    the identity panel by panel beside the factorization (EXPERIMENTS.md QF14).
+
+    ``s = 2^-e`` a matrix, ``e`` the exponent of ``max |A|``: ``A``'s block and the
+    identity's are at one scale, whatever ``A``'s, for the wide path takes one prescale
+    exponent a matrix and probes its leading block (for a tall ``A``, ``A``'s columns
+    beside identity columns) against the block's largest entry. (With the identity scaled
+    to ``A`` instead, within ±100 binades, a subnormal ``A`` sat 2^31 under it and failed the
+    half gate, EXPERIMENTS.md D6.) Scaling by ``s`` and ``R``'s back are exact but where
+    ``R`` is subnormal; each is two multiplies, as ``2^e`` spans more than float32's range.
 
     >>> import torch
     >>> A = torch.randn(2, 6, 4, dtype=torch.float64)
@@ -148,17 +151,20 @@ def _qr_augmented(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     A3 = A.reshape(-1, m, n)
     B = A3.shape[0]
     amax = torch.linalg.vector_norm(A3, ord=float("inf"), dim=(-2, -1))
-    e = torch.frexp(amax).exponent.clamp(-QR_AUGMENTED_EXP, QR_AUGMENTED_EXP)
-    # Zero, Inf or NaN: c = 1 (a NaN spreads through the factorization as it would alone).
-    e = torch.where(torch.isfinite(amax) & (amax > 0), e, 0)
-    c = torch.pow(2.0, e.to(A.dtype))
+    e = torch.frexp(amax).exponent
+    # Zero, Inf or NaN: no scaling (a NaN spreads through the factorization as it would alone).
+    e = torch.where(torch.isfinite(amax) & (amax > 0), e, 0).to(A.dtype).view(B, 1, 1)
+    half = torch.floor(e / 2)
     X = torch.zeros(B, n + m, m, dtype=A.dtype, device=A.device).mT  # column-major
-    X[..., :n] = A3
-    X[..., n:].diagonal(dim1=-2, dim2=-1).copy_(c.unsqueeze(-1).expand(B, m))
+    torch.mul(A3, torch.pow(2.0, -half), out=X[..., :n])
+    X[..., :n].mul_(torch.pow(2.0, half - e))
+    X[..., n:].diagonal(dim1=-2, dim2=-1).fill_(1.0)
     a, _ = dispatch.run(X, None, op="qr")
     Qt = torch.empty(*batch, k, m, dtype=A.dtype, device=A.device)
-    torch.div(a[..., :k, n:], c.view(B, 1, 1), out=Qt.view(B, k, m))
-    return Qt.mT, _upper(a[..., :k, :n], batch)
+    Qt.view(B, k, m).copy_(a[..., :k, n:])
+    R = _upper(a[..., :k, :n], batch)
+    R.view(B, k, n).mul_(torch.pow(2.0, half)).mul_(torch.pow(2.0, e - half))
+    return Qt.mT, R
 
 
 def _upper(x: torch.Tensor, batch) -> torch.Tensor:
