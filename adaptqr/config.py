@@ -126,7 +126,7 @@ class Knobs:
     in panels of that many columns instead of the Triton strip kernel), ``tile_split_rows``
     (``schedules.ONE_TILE_SPLIT_ROWS``: 128, 256 or 512, the fewest rows from which an
     update of one column tile is row-split), ``qr_augmented`` (``linalg.QR_AUGMENTED_MAX_BATCH``:
-    0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[A | c I]`` for Q),
+    0, or 1 to 64, the largest batch whose ``linalg.qr`` factors ``[s A | I]`` for Q),
     ``qr_augmented_max_k`` (``linalg.QR_AUGMENTED_MAX_K_ONE``: 1024 to 4096, the largest
     ``min(m, n)`` of one matrix that does), ``wide_probe`` (``paths.wide.WIDE_PROBE``: 0 /
     1, the wide path's leading block probed for its rank), ``qform_row_align``

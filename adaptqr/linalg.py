@@ -4,7 +4,7 @@
 On CUDA, R comes from :func:`adaptqr.geqrf`'s dispatcher (the decisions log records
 ``op="qr"``) and Q from :func:`adaptqr.householder_product` (blocked compact WY for
 float32). A few float32 matrices of 512-2048 columns (:data:`QR_AUGMENTED_MAX_BATCH`)
-instead factor ``[A | c I]`` on the wide path, which applies ``Q^T`` to the identity
+instead factor ``[s A | I]`` on the wide path, which applies ``Q^T`` to the identity
 while the factorization runs (:func:`_qr_augmented`; the decisions log shows that
 ``m x (n + m)`` shape). The signs are LAPACK's, as torch's: ``R``'s diagonal may be
 negative. Off CUDA no path is faster than torch's own ``linalg.qr`` (LAPACK's geqrf and
@@ -35,7 +35,7 @@ from adaptqr.qform import form_q
 MODES = ("reduced", "complete", "r")
 #: What torch.linalg.qr factors.
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-#: Small batches of CUDA float32 matrices form Q by factoring ``[A | c I]``
+#: Small batches of CUDA float32 matrices form Q by factoring ``[s A | I]``
 #: (:func:`_qr_augmented`): the wide path applies ``Q^T`` to the identity beside the
 #: factorization, on the SMs a small batch leaves idle, instead of forming Q after it:
 #: one matrix of ``QR_AUGMENTED_MIN_K`` to ``QR_AUGMENTED_MAX_K_ONE`` columns (``k = min(m,
@@ -44,9 +44,9 @@ DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 #: / 1.212, 1x768 1.664 / 1.470, 1x1024 2.281 / 2.058, 1x1536 3.81 / 3.40, 1x2048 5.45 /
 #: 5.24, 2x768 1.84 / 1.58, 2x1024 2.75 / 2.25, 4x768 1.93 / 1.73; but run 1347 1x3072 8.94
 #: / 10.38, 1x4096 14.08 / 19.02, 8x2048 11.06 / 14.69, 2x4096 22.07 / 30.87 (``Q^T I``'s
-#: ``4 m^2 k`` flops then compete with the factorization's). Rank-deficient matrices lose
-#: the low-rank skipping (the wide path has no probe of its block): 1x1024 rankdef 1.98 ->
-#: 2.21. Knobs ``qr_augmented`` (the batch bound, 0: never) and ``qr_augmented_max_k``
+#: ``4 m^2 k`` flops then compete with the factorization's). Rank-deficient matrices lost
+#: the low-rank skipping (1x1024 rankdef 1.98 -> 2.21) until the wide path probed its
+#: block (W6). Knobs ``qr_augmented`` (the batch bound, 0: never) and ``qr_augmented_max_k``
 #: (one matrix's bound).
 QR_AUGMENTED_MAX_BATCH = 4
 QR_AUGMENTED_MIN_K = 512

@@ -86,7 +86,7 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
     lead.copy_(H[..., :m])
     C = H[..., m:]
     # The block's own exponents: H's come from its largest entry, which may sit in the
-    # other columns (linalg.qr's [A | c I] with c far from A's scale), and the block's
+    # other columns (linalg.qr's [s A | I] keeps them at one scale, D6), and the block's
     # "f16x3" products need its column norms in the prescaling window (EXPERIMENTS.md T10).
     given = Given(own_exponents(lead), settings)
     n_active = _probe_block(lead, given, settings)
