@@ -83,13 +83,20 @@ def _small_parts(A: torch.Tensor) -> None:
     for name, fn in parts.items():
         for _ in range(20):
             fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(1000):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        print(f"small path part, {name}: {(t1 - t0) / 1000 * 1e6:.1f} us a call (host)")
+        host, _ = _back_to_back(fn, 1000)
+        print(f"small path part, {name}: {host:.1f} us a call (host)")
+
+
+def _back_to_back(fn, calls: int) -> tuple[float, float]:
+    """``calls`` calls back to back, as the bench's repeats: the host's microseconds a call
+    when nothing waits, and with the GPU's tail."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6, (time.perf_counter() - t0) / calls * 1e6
 
 
 def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
@@ -129,15 +136,9 @@ def _measure(shape: str, ops: dict) -> None:
         enq, whole = _times(fn)
         print(f"{shape} {name}: host enqueue {enq:.1f} us, whole call {whole:.1f} us")
     for name, fn in ops.items():
-        # Back to back, as the bench's repeats: the host's time a call when nothing waits.
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(200):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        print(f"{shape} {name}: back to back {(t1 - t0) / 200 * 1e6:.1f} us a call (host), "
-              f"{(time.perf_counter() - t0) / 200 * 1e6:.1f} us with the GPU's tail")
+        host, tail = _back_to_back(fn, 200)
+        print(f"{shape} {name}: back to back {host:.1f} us a call (host), "
+              f"{tail:.1f} us with the GPU's tail")
     for name, fn in ops.items():
         pr = cProfile.Profile()
         pr.enable()
