@@ -352,11 +352,13 @@ def qform_small_launch(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> N
         (Q.mT, hs, ts), [], 1)
 
 
-def geqrf_small_launch(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> None:
+def geqrf_small_launch(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor,
+                       defines: tuple = ()) -> None:
     """:func:`adaptqr.paths.kernels.geqrf_small_cuda.launch` on the host: ``H`` ``(B, m, n)``
     column-major and ``tau`` ``(B, min(m, n))`` (float32, CPU) written from ``A`` ``(B, m,
     n)``, read through its strides (a view at storage offset 0); ``H`` may be ``A`` itself
-    (the kernel then reads and writes one buffer, as in place on the GPU)."""
+    (the kernel then reads and writes one buffer, as in place on the GPU). ``defines``: more
+    ``(name, value)`` macros for the build (an A/B variant's)."""
     from adaptqr.paths.kernels import geqrf_small_cuda
 
     mr, nw, _ = geqrf_small_cuda.launch_args(A, H, tau)
@@ -366,7 +368,8 @@ def geqrf_small_launch(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> N
     inplace = A.data_ptr() == H.data_ptr()
     if inplace and A.stride() != H.stride():
         raise ValueError("cuda_host: in place, A must be H itself")
-    exe = build(geqrf_small_cuda.SRC, GEQRF_SMALL_MAIN, (("MR", mr), ("QTHREADS", 32 * nw)))
+    exe = build(geqrf_small_cuda.SRC, GEQRF_SMALL_MAIN,
+                (("MR", mr), ("QTHREADS", 32 * nw)) + tuple(defines))
     st = _storage(A)
     if inplace and st.numel() != B * m * n:
         raise ValueError("cuda_host: in place, H must be the whole of its storage")

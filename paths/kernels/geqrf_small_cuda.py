@@ -99,35 +99,59 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
                 if (i > j && i < m) ss += x[r] * x[r];
             }
             ss = lanes_sum(ss);
-            float xnp, p;
-            if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
-                PLAIN_NORM(alpha, ss, xnp, p)
-            } else {
-                float mx = 0.0f;
+            float p, tau, beta, scale;
+            bool d;
+#ifdef DIRECT_NORM
+            // EXPERIMENTS.md H38 (an A/B build, not yet measured): where the plain sum is in
+            // range and alpha too, no power of two is needed (p = 1, as PLAIN_NORM's would
+            // be) and alpha^2 + ss cannot overflow: the norm of [alpha; x] is one square
+            // root of one FMA, then two independent divisions, against the scaled macro's
+            // square root, two divisions, another square root and two more divisions in
+            // one chain. NaN and Inf fail the tests and take the macro.
+            if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI && fabsf(alpha) <= SAFE_HI) {
+                const float nrm = sqrtf(fmaf(alpha, alpha, ss));
+                beta = alpha >= 0.0f ? -nrm : nrm;
+                d = true;
+                tau = (beta - alpha) / beta;
+                scale = 1.0f / (alpha - beta);
+                p = 1.0f;
+            } else
+#endif
+            {
+                float xnp;
+                if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
+                    PLAIN_NORM(alpha, ss, xnp, p)
+                } else {
+                    float mx = 0.0f;
 #pragma unroll
-                for (int r = 0; r < RPL; ++r) {
-                    const int i = lane + 32 * r;
-                    if (i > j && i < m) mx = fmaxf(mx, fabsf(x[r]));
-                }
-                const float amax = lanes_max(mx);
-                const float q = range_scale(amax);
-                const float s = amax > 0.0f ? amax : 1.0f;
-                const float inv = 1.0f / (s * q);
-                float s2 = 0.0f;
-#pragma unroll
-                for (int r = 0; r < RPL; ++r) {
-                    const int i = lane + 32 * r;
-                    if (i > j && i < m) {
-                        const float xs = (x[r] * q) * inv;
-                        s2 += xs * xs;
+                    for (int r = 0; r < RPL; ++r) {
+                        const int i = lane + 32 * r;
+                        if (i > j && i < m) mx = fmaxf(mx, fabsf(x[r]));
                     }
+                    const float amax = lanes_max(mx);
+                    const float q = range_scale(amax);
+                    const float s = amax > 0.0f ? amax : 1.0f;
+                    const float inv = 1.0f / (s * q);
+                    float s2 = 0.0f;
+#pragma unroll
+                    for (int r = 0; r < RPL; ++r) {
+                        const int i = lane + 32 * r;
+                        if (i > j && i < m) {
+                            const float xs = (x[r] * q) * inv;
+                            s2 += xs * xs;
+                        }
+                    }
+                    s2 = lanes_sum(s2);
+                    p = range_scale(fmaxf(fabsf(alpha), amax));
+                    xnp = (s * p) * sqrtf(s2);
                 }
-                s2 = lanes_sum(s2);
-                p = range_scale(fmaxf(fabsf(alpha), amax));
-                xnp = (s * p) * sqrtf(s2);
+                // No floor under the norm: this path does not prescale.
+                REFLECTOR_SCALARS(alpha, xnp, p, true, 0.0f, d_, tau_, beta_, scale_)
+                d = d_;
+                tau = tau_;
+                beta = beta_;
+                scale = scale_;
             }
-            // No floor under the norm: this path does not prescale.
-            REFLECTOR_SCALARS(alpha, xnp, p, true, 0.0f, d, tau, beta, scale)
 #pragma unroll
             for (int r = 0; r < RPL; ++r) {
                 const int i = lane + 32 * r;
