@@ -99,21 +99,28 @@ def _back_to_back(fn, calls: int) -> tuple[float, float]:
     return (t1 - t0) / calls * 1e6, (time.perf_counter() - t0) / calls * 1e6
 
 
+def capture(fn, calls: int) -> torch.cuda.CUDAGraph:
+    """``calls`` calls of ``fn`` in one CUDA graph, after one on a side stream (the
+    capture's warm-up: compiles and allocations outside it)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    return g
+
+
 def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
     """The GPU's time a call, without the host: ``calls`` calls captured in one CUDA graph
     (inside a capture the dispatcher launches its kernels there, no graph of its own), its
     replays timed by events."""
     for name, fn in ops.items():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        g = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(g):
-                for _ in range(calls):
-                    fn()
+            g = capture(fn, calls)
         except Exception as exc:  # the figures above stand; say why this one is missing
             print(f"{shape} {name}: GPU time not measured ({type(exc).__name__}: {exc})")
             continue

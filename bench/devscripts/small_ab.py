@@ -19,6 +19,7 @@ import torch
 from adaptqr.paths.kernels import geqrf_small_cuda
 from adaptqr.paths.kernels.panel_cuda import compile_function, run_on_torch_stream
 from adaptqr.testing import check_geqrf
+from hp_host import capture  # (this script's folder is on the path when it is run)
 
 #: The builds: the path's, and each variant's extra macros.
 BUILDS = {"default": (), "direct_norm": ("-DDIRECT_NORM=1",)}
@@ -30,19 +31,6 @@ def _launcher(build: tuple, A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor)
     dev = A.device.index
     kern = compile_function(geqrf_small_cuda.SRC, "geqrf_small", dev, f"-DMR={mr}", *build)
     return lambda: run_on_torch_stream(kern, (A.shape[0],), (32 * nw,), args, A.device, dev)
-
-
-def _graph(fn, calls: int) -> torch.cuda.CUDAGraph:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    return g
 
 
 def main() -> None:
@@ -62,7 +50,7 @@ def main() -> None:
             fn()
             r = check_geqrf(A, H, tau)
             assert r.passes_bar, f"{shape} {name}: {r.summary}"
-            graphs[name] = _graph(fn, calls)
+            graphs[name] = capture(fn, calls)
         times = {name: [] for name in BUILDS}
         for _ in range(20):
             for name, g in graphs.items():
