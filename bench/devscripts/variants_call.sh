@@ -137,6 +137,14 @@
 #      prototype: timeout 90 python3 bench/devscripts/smem_qr_proto.py; timeout 60 python3
 #      bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192
 #   3. The SOAP example, both optimizers (carry .whl; the session-43 lines above).
+# Session 45 (H100 runs 0422-0512): H37 and QF24 kept within bounds, H35 rejected, D6 kept.
+# Built, not run: H38 (DIRECT_NORM). The next session's calls (EXPERIMENTS.md OC36):
+#   1. timeout 120 python3 bench/devscripts/small_ab.py --out $OUT/small_ab.json; then
+#      timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_compile_gpu.py \
+#      tests/gpu/test_degenerate_gpu.py -p no:cacheprovider -rfE (the small path the default)
+#   2. The 12 cases, then --op householder_product on the same (issue 25's comparison:
+#      HP="--knobs off:qform_small_cuda=0" HP_CASES=bench bash bench/devscripts/variants_call.sh)
+#   3. The SOAP example, both optimizers; 4. session 44's call 2 (H36, the traces).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
