@@ -6,14 +6,15 @@ lists them.
 =============  ========  ====================================================================
 name           priority  when it is chosen
 =============  ========  ====================================================================
+small          110       CUDA float32 of at most 64 x 64, one CUDA C launch on the caller's
+                         tensor; by itself (its ``prefers``) for at most 64 matrices of at
+                         most 32 columns, where a call is bound by the host (EXPERIMENTS.md
+                         H37); named, for any input it supports.
 householder    100       what its module's ``capable`` accepts (CUDA float32,
                          ``m >= n >= 2``); routed: it reads the per-matrix routes itself.
 wide           90        CUDA float32 ``m < n``: householder on the leading block, Q^T on
                          the rest.
 torch          0         everything else: torch.geqrf (CPU, float64, complex, other shapes).
-small          -5        only when named (an experiment until measured, EXPERIMENTS.md H37):
-                         CUDA float32 of at most 64 x 64, one CUDA C launch on the caller's
-                         tensor.
 reference      -10       never automatically: it is the oracle of the tests (blocked
                          Householder in torch ops). Force it with ``path="reference"``.
 =============  ========  ====================================================================
