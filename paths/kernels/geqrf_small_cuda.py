@@ -34,17 +34,18 @@ import numpy as np
 import torch
 
 from adaptqr.paths.kernels.reflector_cuda import REFLECTOR_FUNCS
+from adaptqr.paths.kernels.small_layout import (  # noqa: F401  (MAX_ROWS: this kernel's bound too)
+    COLUMNS_PER_WARP,
+    LAYOUT_SRC,
+    MAX_ROWS,
+    check_strides,
+    rows_of,
+)
 
-#: The most rows the kernel takes: two rows a lane.
-MAX_ROWS = 64
-#: Columns a warp holds (:data:`COLUMNS_PER_WARP`); a CTA of at most 32 warps.
-COLUMNS_PER_WARP = 2
+#: The most columns: a CTA of at most 32 warps.
 MAX_COLS = 32 * COLUMNS_PER_WARP
 
-SRC = r"""
-// MR (rows a matrix holds, 32 or 64: MR / 32 a lane) comes from the compile options.
-#define RPL (MR / 32)
-#define CPW 2
+SRC = LAYOUT_SRC + r"""
 #define FULL 0xffffffffu
 """ + REFLECTOR_FUNCS + r"""
 
@@ -206,17 +207,6 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
 """
 
 
-def rows_of(m: int) -> int:
-    """``MR``: the rows a matrix of ``m`` rows is held in, 32 or 64.
-
-    >>> rows_of(20), rows_of(32), rows_of(33), rows_of(64)
-    (32, 32, 64, 64)
-    """
-    if not 0 < m <= MAX_ROWS:
-        raise ValueError(f"geqrf_small_cuda: {m} rows, 1 to {MAX_ROWS}")
-    return 32 if m <= 32 else 64
-
-
 def warps_of(n: int) -> int:
     """Warps of a CTA for ``n`` columns: :data:`COLUMNS_PER_WARP` columns a warp.
 
@@ -279,15 +269,10 @@ def _shape_args(strides: tuple, m: int, n: int) -> tuple:
 
 
 def _check_outputs(H: torch.Tensor, tau: torch.Tensor, B: int, m: int, n: int) -> None:
-    """Raise unless ``H`` and ``tau`` have the shapes and the strides the kernel writes by,
-    where a dim has more than one entry (a size-1 dim's stride is whatever the view that made
-    it says)."""
+    """Raise unless ``H`` and ``tau`` have the shapes and the strides the kernel writes by."""
     k = min(m, n)
-    for what, x, shape, want in (("H", H, (B, m, n), (m * n, 1, m)), ("tau", tau, (B, k), (k, 1))):
-        if tuple(x.shape) != shape or any(size > 1 and stride != s_
-                                          for size, stride, s_ in zip(x.shape, x.stride(), want)):
-            raise ValueError(f"geqrf_small_cuda: {what} must be {shape} with strides {want}, "
-                             f"got {tuple(x.shape)} with strides {x.stride()}")
+    check_strides("geqrf_small_cuda", "H", H, (B, m, n), (m * n, 1, m))
+    check_strides("geqrf_small_cuda", "tau", tau, (B, k), (k, 1))
 
 
 def launch(A: torch.Tensor, H: torch.Tensor, tau: torch.Tensor) -> None:

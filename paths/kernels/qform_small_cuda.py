@@ -32,17 +32,16 @@ import functools
 import numpy as np
 import torch
 
-#: The most rows the kernel takes: two rows a lane, the reflectors (at most MAX_ROWS x
-#: MAX_ROWS floats, 16 KB) in shared memory.
-MAX_ROWS = 64
-#: Columns of Q a warp holds: their butterflies interleave (two independent shuffle chains
-#: a warp); a CTA of ``ceil(n / 2)`` warps, at most 32.
-COLUMNS_PER_WARP = 2
+from adaptqr.paths.kernels.small_layout import (  # noqa: F401  (MAX_ROWS: this kernel's bound too)
+    COLUMNS_PER_WARP,
+    LAYOUT_SRC,
+    MAX_ROWS,
+    check_strides,
+    rows_of,
+)
 
-SRC = r"""
-// MR (rows a matrix holds, 32 or 64: MR / 32 a lane) comes from the compile options.
-#define RPL (MR / 32)
-#define CPW 2
+# The reflectors (at most MAX_ROWS x MAX_ROWS floats, 16 KB) sit in shared memory.
+SRC = LAYOUT_SRC + r"""
 extern "C" __global__ void __launch_bounds__(1024)
 qform_small(const float* __restrict__ H, long long hb, long long hr, long long hc,
             const float* __restrict__ TAU, long long tb, long long tk,
@@ -103,17 +102,6 @@ qform_small(const float* __restrict__ H, long long hb, long long hr, long long h
 """
 
 
-def rows_of(m: int) -> int:
-    """``MR``: the rows a matrix of ``m`` rows is held in, 32 or 64.
-
-    >>> rows_of(20), rows_of(32), rows_of(33), rows_of(64)
-    (32, 32, 64, 64)
-    """
-    if not 0 < m <= MAX_ROWS:
-        raise ValueError(f"qform_small_cuda: {m} rows, 1 to {MAX_ROWS}")
-    return 32 if m <= 32 else 64
-
-
 def warps_of(n: int) -> int:
     """Warps of a CTA for ``n`` columns: :data:`COLUMNS_PER_WARP` columns a warp.
 
@@ -151,14 +139,8 @@ def launch_args(H: torch.Tensor, tau: torch.Tensor, Q: torch.Tensor) -> tuple:
     ``(B, k)`` (any strides) and ``Q`` ``(B, m, n)`` column-major, float32 on one device;
     ``args`` the kernel's, pointers and element strides."""
     B, m, n = H.shape
-    # Column-major: the strides the kernel writes by, where a dim has more than one entry
-    # (a size-1 dim's stride is whatever the view that made it says; an empty Q is written
-    # by nothing).
-    if Q.shape != H.shape or Q.stride() != (m * n, 1, m) and Q.numel() and any(
-            size > 1 and stride != want
-            for size, stride, want in zip(Q.shape, Q.stride(), (m * n, 1, m))):
-        raise ValueError(f"qform_small_cuda: Q must be {tuple(H.shape)} column-major, got "
-                         f"{tuple(Q.shape)} with strides {Q.stride()}")
+    if Q.shape != H.shape or Q.stride() != (m * n, 1, m):
+        check_strides("qform_small_cuda", "Q (column-major)", Q, (B, m, n), (m * n, 1, m))
     k = tau.shape[-1]
     if tau.shape[0] != B or not m >= n >= k:
         raise ValueError(f"qform_small_cuda: tau {tuple(tau.shape)} for H {tuple(H.shape)}")
