@@ -155,7 +155,9 @@ class Knobs:
     ``cluster_max`` (``schedules.CUDA_PANEL_CLUSTER_MAX``: 8 / 16, the most CTAs a cluster
     panel takes; 16 is sm_90's non-portable size), ``qform_small_cuda``
     (0 / 1: Q of at most 64 rows by a CUDA C kernel in one cupy launch never, or whatever the
-    batch and columns; unset: within ``qform.QFORM_SMALL_MAX_BATCH`` and ``_MAX_COLS``)."""
+    batch and columns; unset: within ``qform.QFORM_SMALL_MAX_BATCH`` and ``_MAX_COLS``),
+    ``qform_wide`` (``qform.QFORM_WIDE_NB``: 0, or 64 / 128: Q formed in panels of that many
+    reflectors by GEMM-shaped launches, the cuBLAS route's shapes included)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -191,6 +193,7 @@ class Knobs:
     fp32_pair: int | None = None
     cluster_max: int | None = None
     qform_small_cuda: int | None = None
+    qform_wide: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -325,6 +328,7 @@ KNOB_CHOICES = {
     "fp32_pair": (0, 16, 32),
     "cluster_max": (8, 16),
     "qform_small_cuda": (0, 1),
+    "qform_wide": (0, 64, 128),
 }
 
 

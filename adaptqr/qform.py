@@ -58,6 +58,7 @@ from adaptqr.layout import aligned, rows_padded
 from adaptqr.paths.householder import interpreting
 from adaptqr.paths.kernels import qform_small_cuda
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
+from adaptqr.paths.kernels.qform_wide import wide_update_kernel, wide_vtv_kernel, wide_w_kernel
 from adaptqr.paths.schedules import next_pow2
 
 #: Panel width of the blocked Q formation: the factorization's (its T kernel's helpers).
@@ -151,6 +152,23 @@ QFORM_ONE_MAX_N = 2048
 #: 40x350 0.751 / 0.273, 16x1000 4.74 / 1.55, 1x1000 2.37 / 0.845; the aligned neighbours
 #: (60x1008, 640x496, 40x352) within 0.5 %. Knob ``qform_row_align`` (0 / 16).
 QFORM_ROW_ALIGN = 16
+#: Wide-panel Q formation (:mod:`adaptqr.paths.kernels.qform_wide`, EXPERIMENTS.md QF25):
+#: panels of this many reflectors (0: the strip kernel), each applied to Q's trailing block
+#: by two GEMM-shaped launches. Knob ``qform_wide`` (0 / 64 / 128; set, it also takes the
+#: shapes the cuBLAS route would).
+QFORM_WIDE_NB = 0
+#: Its launches' tiles: columns ``BC`` and row chunks ``BK`` of the ``W`` launch, rows
+#: ``BR`` of the update's tiles, warps of each; rows a step of the ``V^T V`` launch and its
+#: warps. Offline (triton 3.6, sm_90, NBW 128): W 237 registers, the update 195 by
+#: sub-panel (255 as one product of inner size 128), ``V^T V`` 198 on 8 warps (488 B of
+#: stack on 4); none spills.
+QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_BR = 64, 32, 64
+QFORM_WIDE_W_WARPS, QFORM_WIDE_U_WARPS = 4, 4
+QFORM_WIDE_S_ROWS, QFORM_WIDE_S_WARPS = 32, 8
+#: Its products: tf32x3, float32 accuracy on tensor cores with no bound on the operands.
+QFORM_WIDE_PREC = "tf32x3"
+#: The grid's batch axis (the second and third of a CUDA grid) holds at most this many.
+GRID_MAX_BATCH = 65535
 
 
 class QFormTiles(NamedTuple):
@@ -229,7 +247,7 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route). ``knobs``: the call's (its settings snapshot's)."""
     nb = knobs.qform_blas_nb
-    if nb is None and A.is_cuda:
+    if nb is None and A.is_cuda and not knobs.get("qform_wide", 0):
         nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
@@ -466,6 +484,10 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     panels all are, in tf32x3 the others (a second launch whose other programs exit)."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
+    nbw = knobs.get("qform_wide", QFORM_WIDE_NB)
+    if tiles is None and nbw and k and not t.resident and B <= GRID_MAX_BATCH:
+        _form_wide(Ht, tau, Qt, m, n, nbw, knobs)
+        return
     prec = knobs.get("qform_prec", QFORM_PREC)
     n_tw = triton.cdiv(k, t.nb)
     grid = (B, triton.cdiv(n, t.bn))
@@ -482,6 +504,33 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     else:
         TW, _ = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
         qform_kernel[grid](Ht, tau, TW, tau, Qt, m, n, k, n_tw, PREC=prec, **launch)
+
+
+def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
+               nbw: int, knobs: config.Knobs) -> None:
+    """:func:`_form` by panels of ``nbw`` reflectors (:mod:`adaptqr.paths.kernels.qform_wide`,
+    operands as there, ``tau`` ``(B, k)`` with ``k >= 1``): the ``QFORM_NB``-column panels'
+    ``T``, every wide panel's ``V^T V``, ``Qt`` the identity, then two launches a wide panel,
+    last panel first."""
+    B, k = tau.shape
+    n_tw = triton.cdiv(k, QFORM_NB)
+    TW, _ = _panel_ts(Ht, tau, m, n, n_tw, QFORM_NB, knobs)
+    npan = triton.cdiv(k, nbw)
+    S = Ht.new_empty(B, npan, nbw, nbw)
+    wide_vtv_kernel[(B, npan)](Ht, S, m, n, k, npan, NBW=nbw, CH=QFORM_WIDE_S_ROWS,
+                               PREC=QFORM_WIDE_PREC, num_warps=QFORM_WIDE_S_WARPS)
+    Y = Ht.new_empty(B, n, nbw)
+    Qt.zero_()
+    Qt.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+    bc, br = QFORM_WIDE_BC, QFORM_WIDE_BR
+    for p in reversed(range(npan)):
+        k0 = p * nbw
+        wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
+            Ht, TW, S, Qt, Y, m, n, k, n_tw, npan, k0, NBW=nbw, SB=QFORM_NB, BC=bc,
+            BK=QFORM_WIDE_BK, PREC=QFORM_WIDE_PREC, num_warps=QFORM_WIDE_W_WARPS)
+        wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
+            Ht, Y, Qt, m, n, k, k0, NBW=nbw, SB=QFORM_NB, BC=bc, BR=br, PREC=QFORM_WIDE_PREC,
+            num_warps=QFORM_WIDE_U_WARPS)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

@@ -85,6 +85,19 @@ def test_q_kernel_variants_at_the_half_gate(shape, k, knobs):
 
 
 @pytest.mark.variant
+@pytest.mark.parametrize("nbw", [64, 128])
+@pytest.mark.parametrize("shape,k", [((640, 512, 512), None), ((60, 1000, 1000), None),
+                                     ((8, 2048, 2048), None), ((3, 700, 500), 300),
+                                     ((64, 1024, 256), None), ((40, 176, 176), None),
+                                     ((2, 200, 130), 70)],
+                         ids=_shape_id)
+def test_wide_panels_at_the_half_gate(shape, k, nbw):
+    # EXPERIMENTS.md QF25: Q in wide panels by GEMM-shaped launches, k < n and a last
+    # panel partly past k included.
+    _q_at_the_half_gate(shape, k, qform_wide=nbw)
+
+
+@pytest.mark.variant
 @pytest.mark.parametrize("shape,k", [((20, 32, 32), None), ((40, 64, 64), None), ((7, 50, 30), 12),
                                      ((3, 20, 20), None), ((2, 3, 2), None), ((5, 9, 5), 0),
                                      ((2, 3, 33, 33), None)], ids=_shape_id)

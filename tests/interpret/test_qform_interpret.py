@@ -181,3 +181,49 @@ def test_panel_flags():
     tau2[1, 40:] = tau[1, 40:]
     _, ok = qform._panel_ts(h2.mT, tau2, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
     assert ok.tolist() == [[1, 1, 0], [1, 1, 0]]
+
+
+@pytest.fixture
+def small_wide_tiles(monkeypatch):
+    """The wide route's tiles shrunk, so that the interpreter's small shapes still take
+    several column tiles, row chunks and row tiles."""
+    monkeypatch.setattr(qform, "QFORM_WIDE_BC", 16)
+    monkeypatch.setattr(qform, "QFORM_WIDE_BK", 16)
+    monkeypatch.setattr(qform, "QFORM_WIDE_BR", 16)
+
+
+@pytest.mark.parametrize("nbw", [64, 128])
+@pytest.mark.parametrize("shape,k", [
+    ((2, 150, 130), None),    # three wide panels at 64, the last partial
+    ((1, 200, 140), 90),      # k < n: the second panel's second sub-panel past k
+    ((2, 2, 70, 41), None),   # two batch dims, one panel of two sub-panels
+])
+def test_wide_panels_equal_torch(shape, k, nbw, small_wide_tiles, monkeypatch):
+    # QF25 (knob qform_wide): Q by wide panels, each sub-panel's Y by the recurrence through
+    # V^T V. The W launch runs once a wide panel, last first.
+    from adaptqr import config
+
+    h, tau = _factors(shape, k)
+    h0, t0 = h.clone(), tau.clone()
+    seen = _launches(monkeypatch, "wide_w_kernel", lambda kw: kw["NBW"])
+    with config.experiment(qform_wide=nbw):
+        got = triton_householder_product(h, tau)
+    want = originals.householder_product(h, tau)
+    kk = tau.shape[-1]
+    assert seen == [nbw] * -(-kk // nbw)
+    assert got.shape == want.shape and got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=0, atol=2e-6)
+    assert torch.equal(h, h0) and torch.equal(tau, t0)
+
+
+def test_wide_panels_zero_tau_columns(small_wide_tiles):
+    # Identity reflectors (tau = 0) inside a wide panel: their columns of T are zero, so
+    # whatever their V, they add nothing.
+    from adaptqr import config
+
+    h, tau = _factors((2, 100, 80))
+    tau[:, 5] = 0.0
+    tau[1, 33:] = 0.0
+    with config.experiment(qform_wide=64):
+        got = triton_householder_product(h, tau)
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)

@@ -1,0 +1,125 @@
+"""Triton Q formation in wide panels (``householder_product`` of many or large matrices):
+each panel of ``NBW`` reflectors (a few of the strip kernel's ``SB``-column panels) applied
+to Q's trailing block by two batched GEMM-shaped launches, instead of one strip program
+applying every ``SB``-column panel to its columns (:mod:`adaptqr.paths.kernels.qform`).
+
+Storage as there: ``Ht`` ``(B, n, m)`` (row j of ``Ht[b]`` is column j of matrix b), ``Qt``
+``(B, n, m)`` (Q transposed), ``TW`` ``(B, n_tw, SB, SB)`` the ``SB``-column panels' ``T``
+(:func:`adaptqr.paths.kernels.qform.qform_t_kernel`). Work buffers: ``S`` ``(B, P, NBW,
+NBW)`` each wide panel's ``V^T V``, ``Y`` ``(B, n, NBW)``.
+
+Q is formed backwards, ``Qt`` starting as the identity; the wide panel at ``k0`` (sub-panels
+``0 .. NSUB-1`` of ``SB`` columns, applied last to first) updates ``Qt[k0:, k0:]``:
+
+* :func:`wide_vtv_kernel`, grid ``(B, P)``, once: every wide panel's ``S = V^T V``.
+* :func:`wide_w_kernel`, grid ``(cdiv(n - k0, BC), B)``: ``W = C^T V`` over the rows, then
+  the sub-panels' ``Y`` by the recurrence (``S_li = V_l^T V_i``)::
+
+      Y_i = (W_i - sum_{l > i} Y_l S_li) T_i^T
+
+  (the ``W`` sub-panel ``i`` would see after the sub-panels right of it). ``Y`` holds the
+  result, ``C^T (I - V T V^T)^T = C^T - Y V^T`` for the wide panel's whole ``T``, which is
+  never formed.
+* :func:`wide_update_kernel`, grid ``(cdiv(n - k0, BC), cdiv(m - k0, BR), B)``: ``C^T -=
+  Y V^T`` tile by tile, one product of inner size ``NBW``.
+
+Each pass over Q's trailing block serves ``NBW`` reflectors (the strip kernel's two passes
+serve ``SB``), and each launch's programs of one matrix run side by side (column tile
+first), so ``V`` and ``Y`` are read from L2. Products in ``PREC`` (tf32x3: Q's and ``Y``'s
+ranges need no bound).
+
+Example: see :func:`adaptqr.qform.triton_householder_product`.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from adaptqr.paths.kernels.panel import _stored_vtv
+from adaptqr.paths.kernels.trailing import _dot, _load_v
+
+
+@triton.jit
+def wide_vtv_kernel(Ht, S, m, n, k, P, NBW: tl.constexpr, CH: tl.constexpr,
+                    PREC: tl.constexpr):
+    """``S[b, p] = V^T V`` (``[NBW, NBW]``) of the wide panel ``p = program_id(1)`` of matrix
+    ``b = program_id(0)`` (reflectors at or past ``k``: zero columns), rows in chunks of
+    ``CH``."""
+    b = tl.program_id(0)
+    p = tl.program_id(1)
+    k0 = p * NBW
+    jj = tl.arange(0, NBW)
+    cols = k0 + jj
+    base = Ht + b.to(tl.int64) * n * m
+    Sv = _stored_vtv(base, cols, cols < k, k0, m, NBW, CH, PREC)
+    slot = S + (b.to(tl.int64) * P + p) * NBW * NBW
+    tl.store(slot + jj[:, None] * NBW + jj[None, :], Sv)
+
+
+@triton.jit
+def wide_w_kernel(Ht, TW, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
+                  SB: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr):
+    """``Y[b, c, :]`` for the wide panel at ``k0`` and the columns ``c`` of tile
+    ``program_id(0)`` (from ``k0``) of matrix ``program_id(1)``: ``W = C^T V`` over rows
+    ``[k0, m)`` in chunks of ``BK``, stored, then overwritten sub-panel by sub-panel, last
+    first, by the recurrence of the module doc."""
+    b = tl.program_id(1)
+    base = Ht + b.to(tl.int64) * n * m
+    qbase = Qt + b.to(tl.int64) * n * m
+    ybase = Y + b.to(tl.int64) * n * NBW
+    cc = k0 + tl.program_id(0) * BC + tl.arange(0, BC)
+    ccmask = cc < n
+    rr = tl.arange(0, BK)
+    W = tl.zeros((BC, NBW), dtype=tl.float32)
+    for r0 in range(k0, m, BK):
+        r = r0 + rr
+        Ct = tl.load(qbase + cc[:, None] * m + r[None, :],
+                     mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
+        W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NBW, k - k0)), PREC)
+    jw = tl.arange(0, NBW)
+    tl.store(ybase + cc[:, None] * NBW + jw[None, :], W,
+             mask=ccmask[:, None] & (jw < NBW)[None, :])
+    # Each sub-panel's step reads slots other threads of the program wrote.
+    tl.debug_barrier()
+    NSUB: tl.constexpr = NBW // SB
+    js = tl.arange(0, SB)
+    smask = ccmask[:, None] & (js < SB)[None, :]
+    smat = S + (b.to(tl.int64) * P + k0 // NBW) * NBW * NBW
+    for i in tl.static_range(NSUB - 1, -1, -1):
+        yptr = ybase + cc[:, None] * NBW + i * SB + js[None, :]
+        X = tl.load(yptr, mask=smask, other=0.0)
+        for l in tl.static_range(i + 1, NSUB):
+            Yl = tl.load(ybase + cc[:, None] * NBW + l * SB + js[None, :], mask=smask, other=0.0)
+            Sli = tl.load(smat + (l * SB + js[:, None]) * NBW + i * SB + js[None, :])
+            X -= tl.dot(Yl, Sli, input_precision="tf32x3")
+        p = k0 // SB + i
+        tptr = TW + (b.to(tl.int64) * n_tw + p) * SB * SB + js[:, None] * SB + js[None, :]
+        # Sub-panels past k have no T: zero, so their Y is.
+        T = tl.load(tptr, mask=(js[:, None] + js[None, :] * 0 + p * SB) < n_tw * SB, other=0.0)
+        tl.store(yptr, tl.dot(X, tl.trans(T), input_precision="tf32x3"), mask=smask)
+        tl.debug_barrier()
+
+
+@triton.jit
+def wide_update_kernel(Ht, Y, Qt, m, n, k, k0, NBW: tl.constexpr, SB: tl.constexpr,
+                       BC: tl.constexpr, BR: tl.constexpr, PREC: tl.constexpr):
+    """``C^T -= Y V^T`` on the tile ``(program_id(0), program_id(1))`` of columns and rows
+    from ``k0`` of matrix ``program_id(2)``, one sub-panel of ``SB`` at a time (a product of
+    inner size ``NBW`` at once held twice the registers)."""
+    b = tl.program_id(2)
+    base = Ht + b.to(tl.int64) * n * m
+    qbase = Qt + b.to(tl.int64) * n * m
+    ybase = Y + b.to(tl.int64) * n * NBW
+    cc = k0 + tl.program_id(0) * BC + tl.arange(0, BC)
+    r = k0 + tl.program_id(1) * BR + tl.arange(0, BR)
+    ccmask = cc < n
+    js = tl.arange(0, SB)
+    cptr = qbase + cc[:, None] * m + r[None, :]
+    cmask = ccmask[:, None] & (r < m)[None, :]
+    Ct = tl.load(cptr, mask=cmask, other=0.0)
+    for i in tl.static_range(NBW // SB):
+        Yi = tl.load(ybase + cc[:, None] * NBW + i * SB + js[None, :],
+                     mask=ccmask[:, None] & (js < SB)[None, :], other=0.0)
+        Ct -= _dot(Yi, _load_v(base, k0 + i * SB, r, m, m, k, SB, k - k0 - i * SB), PREC)
+    tl.store(cptr, Ct, mask=cmask)
