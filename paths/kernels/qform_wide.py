@@ -13,9 +13,9 @@ Q is formed backwards, ``Qt`` starting as the identity; the wide panel at ``k0``
 
 * :func:`wide_vtv_kernel`, grid ``(B, P)``, once: every wide panel's ``S = V^T V``.
 * :func:`wide_w_kernel`, grid ``(cdiv(n - k0, BC), B)``: ``W = C^T V`` over the rows, then
-  the sub-panels' ``Y`` by the recurrence (``S_li = V_l^T V_i``)::
+  the sub-panels' ``Y`` by the recurrence (``S_ji = V_j^T V_i``)::
 
-      Y_i = (W_i - sum_{l > i} Y_l S_li) T_i^T
+      Y_i = (W_i - sum_{j > i} Y_j S_ji) T_i^T
 
   (the ``W`` sub-panel ``i`` would see after the sub-panels right of it). ``Y`` holds the
   result, ``C^T (I - V T V^T)^T = C^T - Y V^T`` for the wide panel's whole ``T``, which is
@@ -89,10 +89,10 @@ def wide_w_kernel(Ht, TW, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
     for i in tl.static_range(NSUB - 1, -1, -1):
         yptr = ybase + cc[:, None] * NBW + i * SB + js[None, :]
         X = tl.load(yptr, mask=smask, other=0.0)
-        for l in tl.static_range(i + 1, NSUB):
-            Yl = tl.load(ybase + cc[:, None] * NBW + l * SB + js[None, :], mask=smask, other=0.0)
-            Sli = tl.load(smat + (l * SB + js[:, None]) * NBW + i * SB + js[None, :])
-            X -= tl.dot(Yl, Sli, input_precision="tf32x3")
+        for j in tl.static_range(i + 1, NSUB):
+            Yj = tl.load(ybase + cc[:, None] * NBW + j * SB + js[None, :], mask=smask, other=0.0)
+            Sji = tl.load(smat + (j * SB + js[:, None]) * NBW + i * SB + js[None, :])
+            X -= tl.dot(Yj, Sji, input_precision="tf32x3")
         p = k0 // SB + i
         tptr = TW + (b.to(tl.int64) * n_tw + p) * SB * SB + js[:, None] * SB + js[None, :]
         # Sub-panels past k have no T: zero, so their Y is.
