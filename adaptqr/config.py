@@ -157,7 +157,11 @@ class Knobs:
     (0 / 1: Q of at most 64 rows by a CUDA C kernel in one cupy launch never, or whatever the
     batch and columns; unset: within ``qform.QFORM_SMALL_MAX_BATCH`` and ``_MAX_COLS``),
     ``qform_wide`` (``qform.QFORM_WIDE_NB``: 0, or 64 / 128: Q formed in panels of that many
-    reflectors by GEMM-shaped launches, the cuBLAS route's shapes included)."""
+    reflectors by GEMM-shaped launches, the cuBLAS route's shapes included), ``qform_group``
+    (``qform.QFORM_GROUP``: 0, or 2 to 32: the Q strip kernel's programs in groups of that
+    many matrices, each group's strips before the next group's), ``qform_bn``
+    (``qform.QFORM_BN`` / ``QFORM_NARROW_BN``: 16 to 128, the strip kernel's columns a
+    program where the columns are not resident)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -194,6 +198,8 @@ class Knobs:
     cluster_max: int | None = None
     qform_small_cuda: int | None = None
     qform_wide: int | None = None
+    qform_group: int | None = None
+    qform_bn: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -329,6 +335,8 @@ KNOB_CHOICES = {
     "cluster_max": (8, 16),
     "qform_small_cuda": (0, 1),
     "qform_wide": (0, 64, 128),
+    "qform_group": (0, 2, 4, 8, 16, 32),
+    "qform_bn": (16, 32, 64, 128),
 }
 
 

@@ -167,6 +167,10 @@ QFORM_WIDE_W_WARPS, QFORM_WIDE_U_WARPS = 4, 4
 QFORM_WIDE_S_ROWS, QFORM_WIDE_S_WARPS = 32, 8
 #: Its products: tf32x3, float32 accuracy on tensor cores with no bound on the operands.
 QFORM_WIDE_PREC = "tf32x3"
+#: The strip kernel's programs in groups of this many matrices, each group's strips (the
+#: rightmost first) before the next group's, or 0: every matrix's rightmost strip first
+#: (QF26; knob ``qform_group``).
+QFORM_GROUP = 0
 #: The grid's batch axis (the second and third of a CUDA grid) holds at most this many.
 GRID_MAX_BATCH = 65535
 
@@ -484,26 +488,31 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     panels all are, in tf32x3 the others (a second launch whose other programs exit)."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
+    if tiles is None and not t.resident and knobs.get("qform_bn", None):
+        t = t._replace(bn=knobs.qform_bn)
     nbw = knobs.get("qform_wide", QFORM_WIDE_NB)
     if tiles is None and nbw and k and not t.resident and B <= GRID_MAX_BATCH:
         _form_wide(Ht, tau, Qt, m, n, nbw, knobs)
         return
     prec = knobs.get("qform_prec", QFORM_PREC)
     n_tw = triton.cdiv(k, t.nb)
-    grid = (B, triton.cdiv(n, t.bn))
-    launch = dict(NB=t.nb, BN=t.bn, BM=t.bm, RESIDENT=t.resident, num_warps=t.warps)
+    group = knobs.get("qform_group", QFORM_GROUP)
+    group = group if group < B else 0
+    grid = (B * triton.cdiv(n, t.bn),) if group else (B, triton.cdiv(n, t.bn))
+    launch = dict(NB=t.nb, BN=t.bn, BM=t.bm, RESIDENT=t.resident, GROUP=group,
+                  num_warps=t.warps)
     if t.resident or n_tw == 0:
         # One launch builds each T as it goes: nothing says beforehand whether a matrix's
         # reflectors are bounded. (Columns of at most QFORM_RESIDENT_ROWS: host-bound.)
-        qform_kernel[grid](Ht, tau, tau, tau, Qt, m, n, k, n_tw,
+        qform_kernel[grid](Ht, tau, tau, tau, Qt, m, n, k, n_tw, B,
                            PREC="tf32x3" if prec == "f16x3" else prec, **launch)
     elif prec == "f16x3":
         TW, OK = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=True)
-        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, PREC="f16x3", BOUNDED=1, **launch)
-        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, PREC="tf32x3", BOUNDED=2, **launch)
+        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, B, PREC="f16x3", BOUNDED=1, **launch)
+        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, B, PREC="tf32x3", BOUNDED=2, **launch)
     else:
         TW, _ = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
-        qform_kernel[grid](Ht, tau, TW, tau, Qt, m, n, k, n_tw, PREC=prec, **launch)
+        qform_kernel[grid](Ht, tau, TW, tau, Qt, m, n, k, n_tw, B, PREC=prec, **launch)
 
 
 def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,

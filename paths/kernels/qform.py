@@ -10,7 +10,8 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
 * :func:`qform_t_kernel`, grid ``(B, n_tw)``: panel p's ``T`` from its stored reflectors by
   larft's recurrence (:func:`adaptqr.paths.kernels.panel._build_t`), one warp a panel
   (not for ``RESIDENT``, which builds ``T`` itself).
-* :func:`qform_kernel`, grid ``(B, cdiv(n, BN))``: program ``(b, t)`` owns Q's columns
+* :func:`qform_kernel`, grid ``(B, cdiv(n, BN))`` (or its programs in one axis, grouped by
+  matrices: :func:`_strip_program`): program ``(b, t)`` owns Q's columns
   ``[t*BN, (t+1)*BN)``. Columns of ``Q = H_1 ... H_k I`` are independent, so one program
   applies every panel to its columns, last panel first, in transposed form::
 
@@ -90,9 +91,29 @@ def qform_t_kernel(Ht, TAU, TW, OK, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.
 
 
 @triton.jit
-def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.constexpr,
+def _strip_program(B, S, GROUP: tl.constexpr):
+    """``(b, t)``, the matrix and strip of this program, the strips at the right (the most
+    panels) first. ``GROUP`` 0: grid ``(B, S)``, every matrix's strip ``t`` before any
+    matrix's strip ``t - 1``; else grid ``(B * S,)`` in groups of ``GROUP`` matrices, each
+    group's strips in that order before the next group's, so that the programs running side
+    by side are few matrices' strips and read their ``V`` from L2 (QF26)."""
+    if GROUP == 0:
+        b = tl.program_id(0)
+        t = S - 1 - tl.program_id(1)
+    else:
+        lin = tl.program_id(0)
+        g = lin // (GROUP * S)
+        size = tl.minimum(B - g * GROUP, GROUP)
+        idx = lin - g * GROUP * S
+        b = g * GROUP + idx % size
+        t = S - 1 - idx // size
+    return b, t
+
+
+@triton.jit
+def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, B, NB: tl.constexpr, BN: tl.constexpr,
                  BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
-                 BOUNDED: tl.constexpr = 0):
+                 BOUNDED: tl.constexpr = 0, GROUP: tl.constexpr = 0):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
     ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` and ``OK``
     unread: one launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU``
@@ -100,7 +121,7 @@ def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.co
     :func:`bounded_reflectors` (``OK``), 2 only the others, 0 every matrix: "f16x3" takes
     the first launch, tf32x3 the second, each one code path (a branch between the two
     precisions in one program cost 20 % at 640x512, run 1946)."""
-    b = tl.program_id(0)
+    b, t = _strip_program(B, tl.cdiv(n, BN), GROUP)
     go = True
     if BOUNDED != 0:
         bounded = tl.full((), 1, tl.int32)
@@ -108,8 +129,6 @@ def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, NB: tl.constexpr, BN: tl.co
             bounded = bounded & tl.load(OK + b.to(tl.int64) * n_tw + p)
         go = (bounded != 0) if BOUNDED == 1 else (bounded == 0)
     if go:
-        # The tiles at the right do the most panels: they start first.
-        t = tl.num_programs(1) - 1 - tl.program_id(1)
         base = Ht + b.to(tl.int64) * n * m
         qbase = Qt + b.to(tl.int64) * n * m
         cc = t * BN + tl.arange(0, BN)

@@ -227,3 +227,28 @@ def test_wide_panels_zero_tau_columns(small_wide_tiles):
     with config.experiment(qform_wide=64):
         got = triton_householder_product(h, tau)
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("group", [2, 4])
+@pytest.mark.parametrize("tiles", ["chunked", "resident"])
+def test_grouped_strips_equal_torch(group, tiles):
+    # QF26 (knob qform_group): the strip programs in groups of matrices, the last group
+    # partial (5 matrices), every matrix's every strip formed once.
+    from adaptqr import config
+
+    h, tau = _factors((5, 60, 50))
+    with config.experiment(qform_group=group):
+        got = triton_householder_product(h, tau, TILES[tiles])
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+def test_strip_width_knob(monkeypatch):
+    # The knob qform_bn sets the strip kernel's columns a program (chunked tiles only).
+    from adaptqr import config
+
+    seen = _launches(monkeypatch, "qform_kernel", lambda kw: kw["BN"])
+    h, tau = _factors((2, 100, 70))
+    with config.experiment(qform_bn=16):
+        got = triton_householder_product(h, tau)
+    assert seen and set(seen) == {16}
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
