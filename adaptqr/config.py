@@ -161,7 +161,8 @@ class Knobs:
     (``qform.QFORM_GROUP``: 0, or 2 to 32: the Q strip kernel's programs in groups of that
     many matrices, each group's strips before the next group's), ``qform_bn``
     (``qform.QFORM_BN`` / ``QFORM_NARROW_BN``: 16 to 128, the strip kernel's columns a
-    program where the columns are not resident)."""
+    program where the columns are not resident), ``qform_wide_prec``
+    (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -200,6 +201,7 @@ class Knobs:
     qform_wide: int | None = None
     qform_group: int | None = None
     qform_bn: int | None = None
+    qform_wide_prec: str | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -337,6 +339,7 @@ KNOB_CHOICES = {
     "qform_wide": (0, 64, 128),
     "qform_group": (0, 2, 4, 8, 16, 32),
     "qform_bn": (16, 32, 64, 128),
+    "qform_wide_prec": ("tf32x3", "f16x3"),
 }
 
 

@@ -165,7 +165,8 @@ QFORM_WIDE_NB = 0
 QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_BR = 64, 32, 64
 QFORM_WIDE_W_WARPS, QFORM_WIDE_U_WARPS = 4, 4
 QFORM_WIDE_S_ROWS, QFORM_WIDE_S_WARPS = 32, 8
-#: Its products: tf32x3, float32 accuracy on tensor cores with no bound on the operands.
+#: Its two big products (knob ``qform_wide_prec``): tf32x3, or "f16x3" for the matrices
+#: whose reflectors are bounded (as ``QFORM_PREC``'s); ``V^T V`` in ``QFORM_T_PREC``.
 QFORM_WIDE_PREC = "tf32x3"
 #: The strip kernel's programs in groups of this many matrices, each group's strips (the
 #: rightmost first) before the next group's, or 0: every matrix's rightmost strip first
@@ -519,27 +520,31 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
                nbw: int, knobs: config.Knobs) -> None:
     """:func:`_form` by panels of ``nbw`` reflectors (:mod:`adaptqr.paths.kernels.qform_wide`,
     operands as there, ``tau`` ``(B, k)`` with ``k >= 1``): the ``QFORM_NB``-column panels'
-    ``T``, every wide panel's ``V^T V``, ``Qt`` the identity, then two launches a wide panel,
-    last panel first."""
+    ``T`` (and flags), every wide panel's ``V^T V``, ``Qt`` the identity, then the ``W`` and
+    update launches a wide panel, last panel first: in "f16x3" (the knob ``qform_wide_prec``)
+    once for the bounded matrices and once in tf32x3 for the others, as :func:`_form`."""
     B, k = tau.shape
     n_tw = triton.cdiv(k, QFORM_NB)
-    TW, _ = _panel_ts(Ht, tau, m, n, n_tw, QFORM_NB, knobs)
+    prec = knobs.get("qform_wide_prec", QFORM_WIDE_PREC)
+    TW, OK = _panel_ts(Ht, tau, m, n, n_tw, QFORM_NB, knobs, flags=prec == "f16x3")
     npan = triton.cdiv(k, nbw)
     S = Ht.new_empty(B, npan, nbw, nbw)
     wide_vtv_kernel[(B, npan)](Ht, S, m, n, k, npan, NBW=nbw, CH=QFORM_WIDE_S_ROWS,
-                               PREC=QFORM_WIDE_PREC, num_warps=QFORM_WIDE_S_WARPS)
+                               PREC=QFORM_T_PREC, num_warps=QFORM_WIDE_S_WARPS)
     Y = Ht.new_empty(B, n, nbw)
     Qt.zero_()
     Qt.diagonal(dim1=-2, dim2=-1).fill_(1.0)
     bc, br = QFORM_WIDE_BC, QFORM_WIDE_BR
+    launches = [(prec, 0)] if prec != "f16x3" else [("f16x3", 1), ("tf32x3", 2)]
     for p in reversed(range(npan)):
         k0 = p * nbw
-        wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
-            Ht, TW, S, Qt, Y, m, n, k, n_tw, npan, k0, NBW=nbw, SB=QFORM_NB, BC=bc,
-            BK=QFORM_WIDE_BK, PREC=QFORM_WIDE_PREC, num_warps=QFORM_WIDE_W_WARPS)
-        wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
-            Ht, Y, Qt, m, n, k, k0, NBW=nbw, SB=QFORM_NB, BC=bc, BR=br, PREC=QFORM_WIDE_PREC,
-            num_warps=QFORM_WIDE_U_WARPS)
+        for pr, bounded in launches:
+            wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
+                Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, npan, k0, NBW=nbw, SB=QFORM_NB, BC=bc,
+                BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded, num_warps=QFORM_WIDE_W_WARPS)
+            wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
+                Ht, OK, Y, Qt, m, n, k, n_tw, k0, NBW=nbw, SB=QFORM_NB, BC=bc, BR=br, PREC=pr,
+                BOUNDED=bounded, num_warps=QFORM_WIDE_U_WARPS)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

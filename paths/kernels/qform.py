@@ -91,6 +91,20 @@ def qform_t_kernel(Ht, TAU, TW, OK, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.
 
 
 @triton.jit
+def selected(OK, b, n_tw, BOUNDED: tl.constexpr):
+    """Whether matrix ``b`` is this launch's: every matrix for ``BOUNDED`` 0, those whose
+    ``n_tw`` panels all are :func:`bounded_reflectors` (``OK[b, :]``) for 1, the others
+    for 2."""
+    go = True
+    if BOUNDED != 0:
+        bounded = tl.full((), 1, tl.int32)
+        for p in range(0, n_tw):
+            bounded = bounded & tl.load(OK + b.to(tl.int64) * n_tw + p)
+        go = (bounded != 0) if BOUNDED == 1 else (bounded == 0)
+    return go
+
+
+@triton.jit
 def _strip_program(B, S, GROUP: tl.constexpr):
     """``(b, t)``, the matrix and strip of this program, the strips at the right (the most
     panels) first. ``GROUP`` 0: grid ``(B, S)``, every matrix's strip ``t`` before any
@@ -122,13 +136,7 @@ def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, B, NB: tl.constexpr, BN: tl
     the first launch, tf32x3 the second, each one code path (a branch between the two
     precisions in one program cost 20 % at 640x512, run 1946)."""
     b, t = _strip_program(B, tl.cdiv(n, BN), GROUP)
-    go = True
-    if BOUNDED != 0:
-        bounded = tl.full((), 1, tl.int32)
-        for p in range(0, n_tw):
-            bounded = bounded & tl.load(OK + b.to(tl.int64) * n_tw + p)
-        go = (bounded != 0) if BOUNDED == 1 else (bounded == 0)
-    if go:
+    if selected(OK, b, n_tw, BOUNDED):
         base = Ht + b.to(tl.int64) * n * m
         qbase = Qt + b.to(tl.int64) * n * m
         cc = t * BN + tl.arange(0, BN)

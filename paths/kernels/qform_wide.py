@@ -25,8 +25,10 @@ Q is formed backwards, ``Qt`` starting as the identity; the wide panel at ``k0``
 
 Each pass over Q's trailing block serves ``NBW`` reflectors (the strip kernel's two passes
 serve ``SB``), and each launch's programs of one matrix run side by side (column tile
-first), so ``V`` and ``Y`` are read from L2. Products in ``PREC`` (tf32x3: Q's and ``Y``'s
-ranges need no bound).
+first), so ``V`` and ``Y`` are read from L2. The two big products in ``PREC``: "f16x3" for
+the matrices whose panels all are bounded (their ``Y`` is the strip kernel's, sub-panel by
+sub-panel, within float16's range), each launch run twice as the strip kernel's
+(``BOUNDED``), or tf32x3 for every matrix; the recurrence's small ones in tf32x3.
 
 Example: see :func:`adaptqr.qform.triton_householder_product`.
 """
@@ -37,6 +39,7 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _stored_vtv
+from adaptqr.paths.kernels.qform import selected
 from adaptqr.paths.kernels.trailing import _dot, _load_v
 
 
@@ -58,13 +61,17 @@ def wide_vtv_kernel(Ht, S, m, n, k, P, NBW: tl.constexpr, CH: tl.constexpr,
 
 
 @triton.jit
-def wide_w_kernel(Ht, TW, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
-                  SB: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr):
+def wide_w_kernel(Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
+                  SB: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr,
+                  BOUNDED: tl.constexpr = 0):
     """``Y[b, c, :]`` for the wide panel at ``k0`` and the columns ``c`` of tile
     ``program_id(0)`` (from ``k0``) of matrix ``program_id(1)``: ``W = C^T V`` over rows
     ``[k0, m)`` in chunks of ``BK``, stored, then overwritten sub-panel by sub-panel, last
-    first, by the recurrence of the module doc."""
+    first, by the recurrence of the module doc. ``BOUNDED``: the matrices this launch
+    forms (:func:`adaptqr.paths.kernels.qform.selected`)."""
     b = tl.program_id(1)
+    if not selected(OK, b, n_tw, BOUNDED):
+        return
     base = Ht + b.to(tl.int64) * n * m
     qbase = Qt + b.to(tl.int64) * n * m
     ybase = Y + b.to(tl.int64) * n * NBW
@@ -102,12 +109,16 @@ def wide_w_kernel(Ht, TW, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
 
 
 @triton.jit
-def wide_update_kernel(Ht, Y, Qt, m, n, k, k0, NBW: tl.constexpr, SB: tl.constexpr,
-                       BC: tl.constexpr, BR: tl.constexpr, PREC: tl.constexpr):
+def wide_update_kernel(Ht, OK, Y, Qt, m, n, k, n_tw, k0, NBW: tl.constexpr, SB: tl.constexpr,
+                       BC: tl.constexpr, BR: tl.constexpr, PREC: tl.constexpr,
+                       BOUNDED: tl.constexpr = 0):
     """``C^T -= Y V^T`` on the tile ``(program_id(0), program_id(1))`` of columns and rows
     from ``k0`` of matrix ``program_id(2)``, one sub-panel of ``SB`` at a time (a product of
-    inner size ``NBW`` at once held twice the registers)."""
+    inner size ``NBW`` at once held twice the registers). ``BOUNDED`` as
+    :func:`wide_w_kernel`'s."""
     b = tl.program_id(2)
+    if not selected(OK, b, n_tw, BOUNDED):
+        return
     base = Ht + b.to(tl.int64) * n * m
     qbase = Qt + b.to(tl.int64) * n * m
     ybase = Y + b.to(tl.int64) * n * NBW

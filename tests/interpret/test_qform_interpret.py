@@ -252,3 +252,22 @@ def test_strip_width_knob(monkeypatch):
         got = triton_householder_product(h, tau)
     assert seen and set(seen) == {16}
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+def test_wide_panels_in_f16x3(small_wide_tiles, monkeypatch):
+    # QF25 with the knob qform_wide_prec=f16x3: the bounded matrices' launches in f16x3, the
+    # others' in tf32x3 (matrix 1 made unbounded: Q's entries past 1e6 would overflow
+    # float16), each launch twice; torch's Q for both matrices.
+    from adaptqr import config
+
+    h, tau = _factors((2, 80, 48))  # 80 rows: not the resident tile's, which has no wide route
+    hu, tu = _unbounded(h, tau)
+    h[1], tau[1] = hu[1], tu[1]
+    want = originals.householder_product(h, tau)
+    assert want[1].abs().max() > 1e6 and want[0].abs().max() < 2
+    seen = _launches(monkeypatch, "wide_update_kernel", lambda kw: (kw["PREC"], kw["BOUNDED"]))
+    with config.experiment(qform_wide=64, qform_wide_prec="f16x3"):
+        got = triton_householder_product(h, tau)
+    assert seen == [("f16x3", 1), ("tf32x3", 2)]
+    torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
+    torch.testing.assert_close(got[1], want[1], rtol=2e-5, atol=2e-5 * float(want.abs().max()))
