@@ -153,10 +153,20 @@ QFORM_ONE_MAX_N = 2048
 #: (60x1008, 640x496, 40x352) within 0.5 %. Knob ``qform_row_align`` (0 / 16).
 QFORM_ROW_ALIGN = 16
 #: Wide-panel Q formation (:mod:`adaptqr.paths.kernels.qform_wide`, EXPERIMENTS.md QF25):
-#: panels of this many reflectors (0: the strip kernel), each applied to Q's trailing block
-#: by two GEMM-shaped launches. Knob ``qform_wide`` (0 / 64 / 128; set, it also takes the
-#: shapes the cuBLAS route would).
-QFORM_WIDE_NB = 0
+#: panels of ``QFORM_WIDE_NB`` reflectors, each applied to Q's trailing block by two
+#: GEMM-shaped launches, for ``QFORM_WIDE_MIN_N`` to ``QFORM_WIDE_MAX_N`` columns and more
+#: than one matrix: from ``QFORM_WIDE_ANY_N`` columns at any such batch (instead of cuBLAS),
+#: below it where the strip kernel would have at least ``QFORM_WIDE_MIN_STRIPS`` strips of
+#: ``QFORM_BN`` columns an SM. H100, run 0722 (``householder_product`` ms, default /
+#: wide 128 in f16x3): 60x1024 3.909 / 3.603, mixed 4.004 / 3.655, nearrank 3.981 / 3.665
+#: (7.3 strips an SM); 4x2048 2.659 / 2.557, 8x2048 4.794 / 3.585, 16x2048 8.297 / 6.496
+#: (cuBLAS before); but 16x1024 1.197 / 1.411 (1.9 strips an SM), 2x4096 7.490 / 7.964
+#: (cuBLAS stays), 640x512 5.408 / 6.306, 64x512 0.538 / 0.885, 40x352 0.152 / 0.711.
+#: Knob ``qform_wide`` (0: never, 64 / 128: that width wherever the kernels take the shape,
+#: the cuBLAS route's shapes included).
+QFORM_WIDE_NB = 128
+QFORM_WIDE_MIN_N, QFORM_WIDE_ANY_N, QFORM_WIDE_MAX_N = 1024, 2048, 4095
+QFORM_WIDE_MIN_STRIPS = 4
 #: Its launches' tiles: columns ``BC`` and row chunks ``BK`` of the ``W`` launch, rows
 #: ``BR`` of the update's tiles, warps of each; rows a step of the ``V^T V`` launch and its
 #: warps. Offline (triton 3.6, sm_90, NBW 128): W 237 registers, the update 195 by
@@ -165,13 +175,19 @@ QFORM_WIDE_NB = 0
 QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_BR = 64, 32, 64
 QFORM_WIDE_W_WARPS, QFORM_WIDE_U_WARPS = 4, 4
 QFORM_WIDE_S_ROWS, QFORM_WIDE_S_WARPS = 32, 8
-#: Its two big products (knob ``qform_wide_prec``): tf32x3, or "f16x3" for the matrices
-#: whose reflectors are bounded (as ``QFORM_PREC``'s); ``V^T V`` in ``QFORM_T_PREC``.
-QFORM_WIDE_PREC = "tf32x3"
+#: Its two big products (knob ``qform_wide_prec``): "f16x3" for the matrices whose
+#: reflectors are bounded (as ``QFORM_PREC``'s), or tf32x3; ``V^T V`` in ``QFORM_T_PREC``.
+#: Run 0722, ms, tf32x3 / f16x3: 60x1024 4.536 / 3.603, 8x2048 4.339 / 3.585, 16x2048
+#: 8.139 / 6.496.
+QFORM_WIDE_PREC = "f16x3"
 #: The strip kernel's programs in groups of this many matrices, each group's strips (the
 #: rightmost first) before the next group's, or 0: every matrix's rightmost strip first
-#: (QF26; knob ``qform_group``).
-QFORM_GROUP = 0
+#: (knob ``qform_group``): the strips running side by side then read few matrices' ``V``
+#: from L2. H100, runs 0713 and 0722 (EXPERIMENTS.md QF26; ``householder_product`` ms, 0 /
+#: 4 / 8 / 16 / 32): 640x512 5.375 / 4.696 / 4.764 / 4.391, then 5.408 / - / - / 4.572 /
+#: 4.653; rankdef 5.258 / 4.760 / 4.701 / 4.523, then 5.477 / 4.616 / 4.634; 60x1024 3.931
+#: / 4.128 / 3.882 / 3.804; 2x4096 and 8x2048 (cuBLAS) unchanged.
+QFORM_GROUP = 16
 #: The grid's batch axis (the second and third of a CUDA grid) holds at most this many.
 GRID_MAX_BATCH = 65535
 
@@ -252,8 +268,9 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route). ``knobs``: the call's (its settings snapshot's)."""
     nb = knobs.qform_blas_nb
-    if nb is None and A.is_cuda and not knobs.get("qform_wide", 0):
-        nb = blas_width(math.prod(A.shape[:-2]), A.shape[-1], _sm_count(A.device), queued)
+    B, n = math.prod(A.shape[:-2]), A.shape[-1]
+    if nb is None and A.is_cuda and not _wide(B, n, A.device, knobs):
+        nb = blas_width(B, n, _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
     small = knobs.get("qform_small_cuda", None)
@@ -282,6 +299,30 @@ def blas_width(B: int, n: int, sm_count: int, queued: bool = False) -> int:
     if n >= QFORM_BLAS_MIN_N and B * triton.cdiv(n, QFORM_BN) <= QFORM_BLAS_MAX_STRIPS * sm_count:
         return QFORM_BLAS_NB
     return 0
+
+
+def wide_width(B: int, n: int, sm_count: int) -> int:
+    """The panel width at which ``B`` Q factors of ``n`` columns are formed in wide panels
+    (:data:`QFORM_WIDE_NB`), or 0 for the other routes (see ``QFORM_WIDE_MIN_N``).
+
+    >>> wide_width(60, 1024, 132), wide_width(16, 1024, 132), wide_width(8, 2048, 132)
+    (128, 0, 128)
+    >>> wide_width(640, 512, 132), wide_width(2, 4096, 132), wide_width(1, 2048, 132)
+    (0, 0, 0)
+    """
+    if B < 2 or not QFORM_WIDE_MIN_N <= n <= QFORM_WIDE_MAX_N:
+        return 0
+    fills = B * triton.cdiv(n, QFORM_BN) >= QFORM_WIDE_MIN_STRIPS * sm_count
+    return QFORM_WIDE_NB if n >= QFORM_WIDE_ANY_N or fills else 0
+
+
+def _wide(B: int, n: int, device: torch.device, knobs: config.Knobs) -> int:
+    """The wide panels' width for this call: the knob ``qform_wide``, else :func:`wide_width`
+    on the GPU (0 elsewhere: the interpreter takes it only by the knob)."""
+    nbw = knobs.get("qform_wide", None)
+    if nbw is None:
+        nbw = wide_width(B, n, _sm_count(device)) if device.type == "cuda" else 0
+    return nbw
 
 
 def _blocked_applies(A: torch.Tensor, tau: torch.Tensor) -> bool:
@@ -491,7 +532,7 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
     if tiles is None and not t.resident and knobs.get("qform_bn", None):
         t = t._replace(bn=knobs.qform_bn)
-    nbw = knobs.get("qform_wide", QFORM_WIDE_NB)
+    nbw = _wide(B, n, Ht.device, knobs)
     if tiles is None and nbw and k and not t.resident and B <= GRID_MAX_BATCH:
         _form_wide(Ht, tau, Qt, m, n, nbw, knobs)
         return
