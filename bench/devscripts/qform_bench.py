@@ -1,8 +1,10 @@
 """Device script: householder_product variants side by side, with adaptqr.geqrf's time on the
 same matrices (issue 25's bar: Q formation at most the factorization's time).
 
-Variants: ``geqrf`` (adaptqr.geqrf on the generated matrices), ``torch_blocked`` (the
-batched-torch compact WY), ``triton`` (the default tiles), and the tiles in ``--tiles``
+Variants: ``geqrf`` (adaptqr.geqrf on the generated matrices), ``public``
+(``adaptqr.householder_product``, every route as the library picks it), ``torch_blocked``
+(the batched-torch compact WY), with ``--triton`` the Triton route forced (the default
+tiles), and the tiles in ``--tiles``
 (``bn:bm:resident:warps[:nb]``, comma separated). Each checked on every input (half-gate bar),
 then timed by the bench's rule (L2 flushed, inputs rotated, device events).
 
@@ -46,6 +48,7 @@ def main() -> None:
     p.add_argument("--device", default="cuda")
     p.add_argument("--budget", type=float, default=0.6, help="seconds of repeats a variant")
     p.add_argument("--no-blocked", action="store_true")
+    p.add_argument("--triton", action="store_true", help="also the Triton route forced")
     p.add_argument("--json")
     a = p.parse_args()
     dev = torch.device(a.device)
@@ -58,7 +61,9 @@ def main() -> None:
         mats = make_inputs(case, k, dev)
         fac = hp.prepare(mats)
         res = {"geqrf": run_variant(adaptqr.geqrf, None, mats, rule, geq)}
-        variants = {"triton": lambda x: qform.triton_householder_product(x[0], x[1])}
+        variants = {"public": lambda x: adaptqr.householder_product(x[0], x[1])}
+        if a.triton:
+            variants["triton"] = lambda x: qform.triton_householder_product(x[0], x[1])
         if not a.no_blocked:
             variants["torch_blocked"] = lambda x: qform.blocked_householder_product(x[0], x[1])
         for name, t in tiles.items():
