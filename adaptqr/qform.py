@@ -268,14 +268,16 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
     either); the blocked product in torch ops off the GPU (CPU tensors reach here only when
     a test forces the route). ``knobs``: the call's (its settings snapshot's)."""
     nb = knobs.qform_blas_nb
+    small = knobs.get("qform_small_cuda", None)
+    # The small route first: its calls are bound by the host's time (QF24).
+    if (not nb and (small_q_preferred(A) if small is None else small)
+            and qform_small_cuda.applies(A)):
+        return small_householder_product
     B, n = math.prod(A.shape[:-2]), A.shape[-1]
     if nb is None and A.is_cuda and not _wide(B, n, A.device, knobs):
         nb = blas_width(B, n, _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
-    small = knobs.get("qform_small_cuda", None)
-    if (small_q_preferred(A) if small is None else small) and qform_small_cuda.applies(A):
-        return small_householder_product
     if A.is_cuda or interpreting():
         return functools.partial(triton_householder_product, knobs=knobs)
     return blocked_householder_product
@@ -575,17 +577,19 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
     Y = Ht.new_empty(B, n, nbw)
     Qt.zero_()
     Qt.diagonal(dim1=-2, dim2=-1).fill_(1.0)
-    bc, br = QFORM_WIDE_BC, QFORM_WIDE_BR
+    tiles = knobs.get("qform_wide_tiles", None)
+    bc, bk, wwarps, br, uwarps = (map(int, tiles.split(":")) if tiles else (
+        QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_W_WARPS, QFORM_WIDE_BR, QFORM_WIDE_U_WARPS))
     launches = [(prec, 0)] if prec != "f16x3" else [("f16x3", 1), ("tf32x3", 2)]
     for p in reversed(range(npan)):
         k0 = p * nbw
         for pr, bounded in launches:
             wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
                 Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, npan, k0, NBW=nbw, SB=QFORM_NB, BC=bc,
-                BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded, num_warps=QFORM_WIDE_W_WARPS)
+                BK=bk, PREC=pr, BOUNDED=bounded, num_warps=wwarps)
             wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
                 Ht, OK, Y, Qt, m, n, k, n_tw, k0, NBW=nbw, SB=QFORM_NB, BC=bc, BR=br, PREC=pr,
-                BOUNDED=bounded, num_warps=QFORM_WIDE_U_WARPS)
+                BOUNDED=bounded, num_warps=uwarps)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,
