@@ -3,7 +3,8 @@ same matrices (issue 25's bar: Q formation at most the factorization's time).
 
 Variants: ``geqrf`` (adaptqr.geqrf on the generated matrices), ``public``
 (``adaptqr.householder_product``, every route as the library picks it), ``torch_blocked``
-(the batched-torch compact WY), with ``--triton`` the Triton route forced (the default
+(the batched-torch compact WY), ``public[NAME]`` the public call under the knobs of each
+``--knobs NAME:KNOB=VALUE[,...]``, with ``--triton`` the Triton route forced (the default
 tiles), and the tiles in ``--tiles``
 (``bn:bm:resident:warps[:nb]``, comma separated). Each checked on every input (half-gate bar),
 then timed by the bench's rule (L2 flushed, inputs rotated, device events).
@@ -25,7 +26,8 @@ import time
 import torch
 
 import adaptqr
-from adaptqr import qform
+from adaptqr import config, qform
+from adaptqr.cli import _parse_knob_variants
 from adaptqr.bench import cases as bcases
 from adaptqr.bench.ops import get_op
 from adaptqr.bench.runner import make_inputs, run_variant
@@ -41,6 +43,11 @@ def _tiles(spec: str) -> dict:
     return out
 
 
+def _under(knobs: dict, x):
+    with config.experiment(**knobs):
+        return adaptqr.householder_product(x[0], x[1])
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--cases", default="bench+optimizer")
@@ -49,12 +56,15 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=0.6, help="seconds of repeats a variant")
     p.add_argument("--no-blocked", action="store_true")
     p.add_argument("--triton", action="store_true", help="also the Triton route forced")
+    p.add_argument("--knobs", action="append",
+                   help="NAME:KNOB=VALUE[,...]: also the public call under these knobs")
     p.add_argument("--json")
     a = p.parse_args()
     dev = torch.device(a.device)
     rule = StopRule(max_repeats=40, budget_s=a.budget, min_repeats=3)
     hp, geq = get_op("householder_product"), get_op("geqrf")
     tiles = _tiles(a.tiles)
+    knob_variants = _parse_knob_variants(a.knobs)
     rows = []
     for case in bcases.resolve(a.cases):
         k = bcases.inputs_per_case(case["batch"], case["n"], case.get("m"))
@@ -62,6 +72,8 @@ def main() -> None:
         fac = hp.prepare(mats)
         res = {"geqrf": run_variant(adaptqr.geqrf, None, mats, rule, geq)}
         variants = {"public": lambda x: adaptqr.householder_product(x[0], x[1])}
+        for name, knobs in knob_variants:
+            variants[f"public[{name}]"] = lambda x, kn=knobs: _under(kn, x)
         if a.triton:
             variants["triton"] = lambda x: qform.triton_householder_product(x[0], x[1])
         if not a.no_blocked:
