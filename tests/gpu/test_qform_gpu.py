@@ -97,6 +97,32 @@ def test_wide_panels_at_the_half_gate(shape, k, nbw):
     _q_at_the_half_gate(shape, k, qform_wide=nbw)
 
 
+@pytest.mark.parametrize("kind", ["rankdef", "tiny", "huge", "repeated"])
+def test_wide_panels_on_degenerate_input(kind):
+    # QF25's route (forced: its shapes by default are large batches) on rank-deficient
+    # input (zero trailing columns: tau = 0 reflectors), entries near float32's ends, and
+    # repeated columns: torch's float64 Q at the half gate.
+    from adaptqr import config
+
+    g = torch.Generator(device="cuda").manual_seed(2525)
+    A = torch.randn(3, 1100, 1024, device="cuda", generator=g)
+    if kind == "rankdef":
+        A[..., 700:] = 0.0
+    elif kind == "tiny":
+        A *= 1e-30
+    elif kind == "huge":
+        A *= 1e30
+    else:
+        A[..., 1::2] = A[..., 0::2]
+    h, tau = originals.geqrf(A)
+    with config.experiment(qform_wide=128):
+        Q = adaptqr.householder_product(h, tau)
+    ref = originals.householder_product(h.double(), tau.double())
+    assert torch.isfinite(Q).all()
+    assert ((Q.double() - ref).abs().amax() / (1100 * EPS32)).item() <= HALF_GATE
+    assert _ortho(Q) <= HALF_GATE
+
+
 @pytest.mark.variant
 @pytest.mark.parametrize("shape,k", [((20, 32, 32), None), ((40, 64, 64), None), ((7, 50, 30), 12),
                                      ((3, 20, 20), None), ((2, 3, 2), None), ((5, 9, 5), 0),
