@@ -12,7 +12,9 @@ order, the panels applied backwards to the identity, each as
   its own identity columns: one in "f16x3" for the matrices whose reflectors are bounded,
   one in tf32x3 for the others (for columns of at most :data:`QFORM_RESIDENT_ROWS` rows one
   tf32x3 launch in all). Products at float32 accuracy on tensor cores (:data:`QFORM_PREC`),
-  whatever ``torch.set_float32_matmul_precision`` says.
+  whatever ``torch.set_float32_matmul_precision`` says. Where :func:`wide_width` says, the
+  same in wide panels of :data:`QFORM_WIDE_NB` reflectors, each by two GEMM-shaped launches
+  over Q's trailing block (:mod:`adaptqr.paths.kernels.qform_wide`).
 - :func:`blocked_householder_product` is the same blocked product in batched torch ops
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
   ``T^{-1}`` without a ``1/tau``), for any device and dtype, at full float32 precision.

@@ -4,7 +4,8 @@ same matrices (issue 25's bar: Q formation at most the factorization's time).
 Variants: ``geqrf`` (adaptqr.geqrf on the generated matrices), ``public``
 (``adaptqr.householder_product``, every route as the library picks it), ``torch_blocked``
 (the batched-torch compact WY), ``public[NAME]`` the public call under the knobs of each
-``--knobs NAME:KNOB=VALUE[,...]``, with ``--triton`` the Triton route forced (the default
+``--knobs NAME:KNOB=VALUE[,...]`` (the knobs are set inside the timed call: ~50 us of host
+time each, which voids host-bound figures such as 20x32's; run 0746), with ``--triton`` the Triton route forced (the default
 tiles), and the tiles in ``--tiles``
 (``bn:bm:resident:warps[:nb]``, comma separated). Each checked on every input (half-gate bar),
 then timed by the bench's rule (L2 flushed, inputs rotated, device events).

@@ -145,6 +145,11 @@
 #   2. The 12 cases, then --op householder_product on the same (issue 25's comparison:
 #      HP="--knobs off:qform_small_cuda=0" HP_CASES=bench bash bench/devscripts/variants_call.sh)
 #   3. The SOAP example, both optimizers; 4. session 44's call 2 (H36, the traces).
+# Session 46 (H100 runs 0706-0749): QF25 (wide Q panels), QF26 (grouped strips) and QF27
+# kept. Next (EXPERIMENTS.md OC37): the trace of householder_product at 60x1024
+#   timeout 120 python3 bench/devscripts/trace.py --op householder_product --shapes 60x1024
+# then session 45's calls 1 and 4 (H38, H36), and issue 25's comparison on an H200 if one
+# comes: python3 bench/devscripts/qform_bench.py --cases bench+optimizer --no-blocked.
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
