@@ -61,6 +61,15 @@ def wide_vtv_kernel(Ht, S, m, n, k, P, NBW: tl.constexpr, CH: tl.constexpr,
 
 
 @triton.jit
+def _column_tile(Ht, Qt, Y, b, m, n, k0, NBW: tl.constexpr, BC: tl.constexpr):
+    """Matrix ``b``'s reflectors, ``Qt`` and ``Y`` (their starts), and the columns ``cc`` of
+    column tile ``program_id(0)`` from ``k0`` with their mask."""
+    cc = k0 + tl.program_id(0) * BC + tl.arange(0, BC)
+    return (Ht + b.to(tl.int64) * n * m, Qt + b.to(tl.int64) * n * m,
+            Y + b.to(tl.int64) * n * NBW, cc, cc < n)
+
+
+@triton.jit
 def wide_w_kernel(Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
                   SB: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr,
                   BOUNDED: tl.constexpr = 0):
@@ -72,11 +81,7 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
     b = tl.program_id(1)
     if not selected(OK, b, n_tw, BOUNDED):
         return
-    base = Ht + b.to(tl.int64) * n * m
-    qbase = Qt + b.to(tl.int64) * n * m
-    ybase = Y + b.to(tl.int64) * n * NBW
-    cc = k0 + tl.program_id(0) * BC + tl.arange(0, BC)
-    ccmask = cc < n
+    base, qbase, ybase, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
     rr = tl.arange(0, BK)
     W = tl.zeros((BC, NBW), dtype=tl.float32)
     for r0 in range(k0, m, BK):
@@ -119,12 +124,8 @@ def wide_update_kernel(Ht, OK, Y, Qt, m, n, k, n_tw, k0, NBW: tl.constexpr, SB: 
     b = tl.program_id(2)
     if not selected(OK, b, n_tw, BOUNDED):
         return
-    base = Ht + b.to(tl.int64) * n * m
-    qbase = Qt + b.to(tl.int64) * n * m
-    ybase = Y + b.to(tl.int64) * n * NBW
-    cc = k0 + tl.program_id(0) * BC + tl.arange(0, BC)
+    base, qbase, ybase, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
     r = k0 + tl.program_id(1) * BR + tl.arange(0, BR)
-    ccmask = cc < n
     js = tl.arange(0, SB)
     cptr = qbase + cc[:, None] * m + r[None, :]
     cmask = ccmask[:, None] & (r < m)[None, :]
