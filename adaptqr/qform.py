@@ -57,7 +57,7 @@ import triton
 from adaptqr import config, originals
 from adaptqr.graphs.capture import on_device
 from adaptqr.layout import aligned, rows_padded
-from adaptqr.paths.householder import interpreting
+from adaptqr.paths.householder import MAX_GRID_Y, interpreting
 from adaptqr.paths.kernels import qform_small_cuda
 from adaptqr.paths.kernels.qform import apply_qt_kernel, qform_kernel, qform_t_kernel
 from adaptqr.paths.kernels.qform_wide import wide_update_kernel, wide_vtv_kernel, wide_w_kernel
@@ -190,8 +190,6 @@ QFORM_WIDE_PREC = "f16x3"
 #: 4.653; rankdef 5.258 / 4.760 / 4.701 / 4.523, then 5.477 / 4.616 / 4.634; 60x1024 3.931
 #: / 4.128 / 3.882 / 3.804; 2x4096 and 8x2048 (cuBLAS) unchanged.
 QFORM_GROUP = 16
-#: The grid's batch axis (the second and third of a CUDA grid) holds at most this many.
-GRID_MAX_BATCH = 65535
 
 
 class QFormTiles(NamedTuple):
@@ -276,12 +274,13 @@ def _formation(A: torch.Tensor, queued: bool, knobs: config.Knobs):
             and qform_small_cuda.applies(A)):
         return small_householder_product
     B, n = math.prod(A.shape[:-2]), A.shape[-1]
-    if nb is None and A.is_cuda and not _wide(B, n, A.device, knobs):
+    wide = _wide(B, n, A.device, knobs)
+    if nb is None and A.is_cuda and not wide:
         nb = blas_width(B, n, _sm_count(A.device), queued)
     if nb:
         return functools.partial(blocked_householder_product, nb=nb)
     if A.is_cuda or interpreting():
-        return functools.partial(triton_householder_product, knobs=knobs)
+        return functools.partial(triton_householder_product, knobs=knobs, wide=wide)
     return blocked_householder_product
 
 
@@ -447,7 +446,8 @@ def blocked_householder_product(A: torch.Tensor, tau: torch.Tensor, nb: int = QF
 
 def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
                                tiles: QFormTiles | None = None,
-                               knobs: config.Knobs | None = None) -> torch.Tensor:
+                               knobs: config.Knobs | None = None,
+                               wide: int | None = None) -> torch.Tensor:
     """``householder_product(A, tau)`` by the Triton kernels (CUDA float32, or CPU under
     ``TRITON_INTERPRET=1``): every panel's ``T``, then ``Q`` (one launch for columns of at
     most :data:`QFORM_RESIDENT_ROWS`; products at float32 accuracy). Shapes as
@@ -456,7 +456,7 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     column-major as torch's.
 
     >>> import torch
-    >>> from adaptqr.paths.householder import interpreting
+    >>> from adaptqr.paths.householder import MAX_GRID_Y, interpreting
     >>> A = torch.randn(2, 40, 24)
     >>> h, tau = torch.geqrf(A)
     >>> if torch.cuda.is_available() or interpreting():
@@ -471,10 +471,10 @@ def triton_householder_product(A: torch.Tensor, tau: torch.Tensor,
     knobs = knobs or config.snapshot().knobs
     mp = aligned(m, knobs.get("qform_row_align", QFORM_ROW_ALIGN))
     if mp == m:
-        _form(Ht, t2, Qt, m, n, tiles, knobs)
+        _form(Ht, t2, Qt, m, n, tiles, knobs, wide)
         return Qt.mT
     Qp = Ht.new_empty(B, n, mp)
-    _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles, knobs)
+    _form(rows_padded(Ht, mp), t2, Qp, mp, n, tiles, knobs, wide)
     Qt.view(B, n, m).copy_(Qp[:, :, :m])
     return Qt.mT
 
@@ -527,7 +527,7 @@ def _q_layout(A: torch.Tensor, tau: torch.Tensor) -> tuple:
 
 
 def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
-          tiles: QFormTiles | None, knobs: config.Knobs) -> None:
+          tiles: QFormTiles | None, knobs: config.Knobs, wide: int | None = None) -> None:
     """``Qt`` (``(B, n, m)`` contiguous, any batch view of it) ``= Q^T`` of the reflectors in
     ``Ht`` ``(B, n, m)`` and ``tau`` ``(B, k)`` contiguous: every panel's ``T`` (and, for
     "f16x3", whether its reflectors are bounded), then Q: in "f16x3" the matrices whose
@@ -536,8 +536,8 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
     if tiles is None and not t.resident and knobs.get("qform_bn", None):
         t = t._replace(bn=knobs.qform_bn)
-    nbw = _wide(B, n, Ht.device, knobs)
-    if tiles is None and nbw and k and not t.resident and B <= GRID_MAX_BATCH:
+    nbw = _wide(B, n, Ht.device, knobs) if wide is None else wide
+    if tiles is None and nbw and k and not t.resident and B <= MAX_GRID_Y:
         _form_wide(Ht, tau, Qt, m, n, nbw, knobs)
         return
     prec = knobs.get("qform_prec", QFORM_PREC)
@@ -569,10 +569,11 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
     update launches a wide panel, last panel first: in "f16x3" (the knob ``qform_wide_prec``)
     once for the bounded matrices and once in tf32x3 for the others, as :func:`_form`."""
     B, k = tau.shape
-    n_tw = triton.cdiv(k, QFORM_NB)
+    npan = triton.cdiv(k, nbw)
+    # T slots for whole wide panels: those past k are zero (identity reflectors).
+    n_tw = npan * (nbw // QFORM_NB)
     prec = knobs.get("qform_wide_prec", QFORM_WIDE_PREC)
     TW, OK = _panel_ts(Ht, tau, m, n, n_tw, QFORM_NB, knobs, flags=prec == "f16x3")
-    npan = triton.cdiv(k, nbw)
     S = Ht.new_empty(B, npan, nbw, nbw)
     wide_vtv_kernel[(B, npan)](Ht, S, m, n, k, npan, NBW=nbw, CH=QFORM_WIDE_S_ROWS,
                                PREC=QFORM_T_PREC, num_warps=QFORM_WIDE_S_WARPS)

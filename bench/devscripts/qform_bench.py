@@ -4,8 +4,9 @@ same matrices (issue 25's bar: Q formation at most the factorization's time).
 Variants: ``geqrf`` (adaptqr.geqrf on the generated matrices), ``public``
 (``adaptqr.householder_product``, every route as the library picks it), ``torch_blocked``
 (the batched-torch compact WY), ``public[NAME]`` the public call under the knobs of each
-``--knobs NAME:KNOB=VALUE[,...]`` (the knobs are set inside the timed call: ~50 us of host
-time each, which voids host-bound figures such as 20x32's; run 0746), with ``--triton`` the Triton route forced (the default
+``--knobs NAME:KNOB=VALUE[,...]`` (set around its timing, not inside each timed call: run
+0746 set them inside, ~50 us of host time a call, which voided its 20x32 figures), with
+``--triton`` the Triton route forced (the default
 tiles), and the tiles in ``--tiles``
 (``bn:bm:resident:warps[:nb]``, comma separated). Each checked on every input (half-gate bar),
 then timed by the bench's rule (L2 flushed, inputs rotated, device events).
@@ -44,11 +45,6 @@ def _tiles(spec: str) -> dict:
     return out
 
 
-def _under(knobs: dict, x):
-    with config.experiment(**knobs):
-        return adaptqr.householder_product(x[0], x[1])
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--cases", default="bench+optimizer")
@@ -73,8 +69,6 @@ def main() -> None:
         fac = hp.prepare(mats)
         res = {"geqrf": run_variant(adaptqr.geqrf, None, mats, rule, geq)}
         variants = {"public": lambda x: adaptqr.householder_product(x[0], x[1])}
-        for name, knobs in knob_variants:
-            variants[f"public[{name}]"] = lambda x, kn=knobs: _under(kn, x)
         if a.triton:
             variants["triton"] = lambda x: qform.triton_householder_product(x[0], x[1])
         if not a.no_blocked:
@@ -86,6 +80,9 @@ def main() -> None:
             variants[name] = lambda x, t=t: qform.triton_householder_product(x[0], x[1], t)
         for name, fn in variants.items():
             res[name] = run_variant(fn, None, fac, rule, hp)
+        for name, knobs in knob_variants:  # set outside the timed calls
+            with config.experiment(**knobs):
+                res[f"public[{name}]"] = run_variant(variants["public"], None, fac, rule, hp)
         line = {name: (round(r["median_ms"], 4) if r["status"] == "ok" else r["status"])
                 for name, r in res.items()}
         orth = {name: r["worst_orth"] for name, r in res.items()}

@@ -170,12 +170,11 @@ def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, B, NB: tl.constexpr, BN: tl
 
 
 @triton.jit
-def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRANS_T: tl.constexpr,
-                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
-    """``C^T -= (C^T V) T' V^T`` for the panel at ``k0`` on the columns ``cc`` of ``C`` (row
-    ``c`` of ``C^T`` at ``cbase + c * cstride``, rows ``[k0, m)``), ``T' = T^T`` with
-    ``TRANS_T`` (``Q C``: Q formation) else ``T`` (``Q^T C``): one pass over row chunks for
-    ``W``, one to update."""
+def column_vtc(base, cbase, cc, ccmask, k0, m, cstride, k, NB: tl.constexpr, BN: tl.constexpr,
+               BM: tl.constexpr, PREC: tl.constexpr):
+    """``W = C^T V`` (``[BN, NB]``) of the ``NB`` reflectors at ``k0`` (matrix at ``base``) and
+    the columns ``cc`` of ``C`` (row ``c`` of ``C^T`` at ``cbase + c * cstride``), summed over
+    rows ``[k0, m)`` in chunks of ``BM``, products in ``PREC``."""
     rr = tl.arange(0, BM)
     W = tl.zeros((BN, NB), dtype=tl.float32)
     for r0 in range(k0, m, BM):
@@ -183,6 +182,18 @@ def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRA
         Ct = tl.load(cbase + cc[:, None] * cstride + r[None, :],
                      mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
         W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NB, k - k0)), PREC)
+    return W
+
+
+@triton.jit
+def _chunked_update(base, cbase, cc, ccmask, k0, m, cstride, k, TW, b, n_tw, TRANS_T: tl.constexpr,
+                    NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    """``C^T -= (C^T V) T' V^T`` for the panel at ``k0`` on the columns ``cc`` of ``C`` (row
+    ``c`` of ``C^T`` at ``cbase + c * cstride``, rows ``[k0, m)``), ``T' = T^T`` with
+    ``TRANS_T`` (``Q C``: Q formation) else ``T`` (``Q^T C``): one pass over row chunks for
+    ``W``, one to update."""
+    rr = tl.arange(0, BM)
+    W = column_vtc(base, cbase, cc, ccmask, k0, m, cstride, k, NB, BN, BM, PREC)
     T = _load_t(TW, b, k0 // NB, n_tw, NB)
     if TRANS_T:
         T = tl.trans(T)

@@ -5,7 +5,8 @@ applying every ``SB``-column panel to its columns (:mod:`adaptqr.paths.kernels.q
 
 Storage as there: ``Ht`` ``(B, n, m)`` (row j of ``Ht[b]`` is column j of matrix b), ``Qt``
 ``(B, n, m)`` (Q transposed), ``TW`` ``(B, n_tw, SB, SB)`` the ``SB``-column panels' ``T``
-(:func:`adaptqr.paths.kernels.qform.qform_t_kernel`). Work buffers: ``S`` ``(B, P, NBW,
+(:func:`adaptqr.paths.kernels.qform.qform_t_kernel`), ``n_tw`` covering whole wide panels
+(a sub-panel past ``k`` has a zero ``T``, so a zero ``Y``). Work buffers: ``S`` ``(B, P, NBW,
 NBW)`` each wide panel's ``V^T V``, ``Y`` ``(B, n, NBW)``.
 
 Q is formed backwards, ``Qt`` starting as the identity; the wide panel at ``k0`` (sub-panels
@@ -39,8 +40,8 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _stored_vtv
-from adaptqr.paths.kernels.qform import selected
-from adaptqr.paths.kernels.trailing import _dot, _load_v
+from adaptqr.paths.kernels.qform import column_vtc, selected
+from adaptqr.paths.kernels.trailing import _dot, _load_t, _load_v
 
 
 @triton.jit
@@ -82,13 +83,7 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
     if not selected(OK, b, n_tw, BOUNDED):
         return
     base, qbase, ybase, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
-    rr = tl.arange(0, BK)
-    W = tl.zeros((BC, NBW), dtype=tl.float32)
-    for r0 in range(k0, m, BK):
-        r = r0 + rr
-        Ct = tl.load(qbase + cc[:, None] * m + r[None, :],
-                     mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
-        W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NBW, k - k0)), PREC)
+    W = column_vtc(base, qbase, cc, ccmask, k0, m, m, k, NBW, BC, BK, PREC)
     jw = tl.arange(0, NBW)
     tl.store(ybase + cc[:, None] * NBW + jw[None, :], W,
              mask=ccmask[:, None] & (jw < NBW)[None, :])
@@ -105,10 +100,7 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, P, k0, NBW: tl.constexpr,
             Yj = tl.load(ybase + cc[:, None] * NBW + j * SB + js[None, :], mask=smask, other=0.0)
             Sji = tl.load(smat + (j * SB + js[:, None]) * NBW + i * SB + js[None, :])
             X -= tl.dot(Yj, Sji, input_precision="tf32x3")
-        p = k0 // SB + i
-        tptr = TW + (b.to(tl.int64) * n_tw + p) * SB * SB + js[:, None] * SB + js[None, :]
-        # Sub-panels past k have no T: zero, so their Y is.
-        T = tl.load(tptr, mask=(js[:, None] + js[None, :] * 0 + p * SB) < n_tw * SB, other=0.0)
+        T = _load_t(TW, b, k0 // SB + i, n_tw, SB)
         tl.store(yptr, tl.dot(X, tl.trans(T), input_precision="tf32x3"), mask=smask)
         tl.debug_barrier()
 
