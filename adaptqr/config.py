@@ -159,12 +159,8 @@ class Knobs:
     ``qform_wide`` (``qform.QFORM_WIDE_NB``: 0, or 64 / 128: Q formed in panels of that many
     reflectors by GEMM-shaped launches, the cuBLAS route's shapes included), ``qform_group``
     (``qform.QFORM_GROUP``: 0, or 2 to 32: the Q strip kernel's programs in groups of that
-    many matrices, each group's strips before the next group's), ``qform_bn``
-    (``qform.QFORM_BN`` / ``QFORM_NARROW_BN``: 16 to 128, the strip kernel's columns a
-    program where the columns are not resident), ``qform_wide_prec``
-    (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products),
-    ``qform_wide_tiles`` (``qform.QFORM_WIDE_BC`` and the rest, as "BC:BK:W warps:BR:update
-    warps")."""
+    many matrices, each group's strips before the next group's), ``qform_wide_prec``
+    (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -202,9 +198,7 @@ class Knobs:
     qform_small_cuda: int | None = None
     qform_wide: int | None = None
     qform_group: int | None = None
-    qform_bn: int | None = None
     qform_wide_prec: str | None = None
-    qform_wide_tiles: str | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -341,10 +335,7 @@ KNOB_CHOICES = {
     "qform_small_cuda": (0, 1),
     "qform_wide": (0, 64, 128),
     "qform_group": (0, 2, 4, 8, 16, 32),
-    "qform_bn": (16, 32, 64, 128),
     "qform_wide_prec": ("tf32x3", "f16x3"),
-    "qform_wide_tiles": ("64:32:4:64:4", "64:32:8:64:4", "64:64:8:64:4", "64:32:4:64:8",
-                         "32:32:4:64:4", "16:16:4:16:4"),
 }
 
 

@@ -173,7 +173,9 @@ QFORM_WIDE_MIN_STRIPS = 4
 #: ``BR`` of the update's tiles, warps of each; rows a step of the ``V^T V`` launch and its
 #: warps. Offline (triton 3.6, sm_90, NBW 128): W 237 registers, the update 195 by
 #: sub-panel (255 as one product of inner size 128), ``V^T V`` 198 on 8 warps (488 B of
-#: stack on 4); none spills.
+#: stack on 4); none spills. Run 0746 (60x1024, 8x2048): W on 8 warps, W in 64-row chunks
+#: on 8 warps, the update on 8 warps and 32-column tiles each lost on both (EXPERIMENTS.md
+#: QF25).
 QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_BR = 64, 32, 64
 QFORM_WIDE_W_WARPS, QFORM_WIDE_U_WARPS = 4, 4
 QFORM_WIDE_S_ROWS, QFORM_WIDE_S_WARPS = 32, 8
@@ -534,8 +536,6 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     panels all are, in tf32x3 the others (a second launch whose other programs exit)."""
     B, k = tau.shape
     t = tiles or qform_tiles(B, m, n, _sm_count(Ht.device))
-    if tiles is None and not t.resident and knobs.get("qform_bn", None):
-        t = t._replace(bn=knobs.qform_bn)
     nbw = _wide(B, n, Ht.device, knobs) if wide is None else wide
     if tiles is None and nbw and k and not t.resident and B <= MAX_GRID_Y:
         _form_wide(Ht, tau, Qt, m, n, nbw, knobs)
@@ -580,19 +580,17 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
     Y = Ht.new_empty(B, n, nbw)
     Qt.zero_()
     Qt.diagonal(dim1=-2, dim2=-1).fill_(1.0)
-    tiles = knobs.get("qform_wide_tiles", None)
-    bc, bk, wwarps, br, uwarps = (map(int, tiles.split(":")) if tiles else (
-        QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_W_WARPS, QFORM_WIDE_BR, QFORM_WIDE_U_WARPS))
+    bc, br = QFORM_WIDE_BC, QFORM_WIDE_BR
     launches = [(prec, 0)] if prec != "f16x3" else [("f16x3", 1), ("tf32x3", 2)]
     for p in reversed(range(npan)):
         k0 = p * nbw
         for pr, bounded in launches:
             wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
                 Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, npan, k0, NBW=nbw, SB=QFORM_NB, BC=bc,
-                BK=bk, PREC=pr, BOUNDED=bounded, num_warps=wwarps)
+                BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded, num_warps=QFORM_WIDE_W_WARPS)
             wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
                 Ht, OK, Y, Qt, m, n, k, n_tw, k0, NBW=nbw, SB=QFORM_NB, BC=bc, BR=br, PREC=pr,
-                BOUNDED=bounded, num_warps=uwarps)
+                BOUNDED=bounded, num_warps=QFORM_WIDE_U_WARPS)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

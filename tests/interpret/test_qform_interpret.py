@@ -243,18 +243,6 @@ def test_grouped_strips_equal_torch(group, tiles):
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
 
 
-def test_strip_width_knob(monkeypatch):
-    # The knob qform_bn sets the strip kernel's columns a program (chunked tiles only).
-    from adaptqr import config
-
-    seen = _launches(monkeypatch, "qform_kernel", lambda kw: kw["BN"])
-    h, tau = _factors((2, 100, 70))
-    with config.experiment(qform_bn=16):
-        got = triton_householder_product(h, tau)
-    assert seen and set(seen) == {16}
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
-
-
 def test_wide_panels_in_f16x3(small_wide_tiles, monkeypatch):
     # QF25 with the knob qform_wide_prec=f16x3: the bounded matrices' launches in f16x3, the
     # others' in tf32x3 (matrix 1 made unbounded: Q's entries past 1e6 would overflow
@@ -272,16 +260,3 @@ def test_wide_panels_in_f16x3(small_wide_tiles, monkeypatch):
     assert seen == [("f16x3", 1), ("tf32x3", 2)]
     torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
     torch.testing.assert_close(got[1], want[1], rtol=2e-5, atol=2e-5 * float(want.abs().max()))
-
-
-def test_wide_tiles_knob(monkeypatch):
-    # The knob qform_wide_tiles ("BC:BK:W warps:BR:update warps") reaches both launches.
-    from adaptqr import config
-
-    seen_w = _launches(monkeypatch, "wide_w_kernel", lambda kw: (kw["BC"], kw["BK"]))
-    seen_u = _launches(monkeypatch, "wide_update_kernel", lambda kw: (kw["BC"], kw["BR"]))
-    h, tau = _factors((1, 70, 40))
-    with config.experiment(qform_wide=64, qform_wide_tiles="16:16:4:16:4"):
-        got = triton_householder_product(h, tau)
-    assert set(seen_w) == {(16, 16)} and set(seen_u) == {(16, 16)}
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
