@@ -160,7 +160,9 @@ class Knobs:
     reflectors by GEMM-shaped launches, the cuBLAS route's shapes included), ``qform_group``
     (``qform.QFORM_GROUP``: 0, or 2 to 32: the Q strip kernel's programs in groups of that
     many matrices, each group's strips before the next group's), ``qform_wide_prec``
-    (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products)."""
+    (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products),
+    ``qform_halves`` (``qform.QFORM_HALVES_MIN_N``: 0 / 1, the Q strip kernel's "f16x3"
+    products from ``V``'s halves made once)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -199,6 +201,7 @@ class Knobs:
     qform_wide: int | None = None
     qform_group: int | None = None
     qform_wide_prec: str | None = None
+    qform_halves: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -336,6 +339,7 @@ KNOB_CHOICES = {
     "qform_wide": (0, 64, 128),
     "qform_group": (0, 2, 4, 8, 16, 32),
     "qform_wide_prec": ("tf32x3", "f16x3"),
+    "qform_halves": (0, 1),
 }
 
 

@@ -12,16 +12,19 @@ order, the panels applied backwards to the identity, each as
   its own identity columns: one in "f16x3" for the matrices whose reflectors are bounded,
   one in tf32x3 for the others (for columns of at most :data:`QFORM_RESIDENT_ROWS` rows one
   tf32x3 launch in all). Products at float32 accuracy on tensor cores (:data:`QFORM_PREC`),
-  whatever ``torch.set_float32_matmul_precision`` says. Where :func:`wide_width` says, the
-  same in wide panels of :data:`QFORM_WIDE_NB` reflectors, each by two GEMM-shaped launches
-  over Q's trailing block (:mod:`adaptqr.paths.kernels.qform_wide`).
+  whatever ``torch.set_float32_matmul_precision`` says ("f16x3" from the reflectors'
+  float16 halves, made once by the ``T`` launch, from :data:`QFORM_HALVES_MIN_N` columns).
+  Where :func:`wide_width` says, the same in wide panels of :data:`QFORM_WIDE_NB`
+  reflectors, each by two GEMM-shaped launches over Q's trailing block
+  (:mod:`adaptqr.paths.kernels.qform_wide`).
 - :func:`blocked_householder_product` is the same blocked product in batched torch ops
   (``T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)``, the inverse of ``larft``'s
   ``T^{-1}`` without a ``1/tau``), for any device and dtype, at full float32 precision.
-  In panels of :data:`QFORM_BLAS_NB` columns it forms Q for few large matrices, where the
-  kernel's strips are few and long (:func:`blas_width`; 2x4096 2x faster, batch 1 at
-  3072-4096 3x, docs/EXPERIMENTS.md QF7), and for one matrix of 512-2048 columns in one
-  panel (QF9); it is also the CPU stand-in when a test forces the route.
+  In panels of :data:`QFORM_BLAS_NB` columns it forms Q for few large matrices that the
+  wide panels do not take, where the kernel's strips are few and long (:func:`blas_width`;
+  batch 1 at 3072-4096 3x faster, docs/EXPERIMENTS.md QF7), and for one matrix of
+  512-2048 columns in one panel (QF9); it is also the CPU stand-in when a test forces the
+  route.
 - Q of few small matrices (:func:`small_q_preferred`: at most 64 rows, the bounds of the
   ``small`` geqrf path) takes :func:`small_householder_product`: one cupy launch, a warp a
   pair of columns, the inputs read through their strides (EXPERIMENTS.md QF24; the knob
@@ -159,31 +162,46 @@ QFORM_ROW_ALIGN = 16
 #: GEMM-shaped launches, for ``QFORM_WIDE_MIN_N`` to ``QFORM_WIDE_MAX_N`` columns and more
 #: than one matrix: from ``QFORM_WIDE_ANY_N`` columns at any such batch (instead of cuBLAS),
 #: below it where the strip kernel would have at least ``QFORM_WIDE_MIN_STRIPS`` strips of
-#: ``QFORM_BN`` columns an SM. H100, run 0722 (``householder_product`` ms, default /
-#: wide 128 in f16x3): 60x1024 3.909 / 3.603, mixed 4.004 / 3.655, nearrank 3.981 / 3.665
-#: (7.3 strips an SM); 4x2048 2.659 / 2.557, 8x2048 4.794 / 3.585, 16x2048 8.297 / 6.496
-#: (cuBLAS before); but 16x1024 1.197 / 1.411 (1.9 strips an SM), 2x4096 7.490 / 7.964
-#: (cuBLAS stays), 640x512 5.408 / 6.306, 64x512 0.538 / 0.885, 40x352 0.152 / 0.711.
-#: Knob ``qform_wide`` (0: never, 64 / 128: that width wherever the kernels take the shape,
-#: the cuBLAS route's shapes included).
+#: ``QFORM_BN`` columns an SM (its few wide launches a panel then have programs enough).
+#: H100, runs 0934 and 0939 (after QF28, ``householder_product`` ms, the route before /
+#: wide 128): 16x1024 (1.9 strips an SM) 1.156 (strip) / 0.950, 2x4096 7.434 (cuBLAS) /
+#: 6.308, 4x4096 13.70 / 9.925, 2x6144 21.75 / 19.15; but 8x1024 (0.97 strips an SM) 0.689
+#: (strip) / 0.990, 4x1024 0.498 / 0.993, 2x1024 0.496 / 1.185, 640x512 4.380 / 5.282,
+#: 64x512 0.547 / 0.630, 40x352 0.156 / 0.423; batch 1 (cuBLAS) 1x2048 1.023 / 1.822,
+#: 1x4096 3.587 / 5.077. Run 0722 (QF25, before QF28): 60x1024 3.909 / 3.603, 8x2048 4.794
+#: / 3.585, 4x2048 2.659 / 2.557. Knob ``qform_wide`` (0: never, 64 / 128: that width
+#: wherever the kernels take the shape, the cuBLAS route's shapes included).
 QFORM_WIDE_NB = 128
-QFORM_WIDE_MIN_N, QFORM_WIDE_ANY_N, QFORM_WIDE_MAX_N = 1024, 2048, 4095
-QFORM_WIDE_MIN_STRIPS = 4
+QFORM_WIDE_MIN_N, QFORM_WIDE_ANY_N, QFORM_WIDE_MAX_N = 1024, 2048, 6144
+QFORM_WIDE_MIN_STRIPS = 1.5
 #: Its launches' tiles: columns ``BC`` and row chunks ``BK`` of the ``W`` launch, rows
 #: ``BR`` of the update's tiles, warps of each; rows a step of the ``V^T V`` launch and its
-#: warps. Offline (triton 3.6, sm_90, NBW 128): W 237 registers, the update 195 by
-#: sub-panel (255 as one product of inner size 128), ``V^T V`` 198 on 8 warps (488 B of
-#: stack on 4); none spills. Run 0746 (60x1024, 8x2048): W on 8 warps, W in 64-row chunks
-#: on 8 warps, the update on 8 warps and 32-column tiles each lost on both (EXPERIMENTS.md
-#: QF25).
+#: warps. Offline (triton 3.6, sm_90, NBW 128): W 237 registers, the update 128 in
+#: "f16x3" (one product of inner size 128 from the stored halves) and 200 in tf32x3 (by
+#: sub-panel), ``V^T V`` 198 on 8 warps (488 B of stack on 4); none spills. Run 0746
+#: (60x1024, 8x2048; before QF28): W on 8 warps, W in 64-row chunks on 8 warps, the update
+#: on 8 warps and 32-column tiles each lost on both (EXPERIMENTS.md QF25).
 QFORM_WIDE_BC, QFORM_WIDE_BK, QFORM_WIDE_BR = 64, 32, 64
 QFORM_WIDE_W_WARPS, QFORM_WIDE_U_WARPS = 4, 4
 QFORM_WIDE_S_ROWS, QFORM_WIDE_S_WARPS = 32, 8
 #: Its two big products (knob ``qform_wide_prec``): "f16x3" for the matrices whose
 #: reflectors are bounded (as ``QFORM_PREC``'s), or tf32x3; ``V^T V`` in ``QFORM_T_PREC``.
 #: Run 0722, ms, tf32x3 / f16x3: 60x1024 4.536 / 3.603, 8x2048 4.339 / 3.585, 16x2048
-#: 8.139 / 6.496.
+#: 8.139 / 6.496. In "f16x3" the operands' float16 halves are made once and stored (``V``'s
+#: by the T kernel, ``-Y``'s by the ``W`` launch), not in every program (EXPERIMENTS.md
+#: QF28; H100 run 0924, ms, in every program / once): 60x1024 3.642 / 2.860, 8x2048 3.602 /
+#: 3.026, 16x2048 6.692 / 5.104, 3x3072 5.112 / 4.202.
 QFORM_WIDE_PREC = "f16x3"
+#: The strip kernel's "f16x3" products from ``V``'s float16 halves made once by the T kernel
+#: (EXPERIMENTS.md QF29), not split in every program, from ``QFORM_HALVES_MIN_N`` columns:
+#: the halves are written once a reflector and read once a strip of Q's columns it
+#: reaches, so they pay where a reflector reaches many strips. H100, runs 0934 and 0946
+#: (``householder_product`` ms, split in every program / halves): 640x512 4.380 / 4.061,
+#: rankdef 4.372 / 4.046, 64x512 0.547 / 0.491, 40x352 0.158 / 0.136, 8x1024 0.734 /
+#: 0.669, 64x512x256 0.246 / 0.231, 64x256 0.111 / 0.110, 64x1024x256 0.590 / 0.591; but
+#: 40x176 (32-column strips) 0.106 / 0.113. Knob ``qform_halves`` (0 / 1: never / wherever
+#: the strip kernel forms Q in "f16x3").
+QFORM_HALVES_MIN_N = 256
 #: The strip kernel's programs in groups of this many matrices, each group's strips (the
 #: rightmost first) before the next group's, or 0: every matrix's rightmost strip first
 #: (knob ``qform_group``): the strips running side by side then read few matrices' ``V``
@@ -310,9 +328,9 @@ def wide_width(B: int, n: int, sm_count: int) -> int:
     """The panel width at which ``B`` Q factors of ``n`` columns are formed in wide panels
     (:data:`QFORM_WIDE_NB`), or 0 for the other routes (see ``QFORM_WIDE_MIN_N``).
 
-    >>> wide_width(60, 1024, 132), wide_width(16, 1024, 132), wide_width(8, 2048, 132)
-    (128, 0, 128)
-    >>> wide_width(640, 512, 132), wide_width(2, 4096, 132), wide_width(1, 2048, 132)
+    >>> wide_width(60, 1024, 132), wide_width(16, 1024, 132), wide_width(2, 4096, 132)
+    (128, 128, 128)
+    >>> wide_width(8, 1024, 132), wide_width(2, 8192, 132), wide_width(1, 2048, 132)
     (0, 0, 0)
     """
     if B < 2 or not QFORM_WIDE_MIN_N <= n <= QFORM_WIDE_MAX_N:
@@ -550,15 +568,18 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     if t.resident or n_tw == 0:
         # One launch builds each T as it goes: nothing says beforehand whether a matrix's
         # reflectors are bounded. (Columns of at most QFORM_RESIDENT_ROWS: host-bound.)
-        qform_kernel[grid](Ht, tau, tau, tau, Qt, m, n, k, n_tw, B,
+        qform_kernel[grid](Ht, tau, tau, tau, tau, tau, Qt, m, n, k, n_tw, B,
                            PREC="tf32x3" if prec == "f16x3" else prec, **launch)
     elif prec == "f16x3":
-        TW, OK = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=True)
-        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, B, PREC="f16x3", BOUNDED=1, **launch)
-        qform_kernel[grid](Ht, tau, TW, OK, Qt, m, n, k, n_tw, B, PREC="tf32x3", BOUNDED=2, **launch)
+        halves = t.nb if knobs.get("qform_halves", n >= QFORM_HALVES_MIN_N) else 0
+        TW, OK, VH = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=True, halves=halves)
+        qform_kernel[grid](Ht, tau, TW, OK, *VH, Qt, m, n, k, n_tw, B, PREC="f16x3", BOUNDED=1,
+                           HALVES=bool(halves), **launch)
+        qform_kernel[grid](Ht, tau, TW, OK, *VH, Qt, m, n, k, n_tw, B, PREC="tf32x3", BOUNDED=2,
+                           **launch)
     else:
-        TW, _ = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
-        qform_kernel[grid](Ht, tau, TW, tau, Qt, m, n, k, n_tw, B, PREC=prec, **launch)
+        TW, _, VH = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
+        qform_kernel[grid](Ht, tau, TW, tau, *VH, Qt, m, n, k, n_tw, B, PREC=prec, **launch)
 
 
 def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
@@ -573,11 +594,14 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
     # T slots for whole wide panels: those past k are zero (identity reflectors).
     n_tw = npan * (nbw // QFORM_NB)
     prec = knobs.get("qform_wide_prec", QFORM_WIDE_PREC)
-    TW, OK = _panel_ts(Ht, tau, m, n, n_tw, QFORM_NB, knobs, flags=prec == "f16x3")
+    f16 = prec == "f16x3"
+    TW, OK, (V16, VLO) = _panel_ts(Ht, tau, m, n, n_tw, QFORM_NB, knobs, flags=f16,
+                                   halves=nbw if f16 else 0)
     S = Ht.new_empty(B, npan, nbw, nbw)
+    Y = Ht.new_empty(B, n, nbw)
+    Y16, YLO = Ht.new_empty(2, B, n, nbw, dtype=torch.float16).unbind(0) if f16 else (Y, Y)
     wide_vtv_kernel[(B, npan)](Ht, S, m, n, k, npan, NBW=nbw, CH=QFORM_WIDE_S_ROWS,
                                PREC=QFORM_T_PREC, num_warps=QFORM_WIDE_S_WARPS)
-    Y = Ht.new_empty(B, n, nbw)
     Qt.zero_()
     Qt.diagonal(dim1=-2, dim2=-1).fill_(1.0)
     bc, br = QFORM_WIDE_BC, QFORM_WIDE_BR
@@ -586,24 +610,31 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
         k0 = p * nbw
         for pr, bounded in launches:
             wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
-                Ht, TW, OK, S, Qt, Y, m, n, k, n_tw, npan, k0, NBW=nbw, SB=QFORM_NB, BC=bc,
-                BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded, num_warps=QFORM_WIDE_W_WARPS)
+                Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, npan, k0, NBW=nbw,
+                SB=QFORM_NB, BC=bc, BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded,
+                num_warps=QFORM_WIDE_W_WARPS)
             wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
-                Ht, OK, Y, Qt, m, n, k, n_tw, k0, NBW=nbw, SB=QFORM_NB, BC=bc, BR=br, PREC=pr,
-                BOUNDED=bounded, num_warps=QFORM_WIDE_U_WARPS)
+                Ht, OK, Y, Qt, V16, VLO, Y16, YLO, m, n, k, n_tw, k0, NBW=nbw,
+                SB=QFORM_NB, BC=bc, BR=br, PREC=pr, BOUNDED=bounded,
+                num_warps=QFORM_WIDE_U_WARPS)
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,
-              knobs: config.Knobs, flags: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every panel's ``T`` ``(B, n_tw, nb, nb)`` of the reflectors in ``Ht`` ``(B, n, m)``
-    (``tau`` ``(B, k)`` contiguous), and with ``flags`` whether each panel's reflectors are
-    bounded (``(B, n_tw)`` int32, else ``tau``, unread): one launch, one warp a panel."""
+              knobs: config.Knobs, flags: bool = False, halves: int = 0
+              ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """``(TW, OK, (V16, VLO))``: every panel's ``T`` ``(B, n_tw, nb, nb)`` of the reflectors
+    in ``Ht`` ``(B, n, m)`` (``tau`` ``(B, k)`` contiguous), with ``flags`` whether each
+    panel's reflectors are bounded (``(B, n_tw)`` int32, else ``tau``, unread), with
+    ``halves`` ``V^T``'s float16 halves for products over panels of ``halves`` reflectors
+    (each ``(B, n_tw * nb, m)``, else ``tau``, unread): one launch, one warp a panel."""
     B, k = tau.shape
     TW = torch.empty(B, n_tw, nb, nb, dtype=Ht.dtype, device=Ht.device)
     OK = torch.empty(B, n_tw, dtype=torch.int32, device=Ht.device) if flags else tau
-    qform_t_kernel[(B, n_tw)](Ht, tau, TW, OK, m, n, k, n_tw, 0, NB=nb, FLAGS=flags,
-                              **_t_launch(knobs))
-    return TW, OK
+    VH = (torch.empty(2, B, n_tw * nb, m, dtype=torch.float16, device=Ht.device).unbind(0)
+          if halves else (tau, tau))
+    qform_t_kernel[(B, n_tw)](Ht, tau, TW, OK, *VH, m, n, k, n_tw, 0, NB=nb, FLAGS=flags,
+                              HALVES=halves, **_t_launch(knobs))
+    return TW, OK, VH
 
 
 def _t_launch(knobs: config.Knobs) -> dict:
@@ -669,7 +700,7 @@ def apply_qt_panels(H: torch.Tensor, tau: torch.Tensor, C: torch.Tensor, TW: tor
         return
     Ht = H.mT
     n_tw = TW.shape[1]
-    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, tau, m, k, k, n_tw, p0, NB=QFORM_NB,
+    qform_t_kernel[(B, p1 - p0)](Ht, tau, TW, tau, tau, tau, m, k, k, n_tw, p0, NB=QFORM_NB,
                                  **_t_launch(knobs or config.snapshot().knobs))
     narrow = B * triton.cdiv(nc, QFORM_BN) < _sm_count(H.device)
     bn = QFORM_NARROW_BN if narrow else QFORM_BN

@@ -85,9 +85,11 @@ def test_cases_from_json_file(tmp_path):
     lst = tmp_path / "l.json"
     lst.write_text(json.dumps([{"batch": 2, "n": 8, "cond": 1, "seed": 1},
                                {"batch": 2, "n": 8, "cond": 1, "seed": 1},       # duplicate: dropped
-                               {"batch": 4, "n": 16, "cond": 0, "seed": 2, "case": "band"}]))
+                               {"batch": 4, "n": 16, "cond": 0, "seed": 2, "case": "band"},
+                               {"batch": 3, "m": 24, "n": 8, "cond": 0, "seed": 5}]))  # tall
     got = cases.resolve(str(lst))
-    assert [cases.case_key(c) for c in got] == ["2x8-dense-c1-s1", "4x16-band-c0-s2"]
+    assert [cases.case_key(c) for c in got] == ["2x8-dense-c1-s1", "4x16-band-c0-s2",
+                                                "3x24x8-dense-c0-s5"]
     obj = tmp_path / "o.json"
     obj.write_text(json.dumps({"tests": [{"batch": 1, "n": 4, "cond": 0, "seed": 3}],
                                "benchmarks": [{"batch": 1, "n": 8, "cond": 0, "seed": 4}]}))

@@ -15,6 +15,7 @@ from adaptqr.layout import TILE
 from adaptqr.paths import householder, prescale, schedules
 from adaptqr.paths.kernels import panel, scale, trailing, transpose
 from adaptqr.paths.kernels import qform as qk
+from adaptqr.paths.kernels import qform_wide as qw
 from adaptqr.paths.kernels.fp16_storage import F16_NONE, F16_ONLY, F16_SKIP
 from adaptqr.testing import offline_compile
 
@@ -81,6 +82,21 @@ CASES = [
                            PREC="tf32x3", BOUNDED=2), qform.QFORM_WARPS, 3),
     (qk.qform_kernel, dict(NB=32, BN=32, BM=qform.QFORM_RESIDENT_ROWS, RESIDENT=1,
                            PREC="tf32x3"), 4, 3),
+    # V's float16 halves: made by the T kernel, read by the strip kernel (QF29).
+    (qk.qform_t_kernel, dict(NB=qform.QFORM_NB, CH=qform.QFORM_T_ROWS, PREC=qform.QFORM_T_PREC,
+                             FLAGS=1, HALVES=qform.QFORM_WIDE_NB), qform.QFORM_T_WARPS, 3),
+    (qk.qform_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM, RESIDENT=0,
+                           PREC="f16x3", BOUNDED=1, HALVES=1), qform.QFORM_WARPS, 3),
+    # Q in wide panels (QF25, QF28): V^T V, W and Y with -Y's halves, the update.
+    (qw.wide_vtv_kernel, dict(NBW=qform.QFORM_WIDE_NB, CH=qform.QFORM_WIDE_S_ROWS,
+                              PREC=qform.QFORM_T_PREC), qform.QFORM_WIDE_S_WARPS, 3),
+    *[(qw.wide_w_kernel, dict(NBW=qform.QFORM_WIDE_NB, SB=qform.QFORM_NB, BC=qform.QFORM_WIDE_BC,
+                              BK=qform.QFORM_WIDE_BK, PREC=prec, BOUNDED=bounded),
+       qform.QFORM_WIDE_W_WARPS, 3) for prec, bounded in (("f16x3", 1), ("tf32x3", 2))],
+    *[(qw.wide_update_kernel, dict(NBW=qform.QFORM_WIDE_NB, SB=qform.QFORM_NB,
+                                   BC=qform.QFORM_WIDE_BC, BR=qform.QFORM_WIDE_BR, PREC=prec,
+                                   BOUNDED=bounded), qform.QFORM_WIDE_U_WARPS, 3)
+      for prec, bounded in (("f16x3", 1), ("tf32x3", 2))],
     (qk.apply_qt_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM,
                               PREC=qform.APPLY_QT_PREC), qform.QFORM_WARPS, 3),
     # Prescaling and the column-major load.

@@ -42,6 +42,9 @@ def _normalize(c: Any, where: str) -> dict:
         raise ValueError(f"{where}: case {c!r} lacks {missing}")
     out = {k: int(c[k]) for k in _KEYS}
     out["case"] = str(c.get("case") or "dense").lower()
+    # Rows of a rectangular case (the optimizers' tall shapes); square when absent.
+    if c.get("m") is not None:
+        out["m"] = int(c["m"])
     return out
 
 

@@ -30,7 +30,7 @@ POINTERS = {"Ht": "*fp32", "TAU": "*fp32", "TW": "*fp32", "TB": "*fp32", "W": "*
             "SC": "*fp32", "WS": "*fp32", "SP": "*fp32", "S": "*fp32", "Y": "*fp32", "C": "*fp32",
             "TG": "*fp32", "Qt": "*fp32", "src": "*fp32", "dst": "*fp32",
             "NA": "*i32", "NZ": "*i32", "CNT": "*i32", "EXP": "*i32", "OK": "*i32", "C16": "*fp16", "V16": "*fp16",
-            "Y16": "*fp16", "YS": "*fp32"}
+            "Y16": "*fp16", "YS": "*fp32", "VLO": "*fp16", "YLO": "*fp16"}
 
 
 def available() -> bool:

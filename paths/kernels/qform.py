@@ -43,7 +43,15 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _build_t, _store_t, _stored_vtv
-from adaptqr.paths.kernels.trailing import _dot, _dot_small, _load_t, _load_v
+from adaptqr.paths.kernels.trailing import (
+    F16X3_LO,
+    _dot,
+    _dot_small,
+    _load_t,
+    _load_v,
+    dot_halves,
+    f16_halves,
+)
 
 #: A panel counts as bounded for "f16x3" (:func:`bounded_reflectors`) when its ``T`` has no
 #: entry above this: with Q's columns of norm <= e^(1/2) and ``||v|| <= 2.03``, ``Y = W T^T``
@@ -69,12 +77,18 @@ def bounded_reflectors(S, T, taus, k, NB: tl.constexpr):
 
 
 @triton.jit
-def qform_t_kernel(Ht, TAU, TW, OK, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.constexpr,
-                   PREC: tl.constexpr, FLAGS: tl.constexpr = False):
+def qform_t_kernel(Ht, TAU, TW, OK, V16, VLO, m, n, k, n_tw, p0, NB: tl.constexpr,
+                   CH: tl.constexpr, PREC: tl.constexpr, FLAGS: tl.constexpr = False,
+                   HALVES: tl.constexpr = 0):
     """``TW[b, p]``: the ``T`` of the reflectors in columns ``[p*NB, p*NB + NB)`` of matrix b
     (columns at or past ``k`` count as ``tau = 0``: a zero column of ``T``), for the panels
     ``p = p0 + program_id(1)``; ``V^T V``'s products in ``PREC``. ``FLAGS``: also
-    ``OK[b, p]`` (``(B, n_tw)`` int32), :func:`bounded_reflectors` of the panel."""
+    ``OK[b, p]`` (``(B, n_tw)`` int32), :func:`bounded_reflectors` of the panel.
+    ``HALVES`` (a multiple of ``NB``, or 0): also the panel's ``V^T`` as float16 halves
+    (:func:`adaptqr.paths.kernels.trailing.f16_halves`) in ``V16`` and ``VLO`` ``(B, n_tw *
+    NB, m)``, rows ``[p*NB, m)`` of each reflector and the zeros above them from the last
+    multiple of ``HALVES``, its unit diagonal written out (for "f16x3" products that load
+    them as they are, a panel of ``HALVES`` reflectors at a time, EXPERIMENTS.md QF28)."""
     b = tl.program_id(0)
     p = p0 + tl.program_id(1)
     k0 = p * NB
@@ -83,7 +97,19 @@ def qform_t_kernel(Ht, TAU, TW, OK, m, n, k, n_tw, p0, NB: tl.constexpr, CH: tl.
     keep = cols < k
     base = Ht + b.to(tl.int64) * n * m
     taus = tl.load(TAU + b.to(tl.int64) * k + cols, mask=keep, other=0.0)
-    S = _stored_vtv(base, cols, keep, k0, m, NB, CH, PREC)
+    if HALVES:
+        rr = tl.arange(0, CH)
+        half = (b.to(tl.int64) * n_tw * NB + cols[:, None]) * m
+        S = tl.zeros((NB, NB), dtype=tl.float32)
+        for r0 in range(k0 // HALVES * HALVES, m, CH):
+            r = r0 + rr
+            Vt = _load_v(base, k0, r, m, m, k, NB, k - k0)
+            S += tl.dot(Vt, tl.trans(Vt), input_precision=PREC)
+            hi, lo = f16_halves(Vt)
+            tl.store(V16 + half + r[None, :], hi, mask=(r < m)[None, :])
+            tl.store(VLO + half + r[None, :], lo, mask=(r < m)[None, :])
+    else:
+        S = _stored_vtv(base, cols, keep, k0, m, NB, CH, PREC)
     T = _build_t(S, taus, NB)
     _store_t(TW, b, p, n_tw, T, NB)
     if FLAGS:
@@ -125,16 +151,18 @@ def _strip_program(B, S, GROUP: tl.constexpr):
 
 
 @triton.jit
-def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, B, NB: tl.constexpr, BN: tl.constexpr,
-                 BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
-                 BOUNDED: tl.constexpr = 0, GROUP: tl.constexpr = 0):
+def qform_kernel(Ht, TAU, TW, OK, V16, VLO, Qt, m, n, k, n_tw, B, NB: tl.constexpr,
+                 BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
+                 BOUNDED: tl.constexpr = 0, GROUP: tl.constexpr = 0,
+                 HALVES: tl.constexpr = False):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
     ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` and ``OK``
     unread: one launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU``
     unread). ``BOUNDED`` (not ``RESIDENT``): 1 forms only the matrices whose panels are all
     :func:`bounded_reflectors` (``OK``), 2 only the others, 0 every matrix: "f16x3" takes
     the first launch, tf32x3 the second, each one code path (a branch between the two
-    precisions in one program cost 20 % at 640x512, run 1946)."""
+    precisions in one program cost 20 % at 640x512, run 1946). ``HALVES`` (with "f16x3",
+    not ``RESIDENT``): ``V`` from :func:`qform_t_kernel`'s halves (:func:`_update_halves`)."""
     b, t = _strip_program(B, tl.cdiv(n, BN), GROUP)
     if selected(OK, b, n_tw, BOUNDED):
         base = Ht + b.to(tl.int64) * n * m
@@ -165,8 +193,11 @@ def qform_kernel(Ht, TAU, TW, OK, Qt, m, n, k, n_tw, B, NB: tl.constexpr, BN: tl
             tl.debug_barrier()
             for i in range(0, p_top + 1):
                 k0 = (p_top - i) * NB
-                _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
-                                NB, BN, BM, PREC)
+                if HALVES and PREC == "f16x3":
+                    _update_halves(V16, VLO, qbase, cc, ccmask, b, k0, m, TW, n_tw, NB, BN, BM)
+                else:
+                    _chunked_update(base, qbase, cc, ccmask, k0, m, m, k, TW, b, n_tw, True,
+                                    NB, BN, BM, PREC)
 
 
 @triton.jit
@@ -183,6 +214,55 @@ def column_vtc(base, cbase, cc, ccmask, k0, m, cstride, k, NB: tl.constexpr, BN:
                      mask=ccmask[:, None] & (r < m)[None, :], other=0.0)
         W += _dot(Ct, tl.trans(_load_v(base, k0, r, m, m, k, NB, k - k0)), PREC)
     return W
+
+
+@triton.jit
+def column_vtc_halves(V16, VLO, cbase, cc, ccmask, b, k0, m, kp, NB: tl.constexpr,
+                      BN: tl.constexpr, BM: tl.constexpr):
+    """:func:`column_vtc` in "f16x3" (``C``'s rows of ``m`` entries) with ``V`` from
+    :func:`qform_t_kernel`'s halves (``kp`` reflector slots a matrix; matrix ``b``'s slots
+    ``[k0, k0 + NB)``): only ``C``'s chunks are split in the program; the small products
+    summed apart over every chunk, and added once."""
+    rr = tl.arange(0, BM)
+    half = (b.to(tl.int64) * kp + k0 + tl.arange(0, NB)[None, :]) * m
+    W = tl.zeros((BN, NB), dtype=tl.float32)
+    small = tl.zeros((BN, NB), dtype=tl.float32)
+    for r0 in range(k0, m, BM):
+        r = r0 + rr
+        c_hi, c_lo = f16_halves(tl.load(cbase + cc[:, None] * m + r[None, :],
+                                        mask=ccmask[:, None] & (r < m)[None, :], other=0.0))
+        vmask = (r < m)[:, None]
+        v_hi = tl.load(V16 + half + r[:, None], mask=vmask, other=0.0)
+        small = tl.dot(c_lo, v_hi, tl.dot(c_hi, tl.load(VLO + half + r[:, None], mask=vmask,
+                                                         other=0.0), small))
+        W = tl.dot(c_hi, v_hi, W)
+    return W + small * (1.0 / F16X3_LO)
+
+
+@triton.jit
+def _update_halves(V16, VLO, cbase, cc, ccmask, b, k0, m, TW, n_tw, NB: tl.constexpr,
+                   BN: tl.constexpr, BM: tl.constexpr):
+    """:func:`_chunked_update` of Q formation (``C^T -= (C^T V) T^T V^T``, ``C``'s rows of
+    ``m`` entries) in "f16x3" with ``V`` from :func:`qform_t_kernel`'s halves: ``-Y``'s
+    halves made once, each row chunk's product loading ``V``'s as they are into ``C``'s
+    chunk as its accumulator."""
+    kp = n_tw * NB
+    W = column_vtc_halves(V16, VLO, cbase, cc, ccmask, b, k0, m, kp, NB, BN, BM)
+    Y = tl.dot(W, tl.trans(_load_t(TW, b, k0 // NB, n_tw, NB)), input_precision="tf32x3")
+    y_hi, y_lo = f16_halves(-Y)
+    rr = tl.arange(0, BM)
+    vrow = (b.to(tl.int64) * kp + k0 + tl.arange(0, NB)[:, None]) * m
+    for r0 in range(k0, m, BM):
+        r = r0 + rr
+        cptr = cbase + cc[:, None] * m + r[None, :]
+        cmask = ccmask[:, None] & (r < m)[None, :]
+        vmask = (r < m)[None, :]
+        Ct = dot_halves(y_hi, y_lo, tl.load(V16 + vrow + r[None, :], mask=vmask, other=0.0),
+                        tl.load(VLO + vrow + r[None, :], mask=vmask, other=0.0),
+                        tl.load(cptr, mask=cmask, other=0.0))
+        tl.store(cptr, Ct, mask=cmask)
+    # The next panel re-reads rows this program just wrote.
+    tl.debug_barrier()
 
 
 @triton.jit

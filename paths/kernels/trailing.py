@@ -102,12 +102,27 @@ def _dot_f16x3(a, b):
     2^-14 keeps an absolute accuracy of 2^-36 (float16's subnormal spacing in the low half).
     Scaling each tile here to its largest entry cost most of the gain (EXPERIMENTS.md T10):
     the callers bound their operands instead (:func:`y_unit`)."""
-    a_hi = a.to(tl.float16)
-    a_lo = ((a - a_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
-    b_hi = b.to(tl.float16)
-    b_lo = ((b - b_hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+    a_hi, a_lo = f16_halves(a)
+    b_hi, b_lo = f16_halves(b)
     small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
     return tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
+
+
+@triton.jit
+def f16_halves(x):
+    """``(hi, lo)``, float16: ``x``'s rounded high half and its low half times
+    ``F16X3_LO`` (:func:`_dot_f16x3`'s operands; ``x`` within float16's range)."""
+    hi = x.to(tl.float16)
+    return hi, ((x - hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+
+
+@triton.jit
+def dot_halves(a_hi, a_lo, b_hi, b_lo, acc):
+    """``acc + a @ b`` ("f16x3", FP32 accumulation) from both operands' :func:`f16_halves`,
+    made beforehand: loaded as they are, they feed the tensor cores with no conversion in
+    the program (EXPERIMENTS.md QF28)."""
+    small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
+    return tl.dot(a_hi, b_hi, acc + small * (1.0 / F16X3_LO))
 
 
 @triton.jit

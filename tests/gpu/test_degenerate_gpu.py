@@ -27,6 +27,10 @@ test_linalg_qr_batches = property_test((16, 64, 176, 512, 1024), (1, 3, 8), "cud
                                        examples=200, follow_env=False, op="qr")
 test_linalg_qr_throughput = property_test((16, 96, 176), (140,), "cuda", examples=20,
                                           follow_env=False, op="qr")
+# Q in wide panels (16x1024 and 2x2048; QF25, QF28) and the strip kernel from V's halves
+# (2x1024; QF29).
+test_linalg_qr_wide = property_test((1024, 2048), (2, 16), "cuda", examples=12,
+                                    follow_env=False, op="qr")
 
 
 @pytest.mark.parametrize("n", [16, 96, 512, 2048])

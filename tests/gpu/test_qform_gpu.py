@@ -97,11 +97,24 @@ def test_wide_panels_at_the_half_gate(shape, k, nbw):
     _q_at_the_half_gate(shape, k, qform_wide=nbw)
 
 
+@pytest.mark.variant
+@pytest.mark.parametrize("shape,k", [((640, 512, 512), None), ((60, 1000, 1000), None),
+                                     ((3, 700, 500), 300), ((64, 1024, 256), None),
+                                     ((40, 176, 176), None), ((5, 70, 70), 0)],
+                         ids=_shape_id)
+def test_strip_halves_at_the_half_gate(shape, k):
+    # EXPERIMENTS.md QF29: the strip kernel's f16x3 products from V's halves made once.
+    _q_at_the_half_gate(shape, k, qform_halves=1, qform_wide=0)
+
+
+@pytest.mark.parametrize("knobs", [{"qform_wide": 128}, {"qform_wide": 0, "qform_halves": 1}],
+                         ids=["wide", "strip-halves"])
 @pytest.mark.parametrize("kind", ["rankdef", "tiny", "huge", "repeated"])
-def test_wide_panels_on_degenerate_input(kind):
-    # QF25's route (forced: its shapes by default are large batches) on rank-deficient
-    # input (zero trailing columns: tau = 0 reflectors), entries near float32's ends, and
-    # repeated columns: torch's float64 Q at the half gate.
+def test_q_routes_on_degenerate_input(kind, knobs):
+    # QF25's route (forced: its shapes by default are large batches), and the strip
+    # kernel's with V's halves (QF29), on rank-deficient input (zero trailing columns: tau
+    # = 0 reflectors), entries near float32's ends, and repeated columns: torch's float64
+    # Q at the half gate.
     from adaptqr import config
 
     g = torch.Generator(device="cuda").manual_seed(2525)
@@ -115,7 +128,7 @@ def test_wide_panels_on_degenerate_input(kind):
     else:
         A[..., 1::2] = A[..., 0::2]
     h, tau = originals.geqrf(A)
-    with config.experiment(qform_wide=128):
+    with config.experiment(**knobs):
         Q = adaptqr.householder_product(h, tau)
     ref = originals.householder_product(h.double(), tau.double())
     assert torch.isfinite(Q).all()

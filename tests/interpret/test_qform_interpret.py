@@ -43,6 +43,19 @@ def test_equals_torch(tiles, shape, k):
     assert torch.equal(h, h0) and torch.equal(tau, t0)
 
 
+@pytest.mark.parametrize("tiles", ["chunked", "narrow", "nb16"])
+@pytest.mark.parametrize("shape,k", [((2, 70, 70), None), ((1, 90, 50), 20), ((3, 9, 9), 0)])
+def test_strip_halves_equal_torch(tiles, shape, k):
+    # QF29 (knob qform_halves): the strip kernel's f16x3 products with V's float16 halves
+    # made once by the T kernel; k < n and k = 0 included.
+    from adaptqr import config
+
+    h, tau = _factors(shape, k)
+    with config.experiment(qform_halves=1):
+        got = triton_householder_product(h, tau, TILES[tiles])
+    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
 def _launches(monkeypatch, name, what):
     """Record ``what(launch keywords)`` for each launch of the kernel ``qform.<name>``, which
     still runs; returns the list."""
@@ -175,11 +188,11 @@ def test_panel_flags():
     # The T kernel's flags (FLAGS): 1 for geqrf's panels, 0 for one with a tau = 200
     # reflector or an identity reflector over large entries.
     h, tau = _factors((2, 64, 48))
-    _, ok = qform._panel_ts(h.mT, tau, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
+    _, ok, _ = qform._panel_ts(h.mT, tau, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
     assert ok.tolist() == [[1, 1, 1], [1, 1, 1]]
     h2, tau2 = _unbounded(h, tau)
     tau2[1, 40:] = tau[1, 40:]
-    _, ok = qform._panel_ts(h2.mT, tau2, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
+    _, ok, _ = qform._panel_ts(h2.mT, tau2, 64, 48, 3, 16, qform.config.snapshot().knobs, flags=True)
     assert ok.tolist() == [[1, 1, 0], [1, 1, 0]]
 
 
@@ -192,26 +205,27 @@ def small_wide_tiles(monkeypatch):
     monkeypatch.setattr(qform, "QFORM_WIDE_BR", 16)
 
 
+@pytest.mark.parametrize("prec", ["f16x3", "tf32x3"])
 @pytest.mark.parametrize("nbw", [64, 128])
 @pytest.mark.parametrize("shape,k", [
     ((2, 150, 130), None),    # three wide panels at 64, the last partial
     ((1, 200, 140), 90),      # k < n: the second panel's second sub-panel past k
     ((2, 2, 70, 41), None),   # two batch dims, one panel of two sub-panels
 ])
-def test_wide_panels_equal_torch(shape, k, nbw, small_wide_tiles, monkeypatch):
+def test_wide_panels_equal_torch(shape, k, nbw, prec, small_wide_tiles, monkeypatch):
     # QF25 (knob qform_wide): Q by wide panels, each sub-panel's Y by the recurrence through
-    # V^T V. The W launch runs twice a wide panel (f16x3 for the bounded matrices, tf32x3
-    # for the others).
+    # V^T V. In f16x3 the W launch runs twice a wide panel (f16x3 for the bounded matrices,
+    # from the operands' halves made once (QF28), tf32x3 for the others).
     from adaptqr import config
 
     h, tau = _factors(shape, k)
     h0, t0 = h.clone(), tau.clone()
     seen = _launches(monkeypatch, "wide_w_kernel", lambda kw: kw["NBW"])
-    with config.experiment(qform_wide=nbw):
+    with config.experiment(qform_wide=nbw, qform_wide_prec=prec):
         got = triton_householder_product(h, tau)
     want = originals.householder_product(h, tau)
     kk = tau.shape[-1]
-    assert seen == [nbw] * 2 * -(-kk // nbw)
+    assert seen == [nbw] * (2 if prec == "f16x3" else 1) * -(-kk // nbw)
     assert got.shape == want.shape and got.stride() == want.stride()
     torch.testing.assert_close(got, want, rtol=0, atol=2e-6)
     assert torch.equal(h, h0) and torch.equal(tau, t0)
@@ -228,6 +242,22 @@ def test_wide_panels_zero_tau_columns(small_wide_tiles):
     with config.experiment(qform_wide=64):
         got = triton_householder_product(h, tau)
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
+
+
+def test_wide_panels_unbounded_matrix(small_wide_tiles):
+    # A matrix whose reflectors are not bounded (tau = 200) takes the tf32x3 launch beside
+    # the f16x3 launch (operands' halves, QF28) of the bounded one, in the same wide panels.
+    from adaptqr import config
+
+    h, tau = _factors((2, 100, 48))
+    h2, tau2 = _unbounded(h, tau)
+    h2[0], tau2[0] = h[0], tau[0]
+    with config.experiment(qform_wide=64):
+        got = triton_householder_product(h2, tau2)
+    want = originals.householder_product(h2, tau2)
+    assert want[1].abs().max() > 1e6 and torch.isfinite(want).all()
+    torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
+    torch.testing.assert_close(got[1], want[1], rtol=2e-5, atol=2e-5 * float(want[1].abs().max()))
 
 
 @pytest.mark.parametrize("group", [2, 4])
