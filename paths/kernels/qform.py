@@ -5,11 +5,14 @@ identity's columns, one launch for every panel's ``T`` and one for ``Q`` in each
 Storage: ``Ht`` is ``(B, n, m)`` contiguous (row j of ``Ht[b]`` is column j of matrix b, the
 layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW`` is
 ``(B, n_tw, NB, NB)`` (panel p's ``T`` at ``TW[b, p]``, row-major) and ``Qt`` is
-``(B, n, m)`` contiguous, ``Q`` transposed (so ``Q`` is column-major, as torch's).
+``(B, n, m)`` contiguous, ``Q`` transposed (so ``Q`` is column-major, as torch's). With
+``HALVES``, ``V16`` and ``VLO`` are ``(B, n_tw * NB, m)`` float16: row j of ``V16[b]`` is
+reflector j's high half, of ``VLO[b]`` its low half (``trailing.f16_halves``).
 
 * :func:`qform_t_kernel`, grid ``(B, n_tw)``: panel p's ``T`` from its stored reflectors by
   larft's recurrence (:func:`adaptqr.paths.kernels.panel._build_t`), one warp a panel
-  (not for ``RESIDENT``, which builds ``T`` itself).
+  (not for ``RESIDENT``, which builds ``T`` itself); with ``HALVES`` also the panel's
+  halves, so that the "f16x3" products load ``V`` as it is (EXPERIMENTS.md QF28, QF29).
 * :func:`qform_kernel`, grid ``(B, cdiv(n, BN))`` (or its programs in one axis, grouped by
   matrices: :func:`_strip_program`): program ``(b, t)`` owns Q's columns
   ``[t*BN, (t+1)*BN)``. Columns of ``Q = H_1 ... H_k I`` are independent, so one program
