@@ -162,7 +162,8 @@ class Knobs:
     many matrices, each group's strips before the next group's), ``qform_wide_prec``
     (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products),
     ``qform_halves`` (``qform.QFORM_HALVES_MIN_N``: 0 / 1, the Q strip kernel's "f16x3"
-    products from ``V``'s halves made once)."""
+    products from ``V``'s halves made once), ``fp32_halves`` (``schedules.FP32_HALVES``: 0 /
+    1, the FP32 route's pair update the same way)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -202,6 +203,7 @@ class Knobs:
     qform_group: int | None = None
     qform_wide_prec: str | None = None
     qform_halves: int | None = None
+    fp32_halves: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -340,6 +342,7 @@ KNOB_CHOICES = {
     "qform_group": (0, 2, 4, 8, 16, 32),
     "qform_wide_prec": ("tf32x3", "f16x3"),
     "qform_halves": (0, 1),
+    "fp32_halves": (0, 1),
 }
 
 

@@ -315,11 +315,16 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
     # feature given, the whole batch takes the groups of fp16_group().
     sc = _feature(info, "fp16_scale", B, H.device, torch.float32) if s.fp16 else None
     f16 = None
-    v16 = y16 = None
+    v16 = y16 = vlo = None
+    if s.fp32_halves and s.fp32_pair and s.prec == "f16x3":
+        # The FP32 pair rest updates' reflector halves (T14), as N23's copies: allocated
+        # before any fork, used on the rest update's stream alone; the high halves serve the
+        # FP16 route's rest updates too (the same rounding).
+        v16, vlo = torch.empty((2, B, 2 * nb, m), dtype=torch.float16, device=H.device).unbind(0)
     if sc is not None:
         group = fp16_group(s, B, m, n)
         f16 = (torch.empty((B, n, m), dtype=torch.float16, device=H.device), sc)
-        if s.fp16_v16:
+        if s.fp16_v16 and v16 is None:
             # The rest updates' reflectors in float16, one group at a time (N23, N24);
             # allocated here, before any fork, and used on one stream only.
             v16 = torch.empty((B, group * nb, m), dtype=torch.float16, device=H.device)
@@ -329,7 +334,7 @@ def _factor(H, Ht, tau, info, s, na_arg, has_na, nz_arg, B, m, n, floor, after_p
             y16 = (torch.empty((B, n, 2 * nb), dtype=torch.float16, device=H.device),
                    torch.empty((B, n), dtype=torch.float32, device=H.device))
     f = _Blocked(Ht, tau, TW, na_arg, nz_arg, has_na, B, m, n, n_tw, s, split, floor, wbuf,
-                 after_panels, v16, y16, _panel_out(info, B, n_tw, H.device))
+                 after_panels, v16, y16, _panel_out(info, B, n_tw, H.device), vlo)
     lanes = _lookahead_lanes(f, group)
     if lanes is not None:
         _factor_lookahead(f, group, f16, lanes)
@@ -515,6 +520,7 @@ class _Blocked(NamedTuple):
     v16: Any = None       # (B, group nb, m) float16: the rest update's reflectors (N23, N24)
     y16: Any = None       # ((B, n, 2 nb) float16, (B, n) float32): the split pair's Y (N25)
     gout: Any = None      # (B, n_tw) int32: the Gram panels' outcomes (info.panel_out), or None
+    vlo: Any = None       # (B, 2 nb, m) float16: the FP32 pair rest update's low halves (T14)
 
 
 def panel_kinds(B: int, m: int, n: int, device: torch.device) -> tuple[int, list[str]]:
@@ -602,12 +608,14 @@ MAX_GRID_Y = 65535
 V16_BM = 64
 
 
-def _v16(f: _Blocked, k0: int, npan: int) -> None:
+def _v16(f: _Blocked, k0: int, npan: int, lo: bool = False) -> None:
     """:func:`~adaptqr.paths.kernels.trailing.v16_kernel`: the ``npan`` panels from ``k0``
-    into ``f.v16``, on the current stream (the rest update's, which alone reads it)."""
-    v16_kernel[(f.B, triton.cdiv(f.m - k0, V16_BM))](f.Ht, f.na, f.v16, k0, f.m, f.n,
+    into ``f.v16`` (with ``lo``, their low halves into ``f.vlo`` too), on the current
+    stream (the rest update's, which alone reads them)."""
+    v16_kernel[(f.B, triton.cdiv(f.m - k0, V16_BM))](f.Ht, f.na, f.v16,
+                                                      f.vlo if lo else f.v16, k0, f.m, f.n,
                                                       HAS_NA=f.has_na, NB=f.s.nb, BM=V16_BM,
-                                                      NP=npan)
+                                                      NP=npan, LO=lo)
 
 
 def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
@@ -666,8 +674,10 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
     tile_major = B <= MAX_GRID_Y
     lanes = RouteLanes(s.route_lanes, Ht, f16 is not None)
     v16 = v16 and npan == 2 and not resident  # the pair update's streamed tiles only
-    if v16:
-        _v16(f, k0, npan)
+    # The FP32 pair rest update's halves (T14), with the FP16 route's copy in one launch.
+    halves = rest and f.vlo is not None and npan == 2 and not resident
+    if v16 or halves:
+        _v16(f, k0, npan, lo=halves)
     for mode in modes:
         only16 = mode == F16_ONLY.value and not resident
         # Both panels of a group in one pass over a streamed FP16 tile (N9); not for the
@@ -683,11 +693,12 @@ def _trailing(f: _Blocked, k0: int, npan: int, c_start: int, c_end: int, f16,
             if pair and only16 and rest and f.y16 is not None:
                 _pair_split(f, k0, c_start, c_end, bn_l, tile_major, C16, SC, v16, stages)
                 continue
+            h32 = halves and pair32
             trailing_kernel[grid](Ht, TW, na, nz, C16, SC, k0, npan, m, n, c_start, c_end, n_tw,
-                                  f.v16 if v16 and pair else C16,
-                                  NB=s.nb, BN=bn_l,
+                                  f.v16 if (v16 and pair) or h32 else C16,
+                                  f.vlo if h32 else C16, NB=s.nb, BN=bn_l,
                                   BM=s.fp32_pair if pair32 else max(16, bm),
-                                  RESIDENT=resident, PAIR32=pair32,
+                                  RESIDENT=resident, PAIR32=pair32, HALVES32=h32,
                                   HAS_NA=has_na, PREC=s.prec, PREC_TAIL=s.tail_prec, F16=mode,
                                   BM16=max(16, bm) if resident else s.bm, PAIR16=pair,
                                   TILE_MAJOR=tile_major, USE_V16=v16 and pair,

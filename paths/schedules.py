@@ -196,6 +196,12 @@ W_PARTIALS = None
 #: 0.3 %; 16 was slower than 0 throughout. Its taus as close to float64's as two passes'
 #: (tests/gpu, test_fp32_pair_matches). EXPERIMENTS.md T13; knob ``fp32_pair``.
 FP32_PAIR = 32
+#: The FP32 route's pair update (``FP32_PAIR``) in "f16x3" from both panels' float16 halves
+#: made once an update (:func:`~adaptqr.paths.kernels.trailing.v16_kernel` with ``LO``), as
+#: Q formation's QF28 / QF29, instead of splitting every ``V`` chunk in every column tile's
+#: program; the rest update only (its stream owns the copies, as N23's). EXPERIMENTS.md T14
+#: (built, not run); knob ``fp32_halves``.
+FP32_HALVES = False
 
 
 def _knob_or(knobs, name: str, constant):
@@ -233,6 +239,7 @@ SCHEDULE_KNOBS = {
     "pair_split": ("PAIR_SPLIT_ROWS", int),
     "w_partials": ("W_PARTIALS", bool),
     "fp32_pair": ("FP32_PAIR", int),
+    "fp32_halves": ("FP32_HALVES", bool),
 }
 
 
@@ -493,6 +500,9 @@ class Schedule:
     # The FP32 route's two-panel updates in one pass, in row chunks of this many rows
     # (FP32_PAIR; 0: two passes); None: the knob, else the constant.
     fp32_pair: int | None = None
+    # That pair update's "f16x3" products from the reflectors' halves made once an update
+    # (FP32_HALVES); None: the knob, else the constant.
+    fp32_halves: bool | None = None
     # torch.use_deterministic_algorithms at the call (config.Settings.deterministic): no
     # update is split over rows with atomics (a row-split update sums W in no fixed order
     # that way); w_partials, on by default in the mode, keeps the split (householder._splits).

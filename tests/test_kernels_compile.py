@@ -50,6 +50,11 @@ CASES = [
     (trailing.trailing_kernel, dict(_TRAIL, BN=S.bn, BM=32, RESIDENT=0, F16=F16_SKIP.value,
                                     PAIR16=0, PAIR32=1, TILE_MAJOR=1),
      schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
+    # ... from the reflectors' halves made once an update (T14, knob fp32_halves).
+    (trailing.v16_kernel, dict(NB=S.nb, HAS_NA=1, BM=householder.V16_BM, NP=2, LO=1), 4, 3),
+    (trailing.trailing_kernel, dict(_TRAIL, BN=S.bn, BM=32, RESIDENT=0, F16=F16_SKIP.value,
+                                    PAIR16=0, PAIR32=1, TILE_MAJOR=1, HALVES32=1),
+     schedules.TRAILING_WARPS, schedules.TRAILING_STAGES),
     # The pair update in two launches (N25).
     (trailing.pair_y_kernel, dict(NB=S.nb, BN=S.fp16_bn, BM=S.bm, HAS_NA=1, PREC=S.prec,
                                   TILE_MAJOR=1, USE_V16=1), schedules.TRAILING_WARPS, S.fp16_stages),

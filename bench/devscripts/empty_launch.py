@@ -58,7 +58,7 @@ def main():
     out = torch.zeros(B, device="cuda")
 
     def launch(tiles, bn, mode, SC, stages=3, c_start=64, c_end=128, pair=False):
-        trailing_kernel[(tiles, B)](Ht, TW, na, na, C16, SC, 0, 2, m, n, c_start, c_end, n // 32, C16,
+        trailing_kernel[(tiles, B)](Ht, TW, na, na, C16, SC, 0, 2, m, n, c_start, c_end, n // 32, C16, C16,
                                     NB=32, BN=bn, BM=64, RESIDENT=False, HAS_NA=True,
                                     PREC="tf32x3", PREC_TAIL="tf32", F16=mode, BM16=64,
                                     PAIR16=pair, TILE_MAJOR=True, num_warps=4,

@@ -150,6 +150,11 @@
 #   timeout 120 python3 bench/devscripts/trace.py --op householder_product --shapes 60x1024
 # then session 45's calls 1 and 4 (H38, H36), and issue 25's comparison on an H200 if one
 # comes: python3 bench/devscripts/qform_bench.py --cases bench+optimizer --no-blocked.
+# Session 47 (H100 runs 0911-1003): QF28, QF29, QF30 kept (Q formation from operand halves
+# made once). Built, not run: T14 (knob fp32_halves). Next (EXPERIMENTS.md OC38):
+#   TESTS_K="fp32_pair_from_halves" B12="--knobs h:fp32_halves=1" \
+#   bash bench/devscripts/variants_call.sh     (the variant test, then the 12 cases)
+# and, on an H200 if one comes, issue 25's comparison (qform_bench.py as above).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

@@ -302,21 +302,29 @@ def _apply_panel_f16(base, base16, TW, b, k, npan, na, m, n, n_tw, cc, ccmask, s
 
 
 @triton.jit
-def v16_kernel(Ht, NA, V16, k, m, n, HAS_NA: tl.constexpr, NB: tl.constexpr,
-               BM: tl.constexpr, NP: tl.constexpr):
+def v16_kernel(Ht, NA, V16, VLO, k, m, n, HAS_NA: tl.constexpr, NB: tl.constexpr,
+               BM: tl.constexpr, NP: tl.constexpr, LO: tl.constexpr = False):
     """``V16[b]`` ``(NP NB, m)`` float16: the ``NP`` (1 or 2) panels from column ``k``'s
     reflectors as the FP16 updates use them (unit diagonal, zeros above it and past
     ``n_active``, rounded to nearest), rows ``[k, m)``. Grid ``(B, cdiv(m - k, BM))``. One
     read of the reflectors an update, in half the bytes, where each column tile (or row
-    slice) of the update would read them in float32 (EXPERIMENTS.md N23, N24)."""
+    slice) of the update would read them in float32 (EXPERIMENTS.md N23, N24). ``LO``: also
+    their low halves in ``VLO`` (same layout; ``V16`` is then :func:`f16_halves`' high
+    half), for the FP32 route's "f16x3" pair update (T14)."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA, 0)
     r = k + tl.program_id(1) * BM + tl.arange(0, BM)
     jj = tl.arange(0, NB)
-    out = V16 + b.to(tl.int64) * NP * NB * m
+    off = b.to(tl.int64) * NP * NB * m
     msk = (r < m)[None, :]
     for i in tl.static_range(NP):
-        Vi = _load_v(base, k + i * NB, r, m, m, na, NB, n - k - i * NB).to(tl.float16)
-        tl.store(out + (i * NB + jj[:, None]) * m + r[None, :], Vi, mask=msk)
+        Vi = _load_v(base, k + i * NB, r, m, m, na, NB, n - k - i * NB)
+        rows = off + (i * NB + jj[:, None]) * m + r[None, :]
+        if LO:
+            hi, lo = f16_halves(Vi)
+            tl.store(V16 + rows, hi, mask=msk)
+            tl.store(VLO + rows, lo, mask=msk)
+        else:
+            tl.store(V16 + rows, Vi.to(tl.float16), mask=msk)
 
 
 @triton.jit
@@ -457,12 +465,59 @@ def _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask,
 
 
 @triton.jit
-def _apply_fp32_pair(base, TW, b, k, na, m, n, n_tw, cc, ccmask, tail,
+def _pair_halves(v16, vlo, r, m, NB: tl.constexpr):
+    """Rows ``r`` of a pair's two panels' ``V^T`` halves from :func:`v16_kernel`'s copies
+    (``LO``): ``(V1 hi, V1 lo, V2 hi, V2 lo)``, each ``[NB, len(r)]`` float16."""
+    rows = tl.arange(0, NB)[:, None] * m + r[None, :]
+    msk = (r < m)[None, :]
+    return (tl.load(v16 + rows, mask=msk, other=0.0), tl.load(vlo + rows, mask=msk, other=0.0),
+            tl.load(v16 + NB * m + rows, mask=msk, other=0.0),
+            tl.load(vlo + NB * m + rows, mask=msk, other=0.0))
+
+
+@triton.jit
+def _apply_pair_halves(base, v16, vlo, TW, b, k, m, n_tw, cc, ccmask,
+                       NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr):
+    """:func:`_apply_pair_f32` in "f16x3" with both panels' ``V`` from :func:`v16_kernel`'s
+    halves (``v16``, ``vlo``: matrix b's, ``LO``): only the tile's chunks are split in the
+    program, and ``Y1``'s and ``Y2``'s halves once (EXPERIMENTS.md T14, after QF28)."""
+    rr = tl.arange(0, BM)
+    W1, W2, G = _pair_sums(BN, NB)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        c_hi, c_lo = f16_halves(tl.load(base + cc[:, None] * m + r[None, :],
+                                        mask=ccmask[:, None] & (r < m)[None, :], other=0.0))
+        v1h, v1l, v2h, v2l = _pair_halves(v16, vlo, r, m, NB)
+        W1 = dot_halves(c_hi, c_lo, tl.trans(v1h), tl.trans(v1l), W1)
+        W2 = dot_halves(c_hi, c_lo, tl.trans(v2h), tl.trans(v2l), W2)
+        G = dot_halves(v1h, v1l, tl.trans(v2h), tl.trans(v2l), G)
+    Y1, Y2 = _pair_ys(W1, W2, G, TW, b, k, n_tw, NB, "f16x3")
+    Y1, ys1 = y_unit(Y1, "f16x3")
+    Y2, ys2 = y_unit(Y2, "f16x3")
+    y1h, y1l = f16_halves(Y1)
+    y2h, y2l = f16_halves(Y2)
+    zero = tl.zeros((BN, BM), dtype=tl.float32)
+    for r0 in range(k, m, BM):
+        r = r0 + rr
+        aptr = base + cc[:, None] * m + r[None, :]
+        amask = ccmask[:, None] & (r < m)[None, :]
+        v1h, v1l, v2h, v2l = _pair_halves(v16, vlo, r, m, NB)
+        C = tl.load(aptr, mask=amask, other=0.0)
+        C -= (dot_halves(y1h, y1l, v1h, v1l, zero) * ys1
+              + dot_halves(y2h, y2l, v2h, v2l, zero) * ys2)
+        tl.store(aptr, C, mask=amask)
+
+
+@triton.jit
+def _apply_fp32_pair(base, v16, vlo, TW, b, k, na, m, n, n_tw, cc, ccmask, tail,
                      NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
-                     PREC: tl.constexpr, PREC_TAIL: tl.constexpr):
-    """:func:`_apply_pair_f32` in PREC, or PREC_TAIL for a tile wholly in the negligible tail."""
+                     PREC: tl.constexpr, PREC_TAIL: tl.constexpr, HALVES: tl.constexpr):
+    """:func:`_apply_pair_f32` in PREC, or PREC_TAIL for a tile wholly in the negligible
+    tail; ``HALVES`` (PREC "f16x3"): :func:`_apply_pair_halves` where PREC applies."""
     if (PREC_TAIL != PREC) & tail:
         _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask, NB, BN, BM, PREC_TAIL)
+    elif HALVES and PREC == "f16x3":
+        _apply_pair_halves(base, v16, vlo, TW, b, k, m, n_tw, cc, ccmask, NB, BN, BM)
     else:
         _apply_pair_f32(base, TW, b, k, na, m, n, n_tw, cc, ccmask, NB, BN, BM, PREC)
 
@@ -482,12 +537,13 @@ def _routes(C16, SC, b, m, n, F16: tl.constexpr):
 
 
 @triton.jit
-def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw, V16,
+def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_tw, V16, VLO,
                     NB: tl.constexpr, BN: tl.constexpr, BM: tl.constexpr,
                     RESIDENT: tl.constexpr, HAS_NA: tl.constexpr, PREC: tl.constexpr,
                     PREC_TAIL: tl.constexpr, F16: tl.constexpr = 0, BM16: tl.constexpr = 16,
                     PAIR16: tl.constexpr = False, TILE_MAJOR: tl.constexpr = True,
-                    USE_V16: tl.constexpr = False, PAIR32: tl.constexpr = False):
+                    USE_V16: tl.constexpr = False, PAIR32: tl.constexpr = False,
+                    HALVES32: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
     NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
@@ -497,7 +553,9 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
     streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
     ``(B, 2 NB, m)``, :func:`v16_kernel`'s, else ``V16`` is not read). PAIR32 (npan 2,
     streamed): the float32 update of both panels in one pass too
-    (:func:`_apply_pair_f32`), where the second starts before the matrix's ``n_active``.
+    (:func:`_apply_pair_f32`), where the second starts before the matrix's ``n_active``;
+    HALVES32: its "f16x3" products from ``V16`` and ``VLO`` ``(B, 2 NB, m)``,
+    :func:`v16_kernel`'s halves (``LO``; T14).
     """
     b, base, na, cc, ccmask, run, tail = _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN,
                                                        HAS_NA, TILE_MAJOR)
@@ -513,8 +571,9 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
             if PAIR32:
                 pair = k0 + NB < na
             if pair:
-                _apply_fp32_pair(base, TW, b, k0, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
-                                 PREC, PREC_TAIL)
+                _apply_fp32_pair(base, V16 + b.to(tl.int64) * 2 * NB * m,
+                                 VLO + b.to(tl.int64) * 2 * NB * m, TW, b, k0, na, m, n, n_tw,
+                                 cc, ccmask, tail, NB, BN, BM, PREC, PREC_TAIL, HALVES32)
             else:
                 _apply_fp32(base, TW, b, k0, npan, na, m, n, n_tw, cc, ccmask, tail, NB, BN, BM,
                             RESIDENT, PREC, PREC_TAIL)

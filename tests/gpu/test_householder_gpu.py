@@ -472,11 +472,36 @@ def test_fp32_pair_matches(B, n, case, cond, rows):
         H1, t1 = adaptqr.geqrf(A)
     with config.experiment(fp32_pair=rows):
         H2, t2 = adaptqr.geqrf(A)
+    _other_bits_at_the_bar(A, H1, t1, H2, t2)
+
+
+def _other_bits_at_the_bar(A, H1, t1, H2, t2):
+    """Two factorizations of ``A`` by other arithmetic: both at the bar, other bits, and
+    the second's taus as close to float64's as the first's (:func:`_taus_as_close`)."""
     for H, t in ((H1, t1), (H2, t2)):
         r = check_geqrf(A, H, t)
         assert r.worst_factor <= BAR_FACTOR and r.worst_orth <= BAR_ORTH, r.summary()
     assert not torch.equal(H1, H2)
     _taus_as_close(A, t1, t2)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("B,n,case,cond", [(640, 512, "rankdef", 0), (640, 512, "clustered", 0),
+                                           (60, 1024, "nearrank", 2), (64, 768, "mixed", 2),
+                                           (640, 512, "mixed", 2)])
+def test_fp32_pair_from_halves_matches(B, n, case, cond):
+    # EXPERIMENTS.md T14 (knob fp32_halves): the FP32 pair rest update's products from the
+    # reflectors' halves made once an update, against the pair's own splits: both at the
+    # bar, the halves taken (other bits), the taus as close to float64's (as T13's test).
+    import adaptqr
+    from adaptqr import config
+    from adaptqr.testing import generate
+
+    A = generate(B, n, cond, 14 + n, case, "cuda")
+    H1, t1 = adaptqr.geqrf(A)
+    with config.experiment(fp32_halves=1):
+        H2, t2 = adaptqr.geqrf(A)
+    _other_bits_at_the_bar(A, H1, t1, H2, t2)
 
 
 @pytest.mark.variant

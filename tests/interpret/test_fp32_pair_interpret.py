@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 import torch
-from _support import Info  # tests/interpret/ is on sys.path
+from _support import Info, launch_spy  # tests/interpret/ is on sys.path
 
 pytestmark = pytest.mark.interpret
 
@@ -25,41 +25,69 @@ def _factor(A, s, feats):
     return H, tau
 
 
-@pytest.mark.parametrize("rows", [16, 32])
-def test_fp32_pair_matches_two_passes(rows):
+def _mixed_batch():
+    """``(A, feats, schedule)``: matrix 0 on the FP16 route, so that updates come in groups
+    of two panels and the FP32 launch (F16_SKIP) takes the others: a zero tail (n_nonzero
+    100), a negligible tail past n_active 70, and n_active 48 at a pair's edge."""
     from adaptqr.paths import schedules
-    from adaptqr.testing import check_geqrf
 
     B, m, n = 5, 160, 144
     g = torch.Generator().manual_seed(13)
     A = torch.randn(B, m, n, generator=g)
-    A[2, :, 100:] = 0                # a zero tail: n_nonzero 100
-    A[3, :, 70:] *= 2.0 ** -40       # a negligible tail past n_active 70
-    na = torch.tensor([n, n, 100, 70, 48], dtype=torch.int32)   # 48: a pair's edge
-    nz = torch.tensor([n, n, 100, n, n], dtype=torch.int32)
+    A[2, :, 100:] = 0
+    A[3, :, 70:] *= 2.0 ** -40
     A[4, :, 48:] *= 2.0 ** -40
-    # Matrix 0 on the FP16 route, so that updates come in groups of two panels and the
-    # FP32 launch (F16_SKIP) takes the others.
+    na = torch.tensor([n, n, 100, 70, 48], dtype=torch.int32)
+    nz = torch.tensor([n, n, 100, n, n], dtype=torch.int32)
     sc = torch.tensor([2.0 ** 10, 0.0, 0.0, 0.0, 0.0])
     feats = {"n_active": na, "n_nonzero": nz, "fp16_scale": sc}
-    base = dataclasses.replace(schedules.Schedule(False, 16, 1, 32, 16), small_n_nb=0,
-                               fp16_group=2, lookahead=0)
-    H1, t1 = _factor(A, dataclasses.replace(base, fp32_pair=0), feats)
-    H2, t2 = _factor(A, dataclasses.replace(base, fp32_pair=rows), feats)
-    # The FP16-routed matrix never sees the pair: every bit the same; the others took it
-    # (other arithmetic, other bits).
+    s = dataclasses.replace(schedules.Schedule(False, 16, 1, 32, 16), small_n_nb=0,
+                            fp16_group=2, lookahead=0)
+    return A, feats, s
+
+
+def _same_factorization(A, H1, t1, H2, t2):
+    """Matrix 0 (FP16 route) to the bit, the others to float32's rounding and at the bar;
+    the zero tail still zero, the taus past n_active zero."""
+    from adaptqr.testing import check_geqrf
+
     assert torch.equal(H1[0], H2[0]) and torch.equal(t1[0], t2[0])
-    assert not torch.equal(H1[1], H2[1])
-    for i in range(1, B):
+    for i in range(1, A.shape[0]):
         scale = float(H1[i].abs().max())
         assert float((H1[i] - H2[i]).abs().max()) < 5e-5 * scale, i
         assert float((t1[i] - t2[i]).abs().max()) < 5e-5, i
-    # A pair whose second panel lies past n_active is not a pair: the tail stays as the
-    # two-pass update leaves it, and the zero tail stays zero.
-    assert torch.equal(H2[2, :, 100:], torch.zeros(m, n - 100))
+    assert torch.equal(H2[2, :, 100:], torch.zeros(A.shape[1], A.shape[2] - 100))
     assert (t2[3, 70:] == 0).all() and (t2[4, 48:] == 0).all()
     r = check_geqrf(A[1:], H2[1:], t2[1:])
     assert r.passes_bar, r.summary()
+
+
+@pytest.mark.parametrize("rows", [16, 32])
+def test_fp32_pair_matches_two_passes(rows):
+    # The FP16-routed matrix never sees the pair; the others took it (other arithmetic,
+    # other bits). A pair whose second panel lies past n_active is not a pair: the tail
+    # stays as the two-pass update leaves it.
+    A, feats, base = _mixed_batch()
+    H1, t1 = _factor(A, dataclasses.replace(base, fp32_pair=0), feats)
+    H2, t2 = _factor(A, dataclasses.replace(base, fp32_pair=rows), feats)
+    assert not torch.equal(H1[1], H2[1])
+    _same_factorization(A, H1, t1, H2, t2)
+
+
+def test_fp32_pair_from_halves_matches_the_pair(monkeypatch):
+    # T14 (knob fp32_halves): the pair rest update's f16x3 products from the reflectors'
+    # float16 halves made once an update (v16_kernel's LO), the FP16-routed matrix's rest
+    # updates reading the same high halves; against the pair that splits them in each
+    # program.
+    from adaptqr.paths import householder
+
+    A, feats, base = _mixed_batch()
+    base = dataclasses.replace(base, fp32_pair=16, prec="f16x3", fp16_v16=True)
+    H1, t1 = _factor(A, dataclasses.replace(base, fp32_halves=False), feats)
+    seen = launch_spy(monkeypatch, householder, "trailing_kernel", lambda kw: kw["HALVES32"])
+    H2, t2 = _factor(A, dataclasses.replace(base, fp32_halves=True), feats)
+    assert True in seen     # the halves' launches ran
+    _same_factorization(A, H1, t1, H2, t2)
 
 
 @pytest.mark.parametrize("structure", ["repeated", "cancel", "rank1", "subnormal", "huge",

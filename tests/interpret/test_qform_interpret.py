@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from _support import launch_spy  # tests/interpret/ is on sys.path
 
 from adaptqr import originals, qform
 from adaptqr.qform import QFormTiles, triton_householder_product
@@ -57,20 +58,8 @@ def test_strip_halves_equal_torch(tiles, shape, k):
 
 
 def _launches(monkeypatch, name, what):
-    """Record ``what(launch keywords)`` for each launch of the kernel ``qform.<name>``, which
-    still runs; returns the list."""
-    seen = []
-    real = getattr(qform, name)
-
-    class Spy:
-        def __getitem__(self, grid):
-            def launch(*a, **kw):
-                seen.append(what(kw))
-                return real[grid](*a, **kw)
-            return launch
-
-    monkeypatch.setattr(qform, name, Spy())
-    return seen
+    """:func:`_support.launch_spy` on ``adaptqr.qform``'s kernel ``name``."""
+    return launch_spy(monkeypatch, qform, name, what)
 
 
 @pytest.mark.parametrize("prec,warps", [("ieee", 1), ("tf32x3", 4), (None, None)])
