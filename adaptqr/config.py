@@ -163,7 +163,8 @@ class Knobs:
     (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products),
     ``qform_halves`` (``qform.QFORM_HALVES_MIN_N``: 0 / 1, the Q strip kernel's "f16x3"
     products from ``V``'s halves made once), ``fp32_halves`` (``schedules.FP32_HALVES``: 0 /
-    1, the FP32 route's pair update the same way)."""
+    1, the FP32 route's pair update the same way), ``qform_flag_block`` (0 / 1: the Q
+    launches' per-matrix flags read in one vector load, EXPERIMENTS.md QF31)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -204,6 +205,7 @@ class Knobs:
     qform_wide_prec: str | None = None
     qform_halves: int | None = None
     fp32_halves: int | None = None
+    qform_flag_block: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -343,6 +345,7 @@ KNOB_CHOICES = {
     "qform_wide_prec": ("tf32x3", "f16x3"),
     "qform_halves": (0, 1),
     "fp32_halves": (0, 1),
+    "qform_flag_block": (0, 1),
 }
 
 

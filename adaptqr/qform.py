@@ -573,10 +573,11 @@ def _form(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n: int,
     elif prec == "f16x3":
         halves = t.nb if knobs.get("qform_halves", n >= QFORM_HALVES_MIN_N) else 0
         TW, OK, VH = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs, flags=True, halves=halves)
+        ntw = _flag_block(n_tw, knobs)
         qform_kernel[grid](Ht, tau, TW, OK, *VH, Qt, m, n, k, n_tw, B, PREC="f16x3", BOUNDED=1,
-                           HALVES=bool(halves), **launch)
+                           HALVES=bool(halves), NTW=ntw, **launch)
         qform_kernel[grid](Ht, tau, TW, OK, *VH, Qt, m, n, k, n_tw, B, PREC="tf32x3", BOUNDED=2,
-                           **launch)
+                           NTW=ntw, **launch)
     else:
         TW, _, VH = _panel_ts(Ht, tau, m, n, n_tw, t.nb, knobs)
         qform_kernel[grid](Ht, tau, TW, tau, *VH, Qt, m, n, k, n_tw, B, PREC=prec, **launch)
@@ -606,17 +607,26 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
     Qt.diagonal(dim1=-2, dim2=-1).fill_(1.0)
     bc, br = QFORM_WIDE_BC, QFORM_WIDE_BR
     launches = [(prec, 0)] if prec != "f16x3" else [("f16x3", 1), ("tf32x3", 2)]
+    ntw = _flag_block(n_tw, knobs)
     for p in reversed(range(npan)):
         k0 = p * nbw
         for pr, bounded in launches:
             wide_w_kernel[(triton.cdiv(n - k0, bc), B)](
                 Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, npan, k0, NBW=nbw,
-                SB=QFORM_NB, BC=bc, BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded,
+                SB=QFORM_NB, BC=bc, BK=QFORM_WIDE_BK, PREC=pr, BOUNDED=bounded, NTW=ntw,
                 num_warps=QFORM_WIDE_W_WARPS)
             wide_update_kernel[(triton.cdiv(n - k0, bc), triton.cdiv(m - k0, br), B)](
                 Ht, OK, Y, Qt, V16, VLO, Y16, YLO, m, n, k, n_tw, k0, NBW=nbw,
-                SB=QFORM_NB, BC=bc, BR=br, PREC=pr, BOUNDED=bounded,
+                SB=QFORM_NB, BC=bc, BR=br, PREC=pr, BOUNDED=bounded, NTW=ntw,
                 num_warps=QFORM_WIDE_U_WARPS)
+
+
+def _flag_block(n_tw: int, knobs: config.Knobs) -> int:
+    """The launches' ``NTW`` (:func:`paths.kernels.qform.selected`): with the knob
+    ``qform_flag_block`` (QF31, default off), the power of two at or above ``n_tw`` (at
+    least 16) in which each program reads its matrix's flags at once; else 0, one by
+    one."""
+    return max(16, triton.next_power_of_2(n_tw)) if knobs.get("qform_flag_block", 0) else 0
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

@@ -92,6 +92,12 @@ CASES = [
                              FLAGS=1, HALVES=qform.QFORM_WIDE_NB), qform.QFORM_T_WARPS, 3),
     (qk.qform_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM, RESIDENT=0,
                            PREC="f16x3", BOUNDED=1, HALVES=1), qform.QFORM_WARPS, 3),
+    # The flags in one vector load (QF31, knob qform_flag_block).
+    (qk.qform_kernel, dict(NB=qform.QFORM_NB, BN=qform.QFORM_BN, BM=qform.QFORM_BM, RESIDENT=0,
+                           PREC="f16x3", BOUNDED=1, HALVES=1, NTW=32), qform.QFORM_WARPS, 3),
+    (qw.wide_update_kernel, dict(NBW=qform.QFORM_WIDE_NB, SB=qform.QFORM_NB,
+                                 BC=qform.QFORM_WIDE_BC, BR=qform.QFORM_WIDE_BR, PREC="f16x3",
+                                 BOUNDED=1, NTW=32), qform.QFORM_WIDE_U_WARPS, 3),
     # Q in wide panels (QF25, QF28): V^T V, W and Y with -Y's halves, the update.
     (qw.wide_vtv_kernel, dict(NBW=qform.QFORM_WIDE_NB, CH=qform.QFORM_WIDE_S_ROWS,
                               PREC=qform.QFORM_T_PREC), qform.QFORM_WIDE_S_WARPS, 3),

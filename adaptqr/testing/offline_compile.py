@@ -44,14 +44,17 @@ def available() -> bool:
 
 def compile_kernel(kernel, constexprs: dict, warps: int = 4, stages: int = 3, arch: int = 90):
     """``kernel`` (a ``triton.jit`` function) compiled for ``sm_{arch}`` with ``constexprs``
-    (its ``tl.constexpr`` arguments by name; those it lacks are dropped), ``warps`` and
-    ``stages``: triton's compiled kernel (``.asm["cubin"]``, ``.asm["ptx"]``)."""
+    (its ``tl.constexpr`` arguments by name; those it lacks are dropped; a ``tl.constexpr``
+    argument with a default takes its default where ``constexprs`` leaves it out, as a
+    launch that does not name it), ``warps`` and ``stages``: triton's compiled kernel
+    (``.asm["cubin"]``, ``.asm["ptx"]``)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     params = list(inspect.signature(kernel.fn).parameters)
-    cx = {k: v for k, v in constexprs.items() if k in params}
+    defaults = {p.name: p.default for p in kernel.params if p.is_constexpr and p.has_default}
+    cx = {**defaults, **{k: v for k, v in constexprs.items() if k in params}}
     sig = {p: "constexpr" if p in cx else POINTERS.get(p, "i32") for p in params}
     attrs = {(params.index(p),): [["tt.divisibility", 16]] for p, t in sig.items() if t != "constexpr"}
     return triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=cx, attrs=attrs),

@@ -154,7 +154,9 @@
 # made once). Built, not run: T14 (knob fp32_halves). Next (EXPERIMENTS.md OC38):
 #   TESTS_K="fp32_pair_from_halves" B12="--knobs h:fp32_halves=1" \
 #   bash bench/devscripts/variants_call.sh     (the variant test, then the 12 cases)
-# and, on an H200 if one comes, issue 25's comparison (qform_bench.py as above).
+# then QF31 (built, not run): python3 bench/devscripts/qform_bench.py --cases bench+optimizer \
+#   --no-blocked --budget 0.3 --knobs f:qform_flag_block=1 (on an H200 if one comes: issue
+#   25's comparison too).
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

@@ -120,15 +120,21 @@ def qform_t_kernel(Ht, TAU, TW, OK, V16, VLO, m, n, k, n_tw, p0, NB: tl.constexp
 
 
 @triton.jit
-def selected(OK, b, n_tw, BOUNDED: tl.constexpr):
+def selected(OK, b, n_tw, BOUNDED: tl.constexpr, NTW: tl.constexpr):
     """Whether matrix ``b`` is this launch's: every matrix for ``BOUNDED`` 0, those whose
     ``n_tw`` panels all are :func:`bounded_reflectors` (``OK[b, :]``) for 1, the others
-    for 2."""
+    for 2. ``NTW`` (a power of two at least ``n_tw``, or 0): the flags in one vector load,
+    else one by one (EXPERIMENTS.md QF31)."""
     go = True
     if BOUNDED != 0:
-        bounded = tl.full((), 1, tl.int32)
-        for p in range(0, n_tw):
-            bounded = bounded & tl.load(OK + b.to(tl.int64) * n_tw + p)
+        if NTW:
+            jj = tl.arange(0, NTW)
+            bounded = tl.min(tl.load(OK + b.to(tl.int64) * n_tw + jj, mask=jj < n_tw, other=1),
+                             axis=0)
+        else:
+            bounded = tl.full((), 1, tl.int32)
+            for p in range(0, n_tw):
+                bounded = bounded & tl.load(OK + b.to(tl.int64) * n_tw + p)
         go = (bounded != 0) if BOUNDED == 1 else (bounded == 0)
     return go
 
@@ -157,7 +163,7 @@ def _strip_program(B, S, GROUP: tl.constexpr):
 def qform_kernel(Ht, TAU, TW, OK, V16, VLO, Qt, m, n, k, n_tw, B, NB: tl.constexpr,
                  BN: tl.constexpr, BM: tl.constexpr, RESIDENT: tl.constexpr, PREC: tl.constexpr,
                  BOUNDED: tl.constexpr = 0, GROUP: tl.constexpr = 0,
-                 HALVES: tl.constexpr = False):
+                 HALVES: tl.constexpr = False, NTW: tl.constexpr = 0):
     """``Qt[b, c, :] = (H_1 ... H_k e_c)^T`` for the tile's columns c (see the module doc).
     ``RESIDENT`` builds each panel's ``T`` from the panel it holds whole (``TW`` and ``OK``
     unread: one launch in all); otherwise ``TW`` holds :func:`qform_t_kernel`'s (``TAU``
@@ -165,9 +171,10 @@ def qform_kernel(Ht, TAU, TW, OK, V16, VLO, Qt, m, n, k, n_tw, B, NB: tl.constex
     :func:`bounded_reflectors` (``OK``), 2 only the others, 0 every matrix: "f16x3" takes
     the first launch, tf32x3 the second, each one code path (a branch between the two
     precisions in one program cost 20 % at 640x512, run 1946). ``HALVES`` (with "f16x3",
-    not ``RESIDENT``): ``V`` from :func:`qform_t_kernel`'s halves (:func:`_update_halves`)."""
+    not ``RESIDENT``): ``V`` from :func:`qform_t_kernel`'s halves (:func:`_update_halves`).
+    ``NTW``: :func:`selected`'s."""
     b, t = _strip_program(B, tl.cdiv(n, BN), GROUP)
-    if selected(OK, b, n_tw, BOUNDED):
+    if selected(OK, b, n_tw, BOUNDED, NTW):
         base = Ht + b.to(tl.int64) * n * m
         qbase = Qt + b.to(tl.int64) * n * m
         cc = t * BN + tl.arange(0, BN)

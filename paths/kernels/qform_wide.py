@@ -80,15 +80,15 @@ def _column_tile(Ht, Qt, Y, b, m, n, k0, NBW: tl.constexpr, BC: tl.constexpr):
 @triton.jit
 def wide_w_kernel(Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, P, k0,
                   NBW: tl.constexpr, SB: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr,
-                  PREC: tl.constexpr, BOUNDED: tl.constexpr = 0):
+                  PREC: tl.constexpr, BOUNDED: tl.constexpr = 0, NTW: tl.constexpr = 0):
     """``Y[b, c, :]`` for the wide panel at ``k0`` and the columns ``c`` of tile
     ``program_id(0)`` (from ``k0``) of matrix ``program_id(1)``: ``W = C^T V`` over rows
     ``[k0, m)`` in chunks of ``BK``, stored, then overwritten sub-panel by sub-panel, last
     first, by the recurrence of the module doc. ``BOUNDED``: the matrices this launch
-    forms (:func:`adaptqr.paths.kernels.qform.selected`). "f16x3": ``V`` from its halves,
-    and ``-Y``'s halves stored too, for :func:`wide_update_kernel`."""
+    forms (:func:`adaptqr.paths.kernels.qform.selected`, with ``NTW``). "f16x3": ``V`` from
+    its halves, and ``-Y``'s halves stored too, for :func:`wide_update_kernel`."""
     b = tl.program_id(1)
-    if not selected(OK, b, n_tw, BOUNDED):
+    if not selected(OK, b, n_tw, BOUNDED, NTW):
         return
     base, qbase, ybase, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
     if PREC == "f16x3":
@@ -124,14 +124,15 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, P, k0
 @triton.jit
 def wide_update_kernel(Ht, OK, Y, Qt, V16, VLO, Y16, YLO, m, n, k, n_tw, k0,
                        NBW: tl.constexpr, SB: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr,
-                       PREC: tl.constexpr, BOUNDED: tl.constexpr = 0):
+                       PREC: tl.constexpr, BOUNDED: tl.constexpr = 0,
+                       NTW: tl.constexpr = 0):
     """``C^T -= Y V^T`` on the tile ``(program_id(0), program_id(1))`` of columns and rows
     from ``k0`` of matrix ``program_id(2)``: in "f16x3" one product of inner size ``NBW``
     from the halves of ``-Y`` and ``V`` as loaded, ``C``'s tile its accumulator; else one
     sub-panel of ``SB`` at a time (a product of inner size ``NBW`` at once held twice the
-    registers). ``BOUNDED`` as :func:`wide_w_kernel`'s."""
+    registers). ``BOUNDED`` and ``NTW`` as :func:`wide_w_kernel`'s."""
     b = tl.program_id(2)
-    if not selected(OK, b, n_tw, BOUNDED):
+    if not selected(OK, b, n_tw, BOUNDED, NTW):
         return
     base, qbase, ybase, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
     r = k0 + tl.program_id(1) * BR + tl.arange(0, BR)
