@@ -84,7 +84,7 @@ QFORM_T_ROWS = 64
 QFORM_T_PREC, QFORM_T_WARPS = "tf32x3", 2
 
 #: The Q strip kernel's products (knob ``qform_prec``): "f16x3", float32 accuracy from float16
-#: halves on tensor cores (:func:`adaptqr.paths.kernels.trailing._dot`), for the panels whose
+#: halves on tensor cores (:func:`adaptqr.paths.kernels.products._dot`), for the panels whose
 #: reflectors are bounded (:func:`adaptqr.paths.kernels.qform.bounded_reflectors`), or
 #: "tf32x3" (the other matrices, and columns of at most QFORM_RESIDENT_ROWS rows). Run 1907
 #: (QF22, ``householder_product``, ms, tf32x3 / f16x3): 640x512 6.07 / 4.51, 60x1024 4.18

@@ -104,7 +104,7 @@ def fp16_est_scale(m: int, n: int, max_n: int | None = None) -> float:
 # - no intermediate of the trailing updates is subnormal or overflows (the tensor-core
 #   products lost randn * 1e-40: factor residual 7e3 n eps32 on the H200, against LAPACK's
 #   1.9), which needed [2^-40, 2^40) (issue 22);
-# - the "f16x3" products (paths.kernels.trailing._dot, EXPERIMENTS.md T10) take the trailing
+# - the "f16x3" products (paths.kernels.products._dot, EXPERIMENTS.md T10) take the trailing
 #   matrix's entries as float16 halves: they must stay below 65504 (entries are at most the
 #   largest column norm, < 2^12), and well above float16's subnormals, where the halves keep
 #   an absolute accuracy of 2^-36 (largest column norm >= 2^-2).

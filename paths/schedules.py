@@ -373,7 +373,7 @@ TRAILING_WARPS = 4
 FIT_MIN_BN = 32
 #: Products of the trailing update (knob ``trailing_prec``). One-pass TF32 fails 640x512
 #: mixed (docs/DESIGN.md); tf32x3 keeps FP32 accuracy on tensor cores, and so does "f16x3"
-#: (float16 halves at twice tf32's rate, kernels.trailing._dot), given the operand range
+#: (float16 halves at twice tf32's rate, kernels.products._dot), given the operand range
 #: the prescaling window keeps (detectors.classify.PRESCALE_MAX_EXP). Run 1906 (T10, the 12
 #: cases, ms, tf32x3 / f16x3): geomean 2.404 / 2.205, 640x512 5.27 / 4.99, rankdef 5.77 /
 #: 4.75, 60x1024 nearrank 5.89 / 4.73, 40x176 0.255 / 0.239; worst residuals the same.

@@ -7,7 +7,7 @@ layout of geqrf's column-major output), ``TAU`` is ``(B, k)`` contiguous, ``TW``
 ``(B, n_tw, NB, NB)`` (panel p's ``T`` at ``TW[b, p]``, row-major) and ``Qt`` is
 ``(B, n, m)`` contiguous, ``Q`` transposed (so ``Q`` is column-major, as torch's). With
 ``HALVES``, ``V16`` and ``VLO`` are ``(B, n_tw * NB, m)`` float16: row j of ``V16[b]`` is
-reflector j's high half, of ``VLO[b]`` its low half (``trailing.f16_halves``).
+reflector j's high half, of ``VLO[b]`` its low half (``products.f16_halves``).
 
 * :func:`qform_t_kernel`, grid ``(B, n_tw)``: panel p's ``T`` from its stored reflectors by
   larft's recurrence (:func:`adaptqr.paths.kernels.panel._build_t`), one warp a panel
@@ -33,7 +33,7 @@ reflector j's high half, of ``VLO[b]`` its low half (``trailing.f16_halves``).
   first to last with ``T`` as stored.
 
 Products in ``PREC`` ("ieee", "tf32x3" or "f16x3": float32 accuracy on tensor cores; see
-:func:`adaptqr.paths.kernels.trailing._dot`). "f16x3" needs Q's entries, ``V`` and ``Y``
+:func:`adaptqr.paths.kernels.products._dot`). "f16x3" needs Q's entries, ``V`` and ``Y``
 within float16's range: :func:`bounded_reflectors` checks each panel (``OK``), and the
 matrices with a panel that fails are formed by a second launch in tf32x3 (``BOUNDED``).
 
@@ -46,15 +46,8 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _build_t, _store_t, _stored_vtv
-from adaptqr.paths.kernels.trailing import (
-    F16X3_LO,
-    _dot,
-    _dot_small,
-    _load_t,
-    _load_v,
-    dot_halves,
-    f16_halves,
-)
+from adaptqr.paths.kernels.products import F16X3_LO, _dot, _dot_small, dot_halves, f16_halves
+from adaptqr.paths.kernels.trailing import _load_t, _load_v
 
 #: A panel counts as bounded for "f16x3" (:func:`bounded_reflectors`) when its ``T`` has no
 #: entry above this: with Q's columns of norm <= e^(1/2) and ``||v|| <= 2.03``, ``Y = W T^T``
@@ -88,7 +81,7 @@ def qform_t_kernel(Ht, TAU, TW, OK, V16, VLO, m, n, k, n_tw, p0, NB: tl.constexp
     ``p = p0 + program_id(1)``; ``V^T V``'s products in ``PREC``. ``FLAGS``: also
     ``OK[b, p]`` (``(B, n_tw)`` int32), :func:`bounded_reflectors` of the panel.
     ``HALVES`` (a multiple of ``NB``, or 0): also the panel's ``V^T`` as float16 halves
-    (:func:`adaptqr.paths.kernels.trailing.f16_halves`) in ``V16`` and ``VLO`` ``(B, n_tw *
+    (:func:`adaptqr.paths.kernels.products.f16_halves`) in ``V16`` and ``VLO`` ``(B, n_tw *
     NB, m)``, rows ``[p*NB, m)`` of each reflector and the zeros above them from the last
     multiple of ``HALVES``, its unit diagonal written out (for "f16x3" products that load
     them as they are, a panel of ``HALVES`` reflectors at a time, EXPERIMENTS.md QF28)."""

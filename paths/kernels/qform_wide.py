@@ -8,7 +8,7 @@ Storage as there: ``Ht`` ``(B, n, m)`` (row j of ``Ht[b]`` is column j of matrix
 (:func:`adaptqr.paths.kernels.qform.qform_t_kernel`), ``n_tw`` covering whole wide panels
 (a sub-panel past ``k`` has a zero ``T``, so a zero ``Y``). Work buffers: ``S`` ``(B, P, NBW,
 NBW)`` each wide panel's ``V^T V``, ``Y`` ``(B, n, NBW)``; for "f16x3", float16 halves
-(:func:`adaptqr.paths.kernels.trailing.f16_halves`) of ``V^T`` (``V16``, ``VLO``: ``(B, n_tw *
+(:func:`adaptqr.paths.kernels.products.f16_halves`) of ``V^T`` (``V16``, ``VLO``: ``(B, n_tw *
 SB, m)``, :func:`adaptqr.paths.kernels.qform.qform_t_kernel`'s) and of ``-Y`` (``Y16``,
 ``YLO``: ``Y``'s shape).
 
@@ -47,8 +47,9 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _stored_vtv
+from adaptqr.paths.kernels.products import _dot, dot_halves, f16_halves
 from adaptqr.paths.kernels.qform import column_vtc, column_vtc_halves, selected
-from adaptqr.paths.kernels.trailing import _dot, _load_t, _load_v, dot_halves, f16_halves
+from adaptqr.paths.kernels.trailing import _load_t, _load_v
 
 
 @triton.jit

@@ -34,7 +34,8 @@ each in two launches). An update of two panels of such a matrix reads its tile o
 both (``PAIR16``, :func:`_apply_pair_f16`); where its programs are few, the same update runs
 as two launches, :func:`pair_y_kernel` then :func:`pair_u_kernel` over row slices (N25).
 
-Products in ``PREC`` (:func:`_dot`: "ieee", "tf32x3", "tf32" or "f16x3"), never a global flag.
+Products in ``PREC`` (:func:`adaptqr.paths.kernels.products._dot`: "ieee", "tf32x3", "tf32"
+or "f16x3"), never a global flag.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
 suffix (``n_nonzero``) is skipped (every reflector leaves a zero column zero, so the result
 is the same); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
@@ -63,66 +64,7 @@ from adaptqr.paths.kernels.fp16_storage import (
     y_scaled,
 )
 from adaptqr.paths.kernels.panel import program_matrix
-
-#: ``"f16x3"``'s low halves are ``(x - f16(x)) * F16X3_LO``: at most 2^-11 of ``|x|`` before
-#: the factor, so float16 holds them at the high halves' scale, not near its subnormals.
-F16X3_LO = tl.constexpr(2048.0)
-
-
-@triton.jit
-def _dot(a, b, PREC: tl.constexpr):
-    """``a @ b`` with FP32 accumulation, operands in PREC ("ieee", "tf32", "tf32x3" or
-    "f16x3": :func:`_dot_f16x3`, whose operands must lie within float16's range)."""
-    # One return: Triton generates the code after a constexpr branch's return too.
-    if PREC == "f16x3":
-        c = _dot_f16x3(a, b)
-    else:
-        c = tl.dot(a, b, input_precision=PREC)
-    return c
-
-
-@triton.jit
-def _dot_small(a, b, PREC: tl.constexpr):
-    """:func:`_dot` for the ``[BN, NB] x [NB, NB]`` products with ``T`` or ``G``, whose range
-    nothing bounds: tf32x3 where PREC is "f16x3" (they are a small part of an update's
-    work)."""
-    if PREC == "f16x3":
-        c = tl.dot(a, b, input_precision="tf32x3")
-    else:
-        c = tl.dot(a, b, input_precision=PREC)
-    return c
-
-
-@triton.jit
-def _dot_f16x3(a, b):
-    """``a @ b`` from float16 tensor-core products at float32 accuracy: each operand as a
-    rounded float16 high half plus a float16 low half (22 significant bits, as tf32x3's two
-    tf32 halves), the three products that matter summed small ones first. float16's
-    products run at twice tf32's rate. The operands must lie below 65504; what lies under
-    2^-14 keeps an absolute accuracy of 2^-36 (float16's subnormal spacing in the low half).
-    Scaling each tile here to its largest entry cost most of the gain (EXPERIMENTS.md T10):
-    the callers bound their operands instead (:func:`y_unit`)."""
-    a_hi, a_lo = f16_halves(a)
-    b_hi, b_lo = f16_halves(b)
-    small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
-    return tl.dot(a_hi, b_hi, small * (1.0 / F16X3_LO))
-
-
-@triton.jit
-def f16_halves(x):
-    """``(hi, lo)``, float16: ``x``'s rounded high half and its low half times
-    ``F16X3_LO`` (:func:`_dot_f16x3`'s operands; ``x`` within float16's range)."""
-    hi = x.to(tl.float16)
-    return hi, ((x - hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
-
-
-@triton.jit
-def dot_halves(a_hi, a_lo, b_hi, b_lo, acc):
-    """``acc + a @ b`` ("f16x3", FP32 accumulation) from both operands' :func:`f16_halves`,
-    made beforehand: loaded as they are, they feed the tensor cores with no conversion in
-    the program (EXPERIMENTS.md QF28)."""
-    small = tl.dot(a_lo, b_hi, tl.dot(a_hi, b_lo))
-    return tl.dot(a_hi, b_hi, acc + small * (1.0 / F16X3_LO))
+from adaptqr.paths.kernels.products import _dot, _dot_small, dot_halves, f16_halves
 
 
 @triton.jit

@@ -1,4 +1,4 @@
-"""T10's "f16x3" products (``paths/kernels/trailing._dot``) under the interpreter: float32
+"""T10's "f16x3" products (``paths/kernels/products._dot``) under the interpreter: float32
 accuracy from float16 halves, in the trailing updates of every kind (streamed, resident,
 row-split), against tf32x3's (knob ``trailing_prec``), and the prescaling window that keeps
 their operands in float16's range."""

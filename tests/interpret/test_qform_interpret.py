@@ -173,26 +173,6 @@ def test_unbounded_reflectors_take_tf32x3(tiles):
     torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5 * float(want.abs().max()))
 
 
-@pytest.mark.parametrize("wide", [0, 64])
-def test_flags_in_one_load(wide, small_wide_tiles, monkeypatch):
-    # QF31 (knob qform_flag_block): each program reads its matrix's panel flags in one
-    # vector load; the unbounded matrix (its first panel bounded, its second not) still
-    # takes the tf32x3 launch: f16x3 would overflow its Q.
-    from adaptqr import config
-
-    h, tau = _factors((2, 100, 48))
-    h2, tau2 = _unbounded(h, tau)
-    h2[0], tau2[0] = h[0], tau[0]
-    seen = _launches(monkeypatch, "qform_kernel" if not wide else "wide_w_kernel",
-                     lambda kw: kw["NTW"])
-    with config.experiment(qform_flag_block=1, qform_wide=wide):
-        got = triton_householder_product(h2, tau2, None if wide else TILES["chunked"])
-    assert seen and all(v >= 16 for v in seen)
-    want = originals.householder_product(h2, tau2)
-    torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
-    torch.testing.assert_close(got[1], want[1], rtol=2e-5, atol=2e-5 * float(want[1].abs().max()))
-
-
 def test_panel_flags():
     # The T kernel's flags (FLAGS): 1 for geqrf's panels, 0 for one with a tau = 200
     # reflector or an identity reflector over large entries.
@@ -253,16 +233,23 @@ def test_wide_panels_zero_tau_columns(small_wide_tiles):
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
 
 
-def test_wide_panels_unbounded_matrix(small_wide_tiles):
-    # A matrix whose reflectors are not bounded (tau = 200) takes the tf32x3 launch beside
-    # the f16x3 launch (operands' halves, QF28) of the bounded one, in the same wide panels.
+@pytest.mark.parametrize("flags", [0, 1])
+@pytest.mark.parametrize("wide", [0, 64])
+def test_unbounded_matrix_beside_a_bounded_one(wide, flags, small_wide_tiles, monkeypatch):
+    # A matrix whose reflectors are not bounded (tau = 200; its first panel bounded, its
+    # second not) takes the tf32x3 launch beside the f16x3 launch of the bounded one, in
+    # the strip kernel and in the same wide panels (operands' halves, QF28); QF31 (knob
+    # qform_flag_block): each program reads its matrix's flags in one vector load.
     from adaptqr import config
 
     h, tau = _factors((2, 100, 48))
     h2, tau2 = _unbounded(h, tau)
     h2[0], tau2[0] = h[0], tau[0]
-    with config.experiment(qform_wide=64):
-        got = triton_householder_product(h2, tau2)
+    seen = _launches(monkeypatch, "wide_w_kernel" if wide else "qform_kernel",
+                     lambda kw: kw["NTW"])
+    with config.experiment(qform_wide=wide, qform_flag_block=flags):
+        got = triton_householder_product(h2, tau2, None if wide else TILES["chunked"])
+    assert seen and all((v >= 16) if flags else (v == 0) for v in seen)
     want = originals.householder_product(h2, tau2)
     assert want[1].abs().max() > 1e6 and torch.isfinite(want).all()
     torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
