@@ -91,14 +91,15 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, P, k0
     b = tl.program_id(1)
     if not selected(OK, b, n_tw, BOUNDED, NTW):
         return
-    base, qbase, ybase, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
+    base, qbase, _, cc, ccmask = _column_tile(Ht, Qt, Y, b, m, n, k0, NBW, BC)
     if PREC == "f16x3":
         W = column_vtc_halves(V16, VLO, qbase, cc, ccmask, b, k0, m, n_tw * SB, NBW, BC, BK)
     else:
         W = column_vtc(base, qbase, cc, ccmask, k0, m, m, k, NBW, BC, BK, PREC)
+    # The tile's rows of Y (and of -Y's halves, laid out alike).
+    yrow = b.to(tl.int64) * n * NBW + cc[:, None] * NBW
     jw = tl.arange(0, NBW)
-    tl.store(ybase + cc[:, None] * NBW + jw[None, :], W,
-             mask=ccmask[:, None] & (jw < NBW)[None, :])
+    tl.store(Y + yrow + jw[None, :], W, mask=ccmask[:, None] & (jw < NBW)[None, :])
     # Each sub-panel's step reads slots other threads of the program wrote.
     tl.debug_barrier()
     NSUB: tl.constexpr = NBW // SB
@@ -106,10 +107,10 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, P, k0
     smask = ccmask[:, None] & (js < SB)[None, :]
     smat = S + (b.to(tl.int64) * P + k0 // NBW) * NBW * NBW
     for i in tl.static_range(NSUB - 1, -1, -1):
-        yoff = b.to(tl.int64) * n * NBW + cc[:, None] * NBW + i * SB + js[None, :]
+        yoff = yrow + i * SB + js[None, :]
         X = tl.load(Y + yoff, mask=smask, other=0.0)
         for j in tl.static_range(i + 1, NSUB):
-            Yj = tl.load(ybase + cc[:, None] * NBW + j * SB + js[None, :], mask=smask, other=0.0)
+            Yj = tl.load(Y + yrow + j * SB + js[None, :], mask=smask, other=0.0)
             Sji = tl.load(smat + (j * SB + js[:, None]) * NBW + i * SB + js[None, :])
             X -= tl.dot(Yj, Sji, input_precision="tf32x3")
         T = _load_t(TW, b, k0 // SB + i, n_tw, SB)

@@ -44,15 +44,24 @@ def test_equals_torch(tiles, shape, k):
     assert torch.equal(h, h0) and torch.equal(tau, t0)
 
 
-@pytest.mark.parametrize("tiles", ["chunked", "narrow", "nb16"])
-@pytest.mark.parametrize("shape,k", [((2, 70, 70), None), ((1, 90, 50), 20), ((3, 9, 9), 0)])
-def test_strip_halves_equal_torch(tiles, shape, k):
-    # QF29 (knob qform_halves): the strip kernel's f16x3 products with V's float16 halves
-    # made once by the T kernel; k < n and k = 0 included.
+@pytest.mark.parametrize("knobs", [
+    {"qform_prec": "tf32x3"},
+    {"qform_prec": "f16x3"},   # QF22: float16 halves hold float32 accuracy (high halves alone: 5e-4 off)
+    {"qform_group": 2},        # QF26: programs in groups of matrices, the last group partial
+    {"qform_group": 4},
+    {"qform_halves": 1},       # QF29: f16x3 from V's halves made once by the T kernel
+], ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
+@pytest.mark.parametrize("tiles", ["chunked", "resident", "nb16"])
+@pytest.mark.parametrize("shape,k", [((5, 60, 50), None), ((1, 90, 50), 20)])
+def test_strip_kernel_knobs_equal_torch(knobs, tiles, shape, k):
+    # The strip kernel's variants, each matrix's every strip formed once, k < n included.
+    # The resident tile takes tf32x3 whatever the knobs say, and builds T itself.
     from adaptqr import config
 
     h, tau = _factors(shape, k)
-    with config.experiment(qform_halves=1):
+    if TILES[tiles].resident and TILES[tiles].bm < shape[-2]:
+        pytest.skip("the resident tile must hold a whole column")
+    with config.experiment(**knobs):
         got = triton_householder_product(h, tau, TILES[tiles])
     torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
 
@@ -134,20 +143,6 @@ def test_apply_qt_equals_torch(B, m, nc):
     want = originals.householder_product(h, tau).mT @ C
     qform.apply_qt(h, tau, C)  # the Triton kernels: column-major h, contiguous columns of C
     torch.testing.assert_close(C, want, rtol=0, atol=5e-6)
-
-
-@pytest.mark.parametrize("tiles", ["chunked", "resident"])
-@pytest.mark.parametrize("prec", ["tf32x3", "f16x3"])
-def test_product_precisions_equal_torch(tiles, prec):
-    # QF22 (knob qform_prec, f16x3 by default): the strip kernel's products from float16
-    # halves hold float32 accuracy, as tf32x3's do (float16 high halves alone: 5e-4 off).
-    # The resident tile takes tf32x3 whatever the knob says.
-    from adaptqr import config
-
-    h, tau = _factors((2, 100, 70))
-    with config.experiment(qform_prec=prec):
-        got = triton_householder_product(h, tau, TILES[tiles])
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
 
 
 def _unbounded(h, tau):
@@ -237,52 +232,24 @@ def test_wide_panels_zero_tau_columns(small_wide_tiles):
 @pytest.mark.parametrize("wide", [0, 64])
 def test_unbounded_matrix_beside_a_bounded_one(wide, flags, small_wide_tiles, monkeypatch):
     # A matrix whose reflectors are not bounded (tau = 200; its first panel bounded, its
-    # second not) takes the tf32x3 launch beside the f16x3 launch of the bounded one, in
-    # the strip kernel and in the same wide panels (operands' halves, QF28); QF31 (knob
-    # qform_flag_block): each program reads its matrix's flags in one vector load.
+    # second not: Q's entries past 1e6 would overflow float16) takes the tf32x3 launch
+    # beside the f16x3 launch of the bounded one, in the strip kernel and in the same wide
+    # panels (QF25; operands' halves, QF28); QF31 (knob qform_flag_block): each program
+    # reads its matrix's flags in one vector load.
     from adaptqr import config
 
     h, tau = _factors((2, 100, 48))
     h2, tau2 = _unbounded(h, tau)
     h2[0], tau2[0] = h[0], tau[0]
-    seen = _launches(monkeypatch, "wide_w_kernel" if wide else "qform_kernel",
-                     lambda kw: kw["NTW"])
+    seen = _launches(monkeypatch, "wide_update_kernel" if wide else "qform_kernel",
+                     lambda kw: (kw["PREC"], kw["BOUNDED"], kw["NTW"]))
     with config.experiment(qform_wide=wide, qform_flag_block=flags):
         got = triton_householder_product(h2, tau2, None if wide else TILES["chunked"])
-    assert seen and all((v >= 16) if flags else (v == 0) for v in seen)
+    assert [v[:2] for v in seen] == [("f16x3", 1), ("tf32x3", 2)]
+    assert all((v[2] >= 16) if flags else (v[2] == 0) for v in seen)
     want = originals.householder_product(h2, tau2)
-    assert want[1].abs().max() > 1e6 and torch.isfinite(want).all()
+    assert want[1].abs().max() > 1e6 and want[0].abs().max() < 2 and torch.isfinite(want).all()
     torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
     torch.testing.assert_close(got[1], want[1], rtol=2e-5, atol=2e-5 * float(want[1].abs().max()))
 
 
-@pytest.mark.parametrize("group", [2, 4])
-@pytest.mark.parametrize("tiles", ["chunked", "resident"])
-def test_grouped_strips_equal_torch(group, tiles):
-    # QF26 (knob qform_group): the strip programs in groups of matrices, the last group
-    # partial (5 matrices), every matrix's every strip formed once.
-    from adaptqr import config
-
-    h, tau = _factors((5, 60, 50))
-    with config.experiment(qform_group=group):
-        got = triton_householder_product(h, tau, TILES[tiles])
-    torch.testing.assert_close(got, originals.householder_product(h, tau), rtol=0, atol=2e-6)
-
-
-def test_wide_panels_in_f16x3(small_wide_tiles, monkeypatch):
-    # QF25 with the knob qform_wide_prec=f16x3: the bounded matrices' launches in f16x3, the
-    # others' in tf32x3 (matrix 1 made unbounded: Q's entries past 1e6 would overflow
-    # float16), each launch twice; torch's Q for both matrices.
-    from adaptqr import config
-
-    h, tau = _factors((2, 80, 48))  # 80 rows: not the resident tile's, which has no wide route
-    hu, tu = _unbounded(h, tau)
-    h[1], tau[1] = hu[1], tu[1]
-    want = originals.householder_product(h, tau)
-    assert want[1].abs().max() > 1e6 and want[0].abs().max() < 2
-    seen = _launches(monkeypatch, "wide_update_kernel", lambda kw: (kw["PREC"], kw["BOUNDED"]))
-    with config.experiment(qform_wide=64, qform_wide_prec="f16x3"):
-        got = triton_householder_product(h, tau)
-    assert seen == [("f16x3", 1), ("tf32x3", 2)]
-    torch.testing.assert_close(got[0], want[0], rtol=0, atol=2e-6)
-    torch.testing.assert_close(got[1], want[1], rtol=2e-5, atol=2e-5 * float(want.abs().max()))
