@@ -210,6 +210,14 @@ QFORM_HALVES_MIN_N = 256
 #: 4.653; rankdef 5.258 / 4.760 / 4.701 / 4.523, then 5.477 / 4.616 / 4.634; 60x1024 3.931
 #: / 4.128 / 3.882 / 3.804; 2x4096 and 8x2048 (cuBLAS) unchanged.
 QFORM_GROUP = 16
+#: Each Q launch's program reads its matrix's per-panel flags (bounded or not) in one vector
+#: load of a power of two at or above ``n_tw`` (at least 16) instead of ``n_tw`` dependent
+#: scalar loads before its first product. H100, run 1206 (EXPERIMENTS.md QF31;
+#: ``householder_product`` ms, one by one / one load): 2x4096 6.777 / 5.607, 4x4096 10.504 /
+#: 8.820, 60x1024 2.893 / 2.799, 60x1024 mixed 2.819 / 2.559, nearrank 2.859 / 2.549,
+#: 640x512 mixed 4.216 / 4.039, 640x512 4.091 / 4.095, 16x1024 1.082 / 1.102. Knob
+#: ``qform_flag_block`` (0 / 1).
+QFORM_FLAG_BLOCK = True
 
 
 class QFormTiles(NamedTuple):
@@ -622,11 +630,12 @@ def _form_wide(Ht: torch.Tensor, tau: torch.Tensor, Qt: torch.Tensor, m: int, n:
 
 
 def _flag_block(n_tw: int, knobs: config.Knobs) -> int:
-    """The launches' ``NTW`` (:func:`paths.kernels.qform.selected`): with the knob
-    ``qform_flag_block`` (QF31, default off), the power of two at or above ``n_tw`` (at
-    least 16) in which each program reads its matrix's flags at once; else 0, one by
+    """The launches' ``NTW`` (:func:`paths.kernels.qform.selected`): with
+    ``QFORM_FLAG_BLOCK`` (knob ``qform_flag_block``), the power of two at or above ``n_tw``
+    (at least 16) in which each program reads its matrix's flags at once; else 0, one by
     one."""
-    return max(16, triton.next_power_of_2(n_tw)) if knobs.get("qform_flag_block", 0) else 0
+    on = knobs.get("qform_flag_block", QFORM_FLAG_BLOCK)
+    return max(16, triton.next_power_of_2(n_tw)) if on else 0
 
 
 def _panel_ts(Ht: torch.Tensor, tau: torch.Tensor, m: int, n: int, n_tw: int, nb: int,

@@ -199,9 +199,12 @@ FP32_PAIR = 32
 #: The FP32 route's pair update (``FP32_PAIR``) in "f16x3" from both panels' float16 halves
 #: made once an update (:func:`~adaptqr.paths.kernels.trailing.v16_kernel` with ``LO``), as
 #: Q formation's QF28 / QF29, instead of splitting every ``V`` chunk in every column tile's
-#: program; the rest update only (its stream owns the copies, as N23's). EXPERIMENTS.md T14
-#: (built, not run); knob ``fp32_halves``.
-FP32_HALVES = False
+#: program; the rest update only (its stream owns the copies, as N23's). H100, run 1202
+#: (EXPERIMENTS.md T14; the 12 cases side by side, ms, split in every program / halves):
+#: rankdef 5.012 / 4.799, nearrank 4.897 / 4.532, 640x512 mixed 5.631 / 5.561, clustered
+#: 5.425 / 5.479, 60x1024 mixed 4.050 / 4.102 (the last two within the run's spread; the
+#: cases without FP32 pair updates moved as much). Knob ``fp32_halves``.
+FP32_HALVES = True
 
 
 def _knob_or(knobs, name: str, constant):

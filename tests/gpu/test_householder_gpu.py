@@ -490,17 +490,20 @@ def _other_bits_at_the_bar(A, H1, t1, H2, t2):
                                            (60, 1024, "nearrank", 2), (64, 768, "mixed", 2),
                                            (640, 512, "mixed", 2)])
 def test_fp32_pair_from_halves_matches(B, n, case, cond):
-    # EXPERIMENTS.md T14 (knob fp32_halves): the FP32 pair rest update's products from the
-    # reflectors' halves made once an update, against the pair's own splits: both at the
-    # bar, the halves taken (other bits), the taus as close to float64's (as T13's test).
+    # EXPERIMENTS.md T14 (knob fp32_halves, the default): the FP32 pair rest update's
+    # products from the reflectors' halves made once an update, against the pair's own
+    # splits: both at the bar, the halves taken (other bits), the taus as close to
+    # float64's (as T13's test).
     import adaptqr
     from adaptqr import config
+    from adaptqr.paths import schedules
     from adaptqr.testing import generate
 
+    assert schedules.FP32_HALVES
     A = generate(B, n, cond, 14 + n, case, "cuda")
-    H1, t1 = adaptqr.geqrf(A)
-    with config.experiment(fp32_halves=1):
-        H2, t2 = adaptqr.geqrf(A)
+    with config.experiment(fp32_halves=0):
+        H1, t1 = adaptqr.geqrf(A)
+    H2, t2 = adaptqr.geqrf(A)
     _other_bits_at_the_bar(A, H1, t1, H2, t2)
 
 

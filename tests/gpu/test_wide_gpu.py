@@ -17,21 +17,28 @@ pytestmark = [
 @pytest.mark.parametrize("shape", [(64, 256, 1024), (8, 1024, 4096), (3, 17, 50), (1, 2, 3)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_wide_at_the_half_gate(shape):
+    # The automatic plan's path (a few matrices of at most AUTO_MAX_COLS columns are the
+    # small path's since H37), then the wide path named, at the bar either way.
+    from adaptqr.paths import small
+    from adaptqr.planning import spec_of
+
     g = torch.Generator(device="cuda").manual_seed(262)
     A = torch.randn(*shape, device="cuda", generator=g)
     A0 = A.clone()
-    adaptqr.log.enable()
-    try:
-        a, tau = adaptqr.geqrf(A)
-        rec = adaptqr.decisions()[-1]
-    finally:
-        adaptqr.log.disable()
-    assert torch.equal(A, A0)
-    assert "wide" in str(rec["plan"]), rec["plan"]
-    ra, _ = originals.geqrf(A[:1])
-    assert a.stride()[-2:] == ra.stride()[-2:] and tau.shape == (*shape[:-2], shape[-2])
-    res = check_geqrf(A, a, tau)
-    assert res.passes_bar, res.summary
+    auto = "small" if small.prefers(spec_of(A)) is None else "wide"
+    for path in (None, "wide"):
+        adaptqr.log.enable()
+        try:
+            a, tau = adaptqr.geqrf(A, path=path)
+            rec = adaptqr.decisions()[-1]
+        finally:
+            adaptqr.log.disable()
+        assert torch.equal(A, A0)
+        assert (path or auto) in str(rec["plan"]), rec["plan"]
+        ra, _ = originals.geqrf(A[:1])
+        assert a.stride()[-2:] == ra.stride()[-2:] and tau.shape == (*shape[:-2], shape[-2])
+        res = check_geqrf(A, a, tau)
+        assert res.passes_bar, res.summary
 
 
 @pytest.mark.variant
