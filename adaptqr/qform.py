@@ -212,7 +212,7 @@ QFORM_HALVES_MIN_N = 256
 QFORM_GROUP = 16
 #: Each Q launch's program reads its matrix's per-panel flags (bounded or not) in one vector
 #: load of a power of two at or above ``n_tw`` (at least 16) instead of ``n_tw`` dependent
-#: scalar loads before its first product. H100, run 1206 (EXPERIMENTS.md QF31;
+#: scalar loads before its first product. H100, run 1204 (EXPERIMENTS.md QF31;
 #: ``householder_product`` ms, one by one / one load): 2x4096 6.777 / 5.607, 4x4096 10.504 /
 #: 8.820, 60x1024 2.893 / 2.799, 60x1024 mixed 2.819 / 2.559, nearrank 2.859 / 2.549,
 #: 640x512 mixed 4.216 / 4.039, 640x512 4.091 / 4.095, 16x1024 1.082 / 1.102. Knob

@@ -42,11 +42,15 @@ def main() -> None:
     for shape in args.shapes.split(","):
         b, n = (int(x) for x in shape.split("x"))
         A = torch.randn(b, n, n, device="cuda", generator=torch.Generator("cuda").manual_seed(b * n))
-        graphs = {}
+        # The launchers (their cupy modules) live as long as the graphs: a module collected
+        # while a graph holds its kernel unloads the code under the replay (a segfault,
+        # runs 1212 and 1217).
+        graphs, launchers = {}, []
         for name, build in BUILDS.items():
             H = torch.empty_strided((b, n, n), (n * n, 1, n), device="cuda")
             tau = torch.empty(b, n, device="cuda")
             fn = _launcher(build, A, H, tau)
+            launchers.append(fn)
             fn()
             r = check_geqrf(A, H, tau)
             assert r.passes_bar, f"{shape} {name}: {r.summary}"

@@ -122,9 +122,8 @@
 # Then the SOAP example on that machine, both optimizers (carry .whl):
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #   --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site; timeout 130 python3 \
-#   examples/soap_step.py --steps 21; timeout 250 python3 examples/soap_step.py --steps 21 --optimizer heavyball; \
-#   timeout 90 python3 bench/devscripts/smem_qr_proto.py; \
-#   timeout 60 python3 bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192   (H36)
+#   examples/soap_step.py --steps 21; timeout 250 python3 examples/soap_step.py --steps 21 --optimizer heavyball
+#   (H36's prototype, run 1212: rejected and removed.)
 # Session 44 (no device time left: none ran). Built, not run: H37 (the small path, named
 # only). The next session's calls (EXPERIMENTS.md OC35), each under 600 s:
 #   1. (hp_host.py now times geqrf by the small path too, and each geqrf's GPU time alone;
@@ -133,9 +132,7 @@
 #      B12="--knobs g640:gram_max_batch=640" SWEEP_CASES=bench/devscripts/cases_h37.json \
 #      SWEEP="--paths householder,small" SWEEP_TIMEOUT=90 bash bench/devscripts/variants_call.sh
 #   2. SKIP_B12=1 HP="--knobs q:qform_small_cuda=1" HP_CASES=bench TRACE=40x176,40x352 \
-#      TRACE_KNOBS="--replay --cond 1" bash bench/devscripts/variants_call.sh; then H36's
-#      prototype: timeout 90 python3 bench/devscripts/smem_qr_proto.py; timeout 60 python3
-#      bench/devscripts/smem_qr_proto.py --no-update --shapes 40x160,40x192
+#      TRACE_KNOBS="--replay --cond 1" bash bench/devscripts/variants_call.sh
 #   3. The SOAP example, both optimizers (carry .whl; the session-43 lines above).
 # Session 45 (H100 runs 0422-0512): H37 and QF24 kept within bounds, H35 rejected, D6 kept.
 # Built, not run: H38 (DIRECT_NORM). The next session's calls (EXPERIMENTS.md OC36):
@@ -157,6 +154,9 @@
 # then QF31 (built, not run): python3 bench/devscripts/qform_bench.py --cases bench+optimizer \
 #   --no-blocked --budget 0.3 --knobs f:qform_flag_block=1 (on an H200 if one comes: issue
 #   25's comparison too).
+# Session 48 (H100 runs 1202-1217): T14 and QF31 kept (the defaults), H36 rejected. Built,
+# not run: H38 (small_ab.py's segfault mended: its launchers now outlive the graphs):
+#   timeout 60 python3 -X faulthandler -u bench/devscripts/small_ab.py --out $OUT/small_ab.json
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
