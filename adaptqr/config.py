@@ -163,8 +163,9 @@ class Knobs:
     (``qform.QFORM_WIDE_PREC``: "tf32x3" / "f16x3", the wide panels' two big products),
     ``qform_halves`` (``qform.QFORM_HALVES_MIN_N``: 0 / 1, the Q strip kernel's "f16x3"
     products from ``V``'s halves made once), ``fp32_halves`` (``schedules.FP32_HALVES``: 0 /
-    1, the FP32 route's pair update the same way), ``qform_flag_block`` (``qform.QFORM_FLAG_BLOCK``: 0 / 1, the
-    Q launches' per-matrix flags read in one vector load)."""
+    1, the FP32 route's pair update the same way), ``qform_flag_block``
+    (``qform.QFORM_FLAG_BLOCK``: 0 / 1, the Q launches' per-matrix flags read in one vector
+    load)."""
 
     split_min_rows: int | None
     tail_prec: str | None
