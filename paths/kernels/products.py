@@ -1,8 +1,9 @@
 """Products at float32 accuracy on tensor cores, as the trailing updates and Q formation
 take them: :func:`_dot` in a named precision ("ieee", "tf32", "tf32x3" or "f16x3", never a
 global flag), :func:`_dot_small` for the small products nothing bounds, and "f16x3" from
-float16 halves, split in the program (:func:`_dot_f16x3`) or made once and loaded
-(:func:`f16_halves`, :func:`dot_halves`; EXPERIMENTS.md T10, QF28).
+float16 halves, split in the program (:func:`_dot_f16x3`) or made once, stored and loaded
+(:func:`f16_halves`, :func:`store_halves`, :func:`load_halves`, :func:`dot_halves`;
+EXPERIMENTS.md T10, QF28).
 
 Example (interpreter or GPU)::
 
@@ -67,6 +68,21 @@ def f16_halves(x):
     ``F16X3_LO`` (:func:`_dot_f16x3`'s operands; ``x`` within float16's range)."""
     hi = x.to(tl.float16)
     return hi, ((x - hi.to(tl.float32)) * F16X3_LO).to(tl.float16)
+
+
+@triton.jit
+def store_halves(HI, LO, off, x, mask):
+    """``x``'s :func:`f16_halves` stored at ``HI + off`` and ``LO + off`` (two float16
+    arrays of one layout)."""
+    hi, lo = f16_halves(x)
+    tl.store(HI + off, hi, mask=mask)
+    tl.store(LO + off, lo, mask=mask)
+
+
+@triton.jit
+def load_halves(HI, LO, off, mask):
+    """``(hi, lo)`` as :func:`store_halves` left them (zero where ``mask`` is False)."""
+    return tl.load(HI + off, mask=mask, other=0.0), tl.load(LO + off, mask=mask, other=0.0)
 
 
 @triton.jit

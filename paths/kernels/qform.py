@@ -46,7 +46,15 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _build_t, _store_t, _stored_vtv
-from adaptqr.paths.kernels.products import F16X3_LO, _dot, _dot_small, dot_halves, f16_halves
+from adaptqr.paths.kernels.products import (
+    F16X3_LO,
+    _dot,
+    _dot_small,
+    dot_halves,
+    f16_halves,
+    load_halves,
+    store_halves,
+)
 from adaptqr.paths.kernels.trailing import _load_t, _load_v
 
 #: A panel counts as bounded for "f16x3" (:func:`bounded_reflectors`) when its ``T`` has no
@@ -101,9 +109,7 @@ def qform_t_kernel(Ht, TAU, TW, OK, V16, VLO, m, n, k, n_tw, p0, NB: tl.constexp
             r = r0 + rr
             Vt = _load_v(base, k0, r, m, m, k, NB, k - k0)
             S += tl.dot(Vt, tl.trans(Vt), input_precision=PREC)
-            hi, lo = f16_halves(Vt)
-            tl.store(V16 + half + r[None, :], hi, mask=(r < m)[None, :])
-            tl.store(VLO + half + r[None, :], lo, mask=(r < m)[None, :])
+            store_halves(V16 + half, VLO + half, r[None, :], Vt, (r < m)[None, :])
     else:
         S = _stored_vtv(base, cols, keep, k0, m, NB, CH, PREC)
     T = _build_t(S, taus, NB)
@@ -234,10 +240,8 @@ def column_vtc_halves(V16, VLO, cbase, cc, ccmask, b, k0, m, kp, NB: tl.constexp
         r = r0 + rr
         c_hi, c_lo = f16_halves(tl.load(cbase + cc[:, None] * m + r[None, :],
                                         mask=ccmask[:, None] & (r < m)[None, :], other=0.0))
-        vmask = (r < m)[:, None]
-        v_hi = tl.load(V16 + half + r[:, None], mask=vmask, other=0.0)
-        small = tl.dot(c_lo, v_hi, tl.dot(c_hi, tl.load(VLO + half + r[:, None], mask=vmask,
-                                                         other=0.0), small))
+        v_hi, v_lo = load_halves(V16 + half, VLO + half, r[:, None], (r < m)[:, None])
+        small = tl.dot(c_lo, v_hi, tl.dot(c_hi, v_lo, small))
         W = tl.dot(c_hi, v_hi, W)
     return W + small * (1.0 / F16X3_LO)
 
@@ -259,10 +263,8 @@ def _update_halves(V16, VLO, cbase, cc, ccmask, b, k0, m, TW, n_tw, NB: tl.const
         r = r0 + rr
         cptr = cbase + cc[:, None] * m + r[None, :]
         cmask = ccmask[:, None] & (r < m)[None, :]
-        vmask = (r < m)[None, :]
-        Ct = dot_halves(y_hi, y_lo, tl.load(V16 + vrow + r[None, :], mask=vmask, other=0.0),
-                        tl.load(VLO + vrow + r[None, :], mask=vmask, other=0.0),
-                        tl.load(cptr, mask=cmask, other=0.0))
+        v_hi, v_lo = load_halves(V16 + vrow, VLO + vrow, r[None, :], (r < m)[None, :])
+        Ct = dot_halves(y_hi, y_lo, v_hi, v_lo, tl.load(cptr, mask=cmask, other=0.0))
         tl.store(cptr, Ct, mask=cmask)
     # The next panel re-reads rows this program just wrote.
     tl.debug_barrier()

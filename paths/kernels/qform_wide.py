@@ -47,7 +47,7 @@ import triton
 import triton.language as tl
 
 from adaptqr.paths.kernels.panel import _stored_vtv
-from adaptqr.paths.kernels.products import _dot, dot_halves, f16_halves
+from adaptqr.paths.kernels.products import _dot, dot_halves, load_halves, store_halves
 from adaptqr.paths.kernels.qform import column_vtc, column_vtc_halves, selected
 from adaptqr.paths.kernels.trailing import _load_t, _load_v
 
@@ -117,9 +117,7 @@ def wide_w_kernel(Ht, TW, OK, S, Qt, Y, V16, VLO, Y16, YLO, m, n, k, n_tw, P, k0
         Yi = tl.dot(X, tl.trans(T), input_precision="tf32x3")
         tl.store(Y + yoff, Yi, mask=smask)
         if PREC == "f16x3":
-            y_hi, y_lo = f16_halves(-Yi)
-            tl.store(Y16 + yoff, y_hi, mask=smask)
-            tl.store(YLO + yoff, y_lo, mask=smask)
+            store_halves(Y16, YLO, yoff, -Yi, smask)
         tl.debug_barrier()
 
 
@@ -145,11 +143,9 @@ def wide_update_kernel(Ht, OK, Y, Qt, V16, VLO, Y16, YLO, m, n, k, n_tw, k0,
         jw = tl.arange(0, NBW)
         yoff = b.to(tl.int64) * n * NBW + cc[:, None] * NBW + jw[None, :]
         voff = (b.to(tl.int64) * n_tw * SB + k0 + jw[:, None]) * m + r[None, :]
-        vmask = (r < m)[None, :]
-        Ct = dot_halves(tl.load(Y16 + yoff, mask=ccmask[:, None], other=0.0),
-                        tl.load(YLO + yoff, mask=ccmask[:, None], other=0.0),
-                        tl.load(V16 + voff, mask=vmask, other=0.0),
-                        tl.load(VLO + voff, mask=vmask, other=0.0), Ct)
+        y_hi, y_lo = load_halves(Y16, YLO, yoff, ccmask[:, None])
+        v_hi, v_lo = load_halves(V16, VLO, voff, (r < m)[None, :])
+        Ct = dot_halves(y_hi, y_lo, v_hi, v_lo, Ct)
     else:
         js = tl.arange(0, SB)
         for i in tl.static_range(NBW // SB):

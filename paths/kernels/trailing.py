@@ -64,7 +64,14 @@ from adaptqr.paths.kernels.fp16_storage import (
     y_scaled,
 )
 from adaptqr.paths.kernels.panel import program_matrix
-from adaptqr.paths.kernels.products import _dot, _dot_small, dot_halves, f16_halves
+from adaptqr.paths.kernels.products import (
+    _dot,
+    _dot_small,
+    dot_halves,
+    f16_halves,
+    load_halves,
+    store_halves,
+)
 
 
 @triton.jit
@@ -262,9 +269,7 @@ def v16_kernel(Ht, NA, V16, VLO, k, m, n, HAS_NA: tl.constexpr, NB: tl.constexpr
         Vi = _load_v(base, k + i * NB, r, m, m, na, NB, n - k - i * NB)
         rows = off + (i * NB + jj[:, None]) * m + r[None, :]
         if LO:
-            hi, lo = f16_halves(Vi)
-            tl.store(V16 + rows, hi, mask=msk)
-            tl.store(VLO + rows, lo, mask=msk)
+            store_halves(V16, VLO, rows, Vi, msk)
         else:
             tl.store(V16 + rows, Vi.to(tl.float16), mask=msk)
 
@@ -412,9 +417,9 @@ def _pair_halves(v16, vlo, r, m, NB: tl.constexpr):
     (``LO``): ``(V1 hi, V1 lo, V2 hi, V2 lo)``, each ``[NB, len(r)]`` float16."""
     rows = tl.arange(0, NB)[:, None] * m + r[None, :]
     msk = (r < m)[None, :]
-    return (tl.load(v16 + rows, mask=msk, other=0.0), tl.load(vlo + rows, mask=msk, other=0.0),
-            tl.load(v16 + NB * m + rows, mask=msk, other=0.0),
-            tl.load(vlo + NB * m + rows, mask=msk, other=0.0))
+    v1h, v1l = load_halves(v16, vlo, rows, msk)
+    v2h, v2l = load_halves(v16 + NB * m, vlo + NB * m, rows, msk)
+    return v1h, v1l, v2h, v2l
 
 
 @triton.jit
