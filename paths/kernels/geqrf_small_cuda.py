@@ -47,6 +47,9 @@ MAX_COLS = 32 * COLUMNS_PER_WARP
 
 SRC = LAYOUT_SRC + r"""
 #define FULL 0xffffffffu
+#ifndef DIRECT_NORM  // 0: every column step by the scaled chain (the A/B build of H38)
+#define DIRECT_NORM 1
+#endif
 """ + REFLECTOR_FUNCS + r"""
 
 // Butterflies: every lane ends with the same bits (each level adds the same two values).
@@ -102,20 +105,11 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
             ss = lanes_sum(ss);
             float p, tau, beta, scale;
             bool d;
-#ifdef DIRECT_NORM
-            // EXPERIMENTS.md H38 (an A/B build, not yet measured): where the plain sum is in
-            // range and alpha too, no power of two is needed (p = 1, as PLAIN_NORM's would
-            // be) and alpha^2 + ss cannot overflow: the norm of [alpha; x] is one square
-            // root of one FMA, then two independent divisions, against the scaled macro's
-            // square root, two divisions, another square root and two more divisions in
-            // one chain. NaN and Inf fail the tests and take the macro.
-            if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI && fabsf(alpha) <= SAFE_HI) {
-                const float nrm = sqrtf(fmaf(alpha, alpha, ss));
-                beta = alpha >= 0.0f ? -nrm : nrm;
-                d = true;
-                tau = (beta - alpha) / beta;
-                scale = 1.0f / (alpha - beta);
-                p = 1.0f;
+#if DIRECT_NORM
+            // EXPERIMENTS.md H38: in float32's middle range the norm by one square root of
+            // one FMA, tau and v's scale by two independent divisions.
+            if (DIRECT_IN_RANGE(alpha, ss)) {
+                DIRECT_SCALARS(alpha, ss, true, 0.0f, d, tau, beta, scale, p)
             } else
 #endif
             {

@@ -6,7 +6,9 @@ They are :func:`adaptqr.paths.kernels.panel._reflector`'s (LAPACK ``dlarfg``'s, 
 norm scaled by a power of two ``p`` so that no divisor is subnormal): ``range_scale`` picks
 ``p``, ``PLAIN_NORM`` gives the norm from a plain sum of squares, and
 ``REFLECTOR_SCALARS`` gives ``tau``, ``beta`` and the scale of ``v`` from ``alpha`` and the
-sub-column's norm times ``p``. How the norm is summed (a block, a cluster, a warp), and
+sub-column's norm times ``p``. Where ``DIRECT_IN_RANGE`` holds (every column of a matrix in
+float32's middle range), ``DIRECT_SCALARS`` gives the same scalars by a shorter chain (one
+rounding fewer in the norm, so not the Triton panel's bits). How the norm is summed (a block, a cluster, a warp), and
 summed again over the max-abs where the plain sum is out of range, stays the kernel's.
 
 Example::
@@ -54,4 +56,26 @@ __device__ __forceinline__ float range_scale(float x) {
     const float tau = d ? (beta_p_ - apv_) / beta_p_ : 0.0f;                           \
     const float scale = d ? 1.0f / (apv_ - beta_p_) : 0.0f;                            \
     const float beta = d ? beta_p_ * (1.0f / (p)) : (alpha);
+
+// Whether DIRECT_SCALARS may stand for PLAIN_NORM and REFLECTOR_SCALARS: the plain sum of
+// squares in range and |alpha| at most SAFE_HI, so that p is 1 and alpha^2 + ss cannot
+// overflow (EXPERIMENTS.md H38, H39). NaN and Inf fail it.
+#define DIRECT_IN_RANGE(alpha, ss)                                                       \
+    ((ss) >= PLAIN_SS_LO && (ss) <= PLAIN_SS_HI && fabsf(alpha) <= SAFE_HI)
+
+// dlarfg's scalars where DIRECT_IN_RANGE holds: the norm of [alpha; x] is one square root of
+// one FMA, then tau and v's scale are two independent divisions (the scaled form is a chain
+// of two square roots and four divisions: ~20 % of a small-QR column step, H38). Assigns d,
+// tau, beta, scale and p (1) as PLAIN_NORM and REFLECTOR_SCALARS declare them; the floor
+// test takes its own square root, off that chain.
+#define DIRECT_SCALARS(alpha, ss, active, floor_, d, tau, beta, scale, p)                \
+    {                                                                                  \
+        const float nrm_ = sqrtf(fmaf((alpha), (alpha), (ss)));                        \
+        const float beta_p_ = (alpha) >= 0.0f ? -nrm_ : nrm_;                          \
+        d = (active) && !(sqrtf(ss) < (floor_));                                       \
+        tau = d ? (beta_p_ - (alpha)) / beta_p_ : 0.0f;                                \
+        scale = d ? 1.0f / ((alpha) - beta_p_) : 0.0f;                                 \
+        beta = d ? beta_p_ : (alpha);                                                  \
+        p = 1.0f;                                                                      \
+    }
 """
