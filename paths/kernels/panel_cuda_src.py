@@ -187,6 +187,9 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 
 // FUSE 1: a column step's scalars come from the previous step's exchange where they can
 // (see the step loop), so most steps exchange once (EXPERIMENTS.md H17).
+#ifndef DIRECT_NORM  // 0: every column step by the scaled chain (the A/B build of H39)
+#define DIRECT_NORM 1
+#endif
 #ifndef FUSE
 #define FUSE 0
 #endif
@@ -387,7 +390,15 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             CLUSTER_SUM2(ap, sp);
         }
         const float alpha = ap, ss = sp;
-        float xnp, p;
+        float p, tau, beta, scale;
+        bool d;
+#if DIRECT_NORM
+        if (DIRECT_IN_RANGE(alpha, ss)) {
+            DIRECT_SCALARS(alpha, ss, c < na, floor_, d, tau, beta, scale, p)
+        } else
+#endif
+        {
+        float xnp;
         if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
             PLAIN_NORM(alpha, ss, xnp, p)
         } else {
@@ -413,7 +424,12 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             p = range_scale(fmaxf(fabsf(alpha), amax));
             xnp = (s * p) * sqrtf(s2);
         }
-        REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d, tau, beta, scale)
+        REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d_, tau_, beta_, scale_)
+        d = d_;
+        tau = tau_;
+        beta = beta_;
+        scale = scale_;
+        }
         float v[R], vb[R];
 #pragma unroll
         for (int i = 0; i < R; ++i) {
