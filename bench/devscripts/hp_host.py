@@ -114,6 +114,26 @@ def capture(fn, calls: int) -> torch.cuda.CUDAGraph:
     return g
 
 
+def replay_ms(g: torch.cuda.CUDAGraph) -> float:
+    """One replay of ``g``, timed by events (ms)."""
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    g.replay()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e)
+
+
+def alternate(graphs: dict, rounds: int, calls: int) -> dict:
+    """The median ms a call of each graph of ``calls`` calls, their replays alternating round
+    by round, so that the GPU's clock drifts alike for every one."""
+    times = {name: [] for name in graphs}
+    for _ in range(rounds):
+        for name, g in graphs.items():
+            times[name].append(replay_ms(g) / calls)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
     """The GPU's time a call, without the host: ``calls`` calls captured in one CUDA graph
     (inside a capture the dispatcher launches its kernels there, no graph of its own), its
@@ -125,14 +145,7 @@ def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
             print(f"{shape} {name}: GPU time not measured ({type(exc).__name__}: {exc})")
             continue
         g.replay()
-        out = []
-        for _ in range(10):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            g.replay()
-            e.record()
-            e.synchronize()
-            out.append(s.elapsed_time(e) * 1e3 / calls)
+        out = [replay_ms(g) * 1e3 / calls for _ in range(10)]
         print(f"{shape} {name}: GPU {statistics.median(out):.1f} us a call ({calls} calls a graph)")
 
 

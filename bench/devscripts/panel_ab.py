@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 
 import torch
 
 os.environ["ADAPTQR_GRAPHS"] = "0"  # the captures below are the only graphs
 
-from hp_host import capture  # noqa: E402  (this script's folder is on the path when it is run)
+from hp_host import alternate, capture  # noqa: E402  (this script's folder is on the path when it is run)
 
 import adaptqr  # noqa: E402
 from adaptqr.paths.kernels import panel_cuda, panel_cuda_src  # noqa: E402
@@ -72,16 +71,7 @@ def main() -> None:
             r = check_geqrf(A, H, tau)
             assert r.passes_bar, f"{spec} {build}: {r.summary}"
             graphs[build] = capture(lambda: adaptqr.geqrf(A), calls)
-        times = {build: [] for build in BUILDS}
-        for _ in range(15):
-            for build, g in graphs.items():
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                g.replay()
-                e.record()
-                e.synchronize()
-                times[build].append(s.elapsed_time(e) / calls)
-        row = {"case": spec, **{build: statistics.median(t) for build, t in times.items()}}
+        row = {"case": spec, **alternate(graphs, 15, calls)}
         rows.append(row)
         print(spec, "  ".join(f"{k} {row[k]:.4f} ms" for k in BUILDS),
               f"  ratio {row['direct'] / row['scaled']:.3f}", flush=True)

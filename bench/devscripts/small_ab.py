@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 import torch
-from hp_host import capture  # (this script's folder is on the path when it is run)
+from hp_host import alternate, capture  # (this script's folder is on the path when it is run)
 
 from adaptqr.paths.kernels import geqrf_small_cuda
 from adaptqr.paths.kernels.panel_cuda import compile_function, run_on_torch_stream
@@ -45,8 +44,9 @@ def main() -> None:
         # The launchers (their cupy modules) live as long as the graphs: a module collected
         # while a graph holds its kernel unloads the code under the replay (a segfault,
         # runs 1212 and 1217).
-        # Their outputs too: a launch holds raw pointers, and a graph replayed into a freed
-        # output wrote over another tensor's memory (run 1410: an illegal address at 40x64).
+        # Their outputs too: a launch holds raw pointers, so a graph of a build whose outputs
+        # were freed writes over other tensors' memory (the suspect of run 1410's illegal
+        # address at 40x64).
         graphs, launchers = {}, []
         for name, build in BUILDS.items():
             H = torch.empty_strided((b, n, n), (n * n, 1, n), device="cuda")
@@ -57,16 +57,7 @@ def main() -> None:
             r = check_geqrf(A, H, tau)
             assert r.passes_bar, f"{shape} {name}: {r.summary}"
             graphs[name] = capture(fn, calls)
-        times = {name: [] for name in BUILDS}
-        for _ in range(20):
-            for name, g in graphs.items():
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                g.replay()
-                e.record()
-                e.synchronize()
-                times[name].append(s.elapsed_time(e) * 1e3 / calls)
-        row = {"shape": shape, **{name: statistics.median(t) for name, t in times.items()}}
+        row = {"shape": shape, **{name: ms * 1e3 for name, ms in alternate(graphs, 20, calls).items()}}
         rows.append(row)
         print(shape, "  ".join(f"{k} {v:.2f} us" for k, v in row.items() if k != "shape"),
               f"  ratio {row['direct_norm'] / row['default']:.3f}")
