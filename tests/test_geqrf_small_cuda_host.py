@@ -16,12 +16,7 @@ from adaptqr.testing.degenerate import STRUCTURES, degenerate, judge
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-#: The builds under test: the kernel as the path runs it (H38's direct norm where the plain
-#: sum and alpha are in range), and every column by the scaled chain (the A/B build).
-BUILDS = {"default": (), "scaled": (("DIRECT_NORM", 0),)}
-
-
-def _geqrf(A, inplace=False, build="default"):
+def _geqrf(A, inplace=False):
     """The kernel's ``(H, tau)`` of ``A`` ``(B, m, n)``, H column-major."""
     B, m, n = A.shape
     tau = torch.full((B, min(m, n)), float("nan"))
@@ -29,7 +24,7 @@ def _geqrf(A, inplace=False, build="default"):
         H = A
     else:
         H = torch.full((B, n, m), float("nan")).mT
-    cuda_host.geqrf_small_launch(A, H, tau, BUILDS[build])
+    cuda_host.geqrf_small_launch(A, H, tau)
     return H, tau
 
 
@@ -40,10 +35,10 @@ def _randn(B, m, n, seed):
 @pytest.mark.parametrize("B,m,n", [(3, 32, 32), (2, 20, 20), (2, 64, 40), (2, 50, 30),
                                    (1, 64, 64), (1, 33, 33), (1, 3, 2), (2, 40, 1), (1, 1, 1),
                                    (2, 10, 30), (1, 32, 64), (2, 1, 5), (2, 17, 63)])
-def test_small_qr_matches_lapack(B, m, n, build="default"):
+def test_small_qr_matches_lapack(B, m, n):
     A = _randn(B, m, n, m * 7 + n)
     keep = A.clone()
-    H, tau = _geqrf(A, build=build)
+    H, tau = _geqrf(A)
     assert torch.equal(A, keep)
     assert H.stride() == (m * n, 1, m)
     r = check_geqrf(A, H, tau)
@@ -56,11 +51,6 @@ def test_small_qr_matches_lapack(B, m, n, build="default"):
     torch.testing.assert_close(H.double().triu(), h64.triu(), rtol=0, atol=2e-5 * max(m, n))
     torch.testing.assert_close(H.double().tril(-1)[..., :k], h64.tril(-1)[..., :k], rtol=0,
                                atol=1e-4)
-
-
-@pytest.mark.parametrize("B,m,n", [(3, 32, 32), (2, 64, 40), (2, 10, 30), (1, 1, 1)])
-def test_scaled_build_matches_lapack(B, m, n):
-    test_small_qr_matches_lapack(B, m, n, build="scaled")
 
 
 def test_small_qr_reads_its_input_through_its_strides():
@@ -88,16 +78,15 @@ def test_small_qr_in_place_gives_the_same_bits():
     assert h is H and torch.equal(H, ref_h) and torch.equal(tau, ref_t)
 
 
-@pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("n", [24, 64])
-def test_small_qr_of_degenerate_matrices(n, build):
+def test_small_qr_of_degenerate_matrices(n):
     # Every structure of the degenerate suite in one batch, among random matrices: each
     # passes its verdict (the half gate, LAPACK's result where the factors are not
     # representable, NaN / Inf kept in their own matrix).
     mats = [degenerate(s, n, seed=i + 1) for i, s in enumerate(STRUCTURES)]
     mats += [torch.randn(n, n, generator=torch.Generator().manual_seed(99)) for _ in range(2)]
     A = torch.stack(mats)
-    H, tau = _geqrf(A, build=build)
+    H, tau = _geqrf(A)
     bad = [(STRUCTURES[b] if b < len(STRUCTURES) else "random", v.why)
            for b, v in enumerate(judge(A, H, tau)) if not v.ok]
     assert not bad, bad

@@ -157,6 +157,11 @@
 # Session 48 (H100 runs 1202-1217): T14 and QF31 kept (the defaults), H36 rejected. Built,
 # not run: H38 (small_ab.py's segfault mended: its launchers now outlive the graphs):
 #   timeout 60 python3 -X faulthandler -u bench/devscripts/small_ab.py --out $OUT/small_ab.json
+# Session 49 (H100 runs 1410, 1545): H38 and H39 kept (the direct norm in the small kernel
+# and the CUDA C panel; the A/B scripts removed). Next (EXPERIMENTS.md OC40): the 12 cases
+# with every default, then the small path's bounds again after H38:
+#   SWEEP_CASES=bench/devscripts/cases_h37.json SWEEP="--paths householder,small" \
+#   SWEEP_TIMEOUT=90 bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

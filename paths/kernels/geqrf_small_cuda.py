@@ -47,9 +47,6 @@ MAX_COLS = 32 * COLUMNS_PER_WARP
 
 SRC = LAYOUT_SRC + r"""
 #define FULL 0xffffffffu
-#ifndef DIRECT_NORM  // 0: every column step by the scaled chain (the A/B build of H38)
-#define DIRECT_NORM 1
-#endif
 """ + REFLECTOR_FUNCS + r"""
 
 // Butterflies: every lane ends with the same bits (each level adds the same two values).
@@ -105,13 +102,11 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
             ss = lanes_sum(ss);
             float p, tau, beta, scale;
             bool d;
-#if DIRECT_NORM
             // EXPERIMENTS.md H38: in float32's middle range the norm by one square root of
             // one FMA, tau and v's scale by two independent divisions.
             if (DIRECT_IN_RANGE(alpha, ss)) {
                 DIRECT_SCALARS(alpha, ss, true, 0.0f, d, tau, beta, scale, p)
             } else
-#endif
             {
                 float xnp;
                 if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {

@@ -187,9 +187,6 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 
 // FUSE 1: a column step's scalars come from the previous step's exchange where they can
 // (see the step loop), so most steps exchange once (EXPERIMENTS.md H17).
-#ifndef DIRECT_NORM  // 0: every column step by the scaled chain (the A/B build of H39)
-#define DIRECT_NORM 1
-#endif
 #ifndef FUSE
 #define FUSE 0
 #endif
@@ -392,11 +389,10 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         const float alpha = ap, ss = sp;
         float p, tau, beta, scale;
         bool d;
-#if DIRECT_NORM
+        // EXPERIMENTS.md H39: in float32's middle range, the short chain of H38.
         if (DIRECT_IN_RANGE(alpha, ss)) {
             DIRECT_SCALARS(alpha, ss, c < na, floor_, d, tau, beta, scale, p)
         } else
-#endif
         {
         float xnp;
         if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
