@@ -392,39 +392,38 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         // EXPERIMENTS.md H39: in float32's middle range, the short chain of H38.
         if (DIRECT_IN_RANGE(alpha, ss)) {
             DIRECT_SCALARS(alpha, ss, c < na, floor_, d, tau, beta, scale, p)
-        } else
-        {
-        float xnp;
-        if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
-            PLAIN_NORM(alpha, ss, xnp, p)
         } else {
-            float mx = 0.0f;
+            float xnp;
+            if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
+                PLAIN_NORM(alpha, ss, xnp, p)
+            } else {
+                float mx = 0.0f;
 #pragma unroll
-            for (int i = 0; i < R; ++i)
-                if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][0]));
-            float amax = block_max(mx, red_b, lane, warp);
-            CLUSTER_MAX(amax);
-            const float q = range_scale(amax);
-            const float s = amax > 0.0f ? amax : 1.0f;
-            const float inv = 1.0f / (s * q);
-            float s2 = 0.0f;
+                for (int i = 0; i < R; ++i)
+                    if (row[i] > c) mx = fmaxf(mx, fabsf(a[i][0]));
+                float amax = block_max(mx, red_b, lane, warp);
+                CLUSTER_MAX(amax);
+                const float q = range_scale(amax);
+                const float s = amax > 0.0f ? amax : 1.0f;
+                const float inv = 1.0f / (s * q);
+                float s2 = 0.0f;
 #pragma unroll
-            for (int i = 0; i < R; ++i) {
-                if (row[i] > c) {
-                    const float xs = (a[i][0] * q) * inv;
-                    s2 += xs * xs;
+                for (int i = 0; i < R; ++i) {
+                    if (row[i] > c) {
+                        const float xs = (a[i][0] * q) * inv;
+                        s2 += xs * xs;
+                    }
                 }
+                s2 = block_sum(s2, red_c, lane, warp);
+                CLUSTER_SUM(s2);
+                p = range_scale(fmaxf(fabsf(alpha), amax));
+                xnp = (s * p) * sqrtf(s2);
             }
-            s2 = block_sum(s2, red_c, lane, warp);
-            CLUSTER_SUM(s2);
-            p = range_scale(fmaxf(fabsf(alpha), amax));
-            xnp = (s * p) * sqrtf(s2);
-        }
-        REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d_, tau_, beta_, scale_)
-        d = d_;
-        tau = tau_;
-        beta = beta_;
-        scale = scale_;
+            REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d_, tau_, beta_, scale_)
+            d = d_;
+            tau = tau_;
+            beta = beta_;
+            scale = scale_;
         }
         float v[R], vb[R];
 #pragma unroll

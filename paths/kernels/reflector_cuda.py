@@ -8,8 +8,9 @@ norm scaled by a power of two ``p`` so that no divisor is subnormal): ``range_sc
 ``REFLECTOR_SCALARS`` gives ``tau``, ``beta`` and the scale of ``v`` from ``alpha`` and the
 sub-column's norm times ``p``. Where ``DIRECT_IN_RANGE`` holds (every column of a matrix in
 float32's middle range), ``DIRECT_SCALARS`` gives the same scalars by a shorter chain (one
-rounding fewer in the norm, so not the Triton panel's bits). How the norm is summed (a block, a cluster, a warp), and
-summed again over the max-abs where the plain sum is out of range, stays the kernel's.
+rounding fewer in the norm, so not the Triton panel's bits). How the norm is summed (a
+block, a cluster, a warp), and summed again over the max-abs where the plain sum is out of
+range, stays the kernel's.
 
 Example::
 
@@ -67,12 +68,13 @@ __device__ __forceinline__ float range_scale(float x) {
 // one FMA, then tau and v's scale are two independent divisions (the scaled form is a chain
 // of two square roots and four divisions: ~20 % of a small-QR column step, H38). Assigns d,
 // tau, beta, scale and p (1) as PLAIN_NORM and REFLECTOR_SCALARS declare them; the floor
-// test takes its own square root, off that chain.
+// test takes its own square root, off that chain, and none for a floor of 0 (no norm is
+// below it: the small kernel's, where H38 measured the build without it).
 #define DIRECT_SCALARS(alpha, ss, active, floor_, d, tau, beta, scale, p)                \
     {                                                                                  \
         const float nrm_ = sqrtf(fmaf((alpha), (alpha), (ss)));                        \
         const float beta_p_ = (alpha) >= 0.0f ? -nrm_ : nrm_;                          \
-        d = (active) && !(sqrtf(ss) < (floor_));                                       \
+        d = (active) && ((floor_) <= 0.0f || !(sqrtf(ss) < (floor_)));                 \
         tau = d ? (beta_p_ - (alpha)) / beta_p_ : 0.0f;                                \
         scale = d ? 1.0f / ((alpha) - beta_p_) : 0.0f;                                 \
         beta = d ? beta_p_ : (alpha);                                                  \
