@@ -106,8 +106,7 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
             // one FMA, tau and v's scale by two independent divisions.
             if (DIRECT_IN_RANGE(alpha, ss)) {
                 DIRECT_SCALARS(alpha, ss, true, 0.0f, d, tau, beta, scale, p)
-            } else
-            {
+            } else {
                 float xnp;
                 if (ss >= PLAIN_SS_LO && ss <= PLAIN_SS_HI) {
                     PLAIN_NORM(alpha, ss, xnp, p)
@@ -136,11 +135,7 @@ geqrf_small(const float* A, long long ab, long long ar, long long ac, float* H,
                     xnp = (s * p) * sqrtf(s2);
                 }
                 // No floor under the norm: this path does not prescale.
-                REFLECTOR_SCALARS(alpha, xnp, p, true, 0.0f, d_, tau_, beta_, scale_)
-                d = d_;
-                tau = tau_;
-                beta = beta_;
-                scale = scale_;
+                REFLECTOR_SCALARS(alpha, xnp, p, true, 0.0f, d, tau, beta, scale)
             }
 #pragma unroll
             for (int r = 0; r < RPL; ++r) {

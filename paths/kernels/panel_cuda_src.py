@@ -419,11 +419,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                 p = range_scale(fmaxf(fabsf(alpha), amax));
                 xnp = (s * p) * sqrtf(s2);
             }
-            REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d_, tau_, beta_, scale_)
-            d = d_;
-            tau = tau_;
-            beta = beta_;
-            scale = scale_;
+            REFLECTOR_SCALARS(alpha, xnp, p, c < na, floor_, d, tau, beta, scale)
         }
         float v[R], vb[R];
 #pragma unroll

@@ -40,23 +40,25 @@ __device__ __forceinline__ float range_scale(float x) {
     }
 
 // dlarfg's scalars (panel._reflector) from alpha, the sub-column's norm times p (xnp) and
-// p: declares d (a reflector is made: `active`, the caller's own test, and a norm not 0 and
-// not below floor_; `!(<)` so that a NaN norm still goes through and propagates), tau,
-// beta and scale (v below its unit top is the sub-column times p times scale). Without a
-// reflector tau and scale are 0 and beta is alpha. A macro, not a function: as a function
-// the floor test moved before the norm's divisions in the panel's PTX, which was measured
-// with this order.
+// p: assigns the caller's d (a reflector is made: `active`, the caller's own test, and a
+// norm not 0 and not below floor_; `!(<)` so that a NaN norm still goes through and
+// propagates), tau, beta and scale (v below its unit top is the sub-column times p times
+// scale), as DIRECT_SCALARS does. Without a reflector tau and scale are 0 and beta is alpha.
+// A macro, not a function: as a function the floor test moved before the norm's divisions
+// in the panel's PTX, which was measured with this order.
 #define REFLECTOR_SCALARS(alpha, xnp, p, active, floor_, d, tau, beta, scale)            \
-    const float apv_ = (alpha) * (p);                                                  \
-    const float mxv_ = fmaxf(fabsf(apv_), (xnp));                                      \
-    const float mxs_ = mxv_ > 0.0f ? mxv_ : 1.0f;                                      \
-    const float an_ = apv_ / mxs_, xn_ = (xnp) / mxs_;                                 \
-    const float nrm_ = mxs_ * sqrtf(an_ * an_ + xn_ * xn_);                            \
-    const bool d = (active) && ((xnp) != 0.0f) && !((xnp) < (floor_) * (p));           \
-    const float beta_p_ = (alpha) >= 0.0f ? -nrm_ : nrm_;                              \
-    const float tau = d ? (beta_p_ - apv_) / beta_p_ : 0.0f;                           \
-    const float scale = d ? 1.0f / (apv_ - beta_p_) : 0.0f;                            \
-    const float beta = d ? beta_p_ * (1.0f / (p)) : (alpha);
+    {                                                                                  \
+        const float apv_ = (alpha) * (p);                                              \
+        const float mxv_ = fmaxf(fabsf(apv_), (xnp));                                  \
+        const float mxs_ = mxv_ > 0.0f ? mxv_ : 1.0f;                                  \
+        const float an_ = apv_ / mxs_, xn_ = (xnp) / mxs_;                             \
+        const float nrm_ = mxs_ * sqrtf(an_ * an_ + xn_ * xn_);                        \
+        d = (active) && ((xnp) != 0.0f) && !((xnp) < (floor_) * (p));                  \
+        const float beta_p_ = (alpha) >= 0.0f ? -nrm_ : nrm_;                          \
+        tau = d ? (beta_p_ - apv_) / beta_p_ : 0.0f;                                   \
+        scale = d ? 1.0f / (apv_ - beta_p_) : 0.0f;                                    \
+        beta = d ? beta_p_ * (1.0f / (p)) : (alpha);                                   \
+    }
 
 // Whether DIRECT_SCALARS may stand for PLAIN_NORM and REFLECTOR_SCALARS: the plain sum of
 // squares in range and |alpha| at most SAFE_HI, so that p is 1 and alpha^2 + ss cannot
@@ -67,7 +69,7 @@ __device__ __forceinline__ float range_scale(float x) {
 // dlarfg's scalars where DIRECT_IN_RANGE holds: the norm of [alpha; x] is one square root of
 // one FMA, then tau and v's scale are two independent divisions (the scaled form is a chain
 // of two square roots and four divisions: ~20 % of a small-QR column step, H38). Assigns d,
-// tau, beta, scale and p (1) as PLAIN_NORM and REFLECTOR_SCALARS declare them; the floor
+// tau, beta, scale and p (1), as PLAIN_NORM and REFLECTOR_SCALARS would; the floor
 // test takes its own square root, off that chain, and none for a floor of 0 (no norm is
 // below it: the small kernel's, where H38 measured the build without it).
 #define DIRECT_SCALARS(alpha, ss, active, floor_, d, tau, beta, scale, p)                \
