@@ -37,13 +37,15 @@ NAME = "small"
 #: Above householder's (100): within :func:`prefers`' bounds the plan takes it.
 PRIORITY = 110
 #: The automatic plan's bounds (:func:`prefers`), where one launch beat householder's graph
-#: replay on the H100 in both of two runs (EXPERIMENTS.md H37; ms, householder -> small):
-#: run 0422 of 12-06, 20x32 0.045 -> 0.028, 32x32 0.036 -> 0.027, 64x16 0.051 -> 0.042;
-#: run 0447, 0.031 -> 0.025, 0.030 -> 0.027, 0.031 -> 0.022. 40x48 won one (0.055 -> 0.043)
-#: and lost the other (0.041 -> 0.043); past the bounds the kernel's chain of column steps
-#: outlasts the host's time it saves: 40x64 0.053 -> 0.062, 640x32 0.041 -> 0.057 (both).
+#: replay on the H100 (EXPERIMENTS.md H37, H40; ms, householder -> small): run 0422 of 12-06,
+#: 20x32 0.045 -> 0.028, 32x32 0.036 -> 0.027, 64x16 0.051 -> 0.042; run 0447, 0.031 ->
+#: 0.025, 0.030 -> 0.027, 0.031 -> 0.022. After H38's shorter column step (run 1702 of
+#: 12-06): 40x48 0.041 -> 0.037 (two seeds), 8x48 and 64x48 alike, 40x40 0.075 -> 0.030,
+#: 64x40 0.078 -> 0.034, 20x56 0.103 -> 0.045. Past the bounds the kernel's chain of column
+#: steps outlasts the host's time it saves: 40x64 0.053 -> 0.054 (1702), 640x32 0.041 ->
+#: 0.048 (1700).
 AUTO_MAX_BATCH = 64
-AUTO_MAX_COLS = 32
+AUTO_MAX_COLS = 56
 
 
 def capable(spec: InputSpec) -> str | None:

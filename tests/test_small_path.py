@@ -17,7 +17,8 @@ from adaptqr.testing import check_geqrf, cuda_host
 
 @pytest.mark.parametrize("shape,owner", [((20, 32, 32), "small"), ((64, 64, 16), "small"),
                                          ((1, 20, 32), "small"), ((65, 32, 32), "householder"),
-                                         ((40, 48, 48), "householder"),
+                                         ((40, 48, 48), "small"),
+                                         ((20, 56, 56), "small"), ((8, 57, 57), "householder"),
                                          ((40, 64, 64), "householder"), ((640, 32, 32), "householder")])
 def test_planned_within_its_measured_bounds(monkeypatch, shape, owner):
     # H37: where its kernel is there, the plan takes it for few matrices of few columns, and
