@@ -79,10 +79,8 @@ def test_emulated_one_sync_same_bits(m, k, pw, fuse):
     for na in (None, k + 5):
         one = _panel(X, k, pw, fuse, na=na)
         two = _panel(X, k, pw, fuse, na=na, defines=(("ONE_SYNC", 0),))
-        own = _panel(X, k, pw, fuse, na=na, defines=(("ONE_SYNC", 2),))
-        for a, b, c in zip(one, two, own):
+        for a, b in zip(one, two):
             assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
-            assert torch.equal(c.nan_to_num(7.0), b.nan_to_num(7.0))
 
 
 def test_emulated_panel_past_n_active_writes_zero_taus():

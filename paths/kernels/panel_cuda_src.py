@@ -205,11 +205,7 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #ifndef ONE_SYNC
 #define ONE_SYNC 1
 #endif
-#if ONE_SYNC == 2 && !(CL > 1)
-#define SYNC1 1
-#define WF(q) wown[warp][(q)]
-#define WX(i) wown[warp][NB + (i)]
-#elif ONE_SYNC && !(CL > 1)
+#if ONE_SYNC && !(CL > 1)
 #define SYNC1 1
 #define WF(q) __shfl_sync(FULL, wsum, (q))
 #define WX(i) __shfl_sync(FULL, esum, (i))
@@ -221,7 +217,7 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 """ + GRAM_FUNCS + r"""
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
-#if (GRAM && R > 1) || (ONE_SYNC == 2 && R > 1 && NT <= 256)
+#if GRAM && R > 1
 #define LAUNCH_BOUNDS __launch_bounds__(NT, 2)
 #else
 #define LAUNCH_BOUNDS __launch_bounds__(NT)
@@ -239,9 +235,6 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float wext_[2][NW][NX];
 #endif
     int wp = 0;
-#if ONE_SYNC == 2
-    __shared__ float wown[NW][NB + NX];  // each warp's own copy of the sums
-#endif
 #else
     __shared__ float wpart_[1][NW][NB];
 #if FUSE
@@ -544,13 +537,6 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             if (lane == 0) taus[j] = tau;
         }
         wp ^= 1;
-#if ONE_SYNC == 2
-        wown[warp][lane] = wsum;
-#if FUSE
-        if (lane < NX) wown[warp][NB + lane] = esum;
-#endif
-        __syncwarp();
-#endif
 #else
         if (t < NB) {
             float s = 0.0f;
