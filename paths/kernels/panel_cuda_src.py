@@ -197,23 +197,6 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #else
 #define NX 0
 #endif
-// ONE_SYNC 1 (CTAs without a cluster): one barrier a column step (EXPERIMENTS.md H41).
-// Every warp adds the warps' partials of w itself, from buffers that alternate by step (a
-// warp past the step's barrier writes the other buffer, which no warp reads before the next
-// barrier), and takes the sums from its lanes by shuffles; warp 0 records V^T V and tau.
-// The same additions in the same order as a single warp's: the same bits.
-#ifndef ONE_SYNC
-#define ONE_SYNC 1
-#endif
-#if ONE_SYNC && !(CL > 1)
-#define SYNC1 1
-#define WF(q) __shfl_sync(FULL, wsum, (q))
-#define WX(i) __shfl_sync(FULL, esum, (i))
-#else
-#define SYNC1 0
-#define WF(q) wfin[(q)]
-#define WX(i) wfin[NB + (i)]
-#endif
 """ + GRAM_FUNCS + r"""
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
@@ -229,18 +212,9 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     __shared__ float red_a[2 * NW];
     __shared__ float red_b[NW];
     __shared__ float red_c[NW];
-#if SYNC1
-    __shared__ float wpart_[2][NW][NB];
+    __shared__ float wpart[NW][NB];
 #if FUSE
-    __shared__ float wext_[2][NW][NX];
-#endif
-    int wp = 0;
-#else
-    __shared__ float wpart_[1][NW][NB];
-#if FUSE
-    __shared__ float wext_[1][NW][NX];
-#endif
-    const int wp = 0;
+    __shared__ float wext[NW][NX];
 #endif
     __shared__ float wfin[NB + NX];
     __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
@@ -455,10 +429,6 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         }
         // w = P^T v: each warp's sums (lane l: slot l's), then the warps' sums.
         const float wl = warp_atv(a, v, lane);
-        float (*wpart)[NB] = wpart_[wp];
-#if FUSE
-        float (*wext)[NX] = wext_[wp];
-#endif
         if (lane < NB) wpart[warp][lane] = wl;
 #if FUSE
         // The next column y (slot 1) after this step's update is y - tau w_1 v: its sum of
@@ -521,22 +491,6 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #endif
         }
         par ^= 1;
-#elif SYNC1
-        float wsum = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; ++w) wsum += wpart[w][lane];
-#if FUSE
-        float esum = 0.0f;
-        if (lane < NX) {
-#pragma unroll
-            for (int w = 0; w < NW; ++w) esum += wext[w][lane];
-        }
-#endif
-        if (warp == 0) {
-            Ss[j][(j + lane) & (NB - 1)] = wsum;
-            if (lane == 0) taus[j] = tau;
-        }
-        wp ^= 1;
 #else
         if (t < NB) {
             float s = 0.0f;
@@ -554,18 +508,16 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #endif
         }
 #endif
-#if !SYNC1
         if (t == 0) taus[j] = tau;
         __syncthreads();
-#endif
 #if FUSE
         {
             // The downdate cancels where y loses much of its norm (a dependent column): the
             // next step sums it afresh unless at least half of Y is left (relative error a
             // few ulps then), and unless the plain sum's range check would fail.
-            const float Y = WX(0), tw1 = tau * WF(1);
-            alpha_n = WX(3) - tw1 * WX(4);
-            ss_n = Y + tw1 * (tw1 * WX(2) - 2.0f * WX(1));
+            const float Y = wfin[NB], tw1 = tau * wfin[1];
+            alpha_n = wfin[NB + 3] - tw1 * wfin[NB + 4];
+            ss_n = Y + tw1 * (tw1 * wfin[NB + 2] - 2.0f * wfin[NB + 1]);
             have_next = j + 1 < pw && ss_n >= 0.5f * Y && ss_n >= PLAIN_SS_LO
                         && ss_n <= PLAIN_SS_HI;
         }
@@ -573,7 +525,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
         for (int q = 1; q < NB; ++q) {
             if (q < NB - j) {  // a later column of the panel
-                const float tw = tau * WF(q);
+                const float tw = tau * wfin[q];
 #pragma unroll
                 for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
             }
@@ -601,9 +553,6 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     // No CTA leaves while another may still read its last post; T and tau are rank 0's.
     cluster_barrier();
     if (rank != 0) return;
-#endif
-#if SYNC1
-    __syncwarp();  // warp 0's own V^T V and taus, written by its other lanes
 #endif
     if (t < pw) tau_out[t] = taus[t];
     // T by larft's recurrence, row r on lane r of warp 0 (no exchange between lanes):
