@@ -197,19 +197,6 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #else
 #define NX 0
 #endif
-// TW_ONCE (EXPERIMENTS.md H42): the threads that add the warps' partials of w store
-// tau * w_q, so the update's multipliers are not formed again by every thread (the same
-// product of the same operands: the same bits).
-#ifndef TW_ONCE
-#define TW_ONCE 1
-#endif
-#if TW_ONCE
-#define TWS(s) (tau * (s))
-#define TWQ(x) (x)
-#else
-#define TWS(s) (s)
-#define TWQ(x) (tau * (x))
-#endif
 """ + GRAM_FUNCS + r"""
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
@@ -229,6 +216,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #if FUSE
     __shared__ float wext[NW][NX];
 #endif
+    // The step's update multipliers tau * w_q, formed once by the threads that add the
+    // warps' partials, not again by every thread (EXPERIMENTS.md H42), then FUSE's sums.
     __shared__ __align__(16) float wfin[NB + NX];
     __shared__ float Ss[NB][NB + 1];  // Ss[j][i] = w_j[i]: (V^T V)[i, j] for i < j
     __shared__ float taus[NB];
@@ -492,7 +481,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             float s = 0.0f;
 #pragma unroll
             for (unsigned r = 0; r < CL; ++r) s += ld_cta(&xw[par][t], r);
-            wfin[t] = TWS(s);
+            wfin[t] = tau * s;
             Ss[j][(j + t) & (NB - 1)] = s;
 #if FUSE
             if (t < NX) {
@@ -509,7 +498,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             float s = 0.0f;
 #pragma unroll
             for (int w = 0; w < NW; ++w) s += wpart[w][t];
-            wfin[t] = TWS(s);
+            wfin[t] = tau * s;
             Ss[j][(j + t) & (NB - 1)] = s;
 #if FUSE
             if (t < NX) {
@@ -528,7 +517,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             // The downdate cancels where y loses much of its norm (a dependent column): the
             // next step sums it afresh unless at least half of Y is left (relative error a
             // few ulps then), and unless the plain sum's range check would fail.
-            const float Y = wfin[NB], tw1 = TWQ(wfin[1]);
+            const float Y = wfin[NB], tw1 = wfin[1];
             alpha_n = wfin[NB + 3] - tw1 * wfin[NB + 4];
             ss_n = Y + tw1 * (tw1 * wfin[NB + 2] - 2.0f * wfin[NB + 1]);
             have_next = j + 1 < pw && ss_n >= 0.5f * Y && ss_n >= PLAIN_SS_LO
@@ -538,9 +527,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
         for (int q = 1; q < NB; ++q) {
             if (q < NB - j) {  // a later column of the panel
-                const float tw = TWQ(wfin[q]);
 #pragma unroll
-                for (int i = 0; i < R; ++i) a[i][q] -= tw * v[i];
+                for (int i = 0; i < R; ++i) a[i][q] -= wfin[q] * v[i];
             }
         }
 #pragma unroll
