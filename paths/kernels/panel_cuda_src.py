@@ -372,7 +372,13 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     // step before (have_next: they passed the guard; the same bits in every thread).
     bool have_next = false;
     float alpha_n = 0.0f, ss_n = 0.0f;
+// STEP_UNROLL 2 (EXPERIMENTS.md H43, built, not run): two column steps a loop pass, so that
+// nvcc renames the tile's registers between them instead of moving every slot each step.
+#if STEP_UNROLL == 2
+#pragma unroll 2
+#else
 #pragma unroll 1
+#endif
     for (int j = 0; j < pw; ++j) {
         const int c = k + j;
         float ap = alpha_n, sp = ss_n;

@@ -1,0 +1,109 @@
+"""The CUDA C panel's builds side by side through whole ``adaptqr.geqrf`` calls (EXPERIMENTS.md
+H39, H41, H42; H43 next).
+
+Each build is the panel's source under a prefix of macro definitions (``--builds``,
+``name=MACRO=VALUE,MACRO=VALUE;name=...``, the first the reference), whatever the library's
+default. For each case, each build factors the bench's input of that case (eagerly, graphs
+off: its outputs must pass the half gate; whether a build gave the reference's bits is
+printed, which says little, since a whole call is not deterministic outside the
+deterministic mode), then ``calls`` calls are captured in one CUDA graph (inside a capture
+the dispatcher launches its kernels there). The graphs' replays alternate between the
+builds, timed by events (median of 15, ms a call). Run there, e.g. for H43:
+``python3 bench/devscripts/panel_ab.py --builds "u1=STEP_UNROLL=1;u2=STEP_UNROLL=2"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+
+os.environ["ADAPTQR_GRAPHS"] = "0"  # the captures below are the only graphs
+
+from hp_host import capture, replay_ms  # noqa: E402  (this script's folder is on the path when it is run)
+
+import adaptqr  # noqa: E402
+from adaptqr.paths.kernels import panel_cuda, panel_cuda_src  # noqa: E402
+from adaptqr.testing import check_geqrf  # noqa: E402
+from adaptqr.testing.generators import generate  # noqa: E402
+
+CASES = ("640x512:dense:2:1029,640x512:rankdef:0:770003,640x512:clustered:0:770004,"
+         "640x512:mixed:2:770001,60x1024:dense:2:75342,60x1024:nearrank:0:770005,"
+         "640x512:dense:2:5151,60x1024:mixed:2:5152")
+_RAW_KERNEL = panel_cuda._kernel.__wrapped__
+
+
+def _builds(spec: str) -> dict[str, str]:
+    """``{name: prefix}`` from ``name=M=V,M=V;name=...`` (a build without macros: ``name=``)."""
+    out = {}
+    for part in spec.split(";"):
+        name, _, defs = part.partition("=")
+        pairs = [d.split("=") for d in defs.split(",") if d]
+        out[name] = "".join(f"#define {k} {v}\n" for k, v in pairs)
+    return out
+
+
+def _use(build: str, prefix: str, kept: dict) -> None:
+    """Route every panel build through ``prefix`` + the source; its functions are kept in
+    ``kept`` (a graph holding a kernel whose module was collected replays freed code)."""
+    src = prefix + panel_cuda_src.SRC
+
+    def kernel(*args):
+        key = (build,) + args
+        if key not in kept:
+            saved, panel_cuda.SRC = panel_cuda.SRC, src
+            try:
+                kept[key] = _RAW_KERNEL(*args)
+            finally:
+                panel_cuda.SRC = saved
+        return kept[key]
+
+    panel_cuda._kernel = kernel
+
+
+def _alternate(graphs: dict, rounds: int, calls: int) -> dict:
+    """The median ms a call of each graph, their replays alternating round by round."""
+    times = {name: [] for name in graphs}
+    for _ in range(rounds):
+        for name, g in graphs.items():
+            times[name].append(replay_ms(g) / calls)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default=CASES, help="BxN:case:cond:seed,...")
+    ap.add_argument("--builds", required=True, help="name=MACRO=VALUE,...;name=...")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    builds, kept, rows = _builds(args.builds), {}, []
+    ref = next(iter(builds))
+    for spec in args.cases.split(","):
+        shape, case, cond, seed = spec.split(":")
+        b, n = (int(x) for x in shape.split("x"))
+        A = generate(b, n, float(cond), int(seed), case)
+        calls = max(1, min(10, (64 << 20) // (b * n * n * 4)))
+        graphs, outs = {}, {}
+        for build, prefix in builds.items():
+            _use(build, prefix, kept)
+            H, tau = adaptqr.geqrf(A)
+            r = check_geqrf(A, H, tau)
+            assert r.passes_bar, f"{spec} {build}: {r.summary}"
+            outs[build] = (H, tau)
+            graphs[build] = capture(lambda: adaptqr.geqrf(A), calls)
+        same = {name: all(torch.equal(x, y) for x, y in zip(outs[ref], outs[name])) for name in builds}
+        row = {"case": spec, "same_bits": same, **_alternate(graphs, 15, calls)}
+        rows.append(row)
+        print(spec, "  ".join(f"{name} {row[name]:.4f} ms ({row[name] / row[ref]:.3f})" for name in builds),
+              f"  same bits {same}", flush=True)
+        del graphs, outs
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
