@@ -162,6 +162,13 @@
 # with every default, then the small path's bounds again after H38:
 #   SWEEP_CASES=bench/devscripts/cases_h37.json SWEEP="--paths householder,small" \
 #   SWEEP_TIMEOUT=90 bash bench/devscripts/variants_call.sh
+# Session 50 (H100 runs 1659-1758): H40 (small path to 56 columns) and H42 (tau * w once a
+# column step) kept, H41 rejected. Next (EXPERIMENTS.md OC41), one call, not this script:
+#   (cd bench/devscripts && timeout 200 python3 panel_ab.py --builds \
+#     "u1=STEP_UNROLL=1;u2=STEP_UNROLL=2")        # H43
+#   timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_householder_gpu.py \
+#     -k "cuda_panel or gram" tests/gpu/test_small_gpu.py tests/gpu/test_wide_gpu.py
+#   then `adaptqr bench` (the 12 cases) if time is left.
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
