@@ -166,8 +166,8 @@
 # column step) kept, H41 rejected. Next (EXPERIMENTS.md OC41), one call, not this script:
 #   (cd bench/devscripts && timeout 200 python3 panel_ab.py --builds \
 #     "u1=STEP_UNROLL=1;u2=STEP_UNROLL=2")        # H43
-#   timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_householder_gpu.py \
-#     -k "cuda_panel or gram" tests/gpu/test_small_gpu.py tests/gpu/test_wide_gpu.py
+#   timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_householder_gpu.py -k "cuda_panel or gram"
+#   timeout 120 python3 -m pytest -q -m gpu tests/gpu/test_small_gpu.py tests/gpu/test_wide_gpu.py
 #   then `adaptqr bench` (the 12 cases) if time is left.
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
