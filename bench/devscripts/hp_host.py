@@ -124,6 +124,16 @@ def replay_ms(g: torch.cuda.CUDAGraph) -> float:
     return s.elapsed_time(e)
 
 
+def alternate(graphs: dict, rounds: int = 15, calls: int = 1) -> dict:
+    """The median ms a call of each graph of ``calls`` calls, their replays alternating
+    round by round, so that the GPU's clock drifts alike for every one."""
+    times = {name: [] for name in graphs}
+    for _ in range(rounds):
+        for name, g in graphs.items():
+            times[name].append(replay_ms(g) / calls)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def _gpu_times(shape: str, ops: dict, calls: int = 20) -> None:
     """The GPU's time a call, without the host: ``calls`` calls captured in one CUDA graph
     (inside a capture the dispatcher launches its kernels there, no graph of its own), its

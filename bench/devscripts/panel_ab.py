@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 
 import torch
 
 os.environ["ADAPTQR_GRAPHS"] = "0"  # the captures below are the only graphs
 
-from hp_host import capture, replay_ms  # noqa: E402  (this script's folder is on the path when it is run)
+from hp_host import alternate, capture  # noqa: E402  (this script's folder is on the path when it is run)
 
 import adaptqr  # noqa: E402
 from adaptqr.paths.kernels import panel_cuda, panel_cuda_src  # noqa: E402
@@ -64,15 +63,6 @@ def _use(build: str, prefix: str, kept: dict) -> None:
     panel_cuda._kernel = kernel
 
 
-def _alternate(graphs: dict, rounds: int, calls: int) -> dict:
-    """The median ms a call of each graph, their replays alternating round by round."""
-    times = {name: [] for name in graphs}
-    for _ in range(rounds):
-        for name, g in graphs.items():
-            times[name].append(replay_ms(g) / calls)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default=CASES, help="BxN:case:cond:seed,...")
@@ -95,7 +85,7 @@ def main() -> None:
             outs[build] = (H, tau)
             graphs[build] = capture(lambda: adaptqr.geqrf(A), calls)
         same = {name: all(torch.equal(x, y) for x, y in zip(outs[ref], outs[name])) for name in builds}
-        row = {"case": spec, "same_bits": same, **_alternate(graphs, 15, calls)}
+        row = {"case": spec, "same_bits": same, **alternate(graphs, 15, calls)}
         rows.append(row)
         print(spec, "  ".join(f"{name} {row[name]:.4f} ms ({row[name] / row[ref]:.3f})" for name in builds),
               f"  same bits {same}", flush=True)

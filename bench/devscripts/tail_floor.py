@@ -12,11 +12,10 @@ floor, what the call would take if its tail cost nothing. Run there:
 from __future__ import annotations
 
 import os
-import statistics
 
 os.environ["ADAPTQR_GRAPHS"] = "0"  # the captures below are the only graphs
 
-from hp_host import capture, replay_ms  # noqa: E402  (this script's folder is on the path when it is run)
+from hp_host import alternate, capture  # noqa: E402  (this script's folder is on the path when it is run)
 
 import adaptqr  # noqa: E402
 import adaptqr.detectors as det  # noqa: E402
@@ -47,11 +46,7 @@ def main() -> None:
             assert r.passes_bar, f"{name}: {r.summary}"
         graphs[name] = capture(lambda A=A: adaptqr.geqrf(A), 1)
     det.route = _ROUTE
-    times = {name: [] for name in graphs}
-    for _ in range(15):
-        for name, g in graphs.items():
-            times[name].append(replay_ms(g))
-    med = {name: statistics.median(t) for name, t in times.items()}
+    med = alternate(graphs)
     for name, t in med.items():
         print(f"{name:16s} {t:.4f} ms  {t / med['dense']:.3f}x dense")
 
