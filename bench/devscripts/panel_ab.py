@@ -1,5 +1,5 @@
 """The CUDA C panel's builds side by side through whole ``adaptqr.geqrf`` calls (EXPERIMENTS.md
-H39, H41, H42; H43 next).
+H39, H41, H42, H43).
 
 Each build is the panel's source under a prefix of macro definitions (``--builds``,
 ``name=MACRO=VALUE,MACRO=VALUE;name=...``, the first the reference), whatever the library's
@@ -8,8 +8,9 @@ off: its outputs must pass the half gate; whether a build gave the reference's b
 printed, which says little, since a whole call is not deterministic outside the
 deterministic mode), then ``calls`` calls are captured in one CUDA graph (inside a capture
 the dispatcher launches its kernels there). The graphs' replays alternate between the
-builds, timed by events (median of 15, ms a call). Run there, e.g. for H43:
-``python3 bench/devscripts/panel_ab.py --builds "u1=STEP_UNROLL=1;u2=STEP_UNROLL=2"``.
+builds, timed by events (median of 15, ms a call). Run there, e.g. for H42 (whose macro is
+gone since; a new build takes its own):
+``python3 bench/devscripts/panel_ab.py --builds "old=TW_ONCE=0;new=TW_ONCE=1"``.
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ import torch
 os.environ["ADAPTQR_GRAPHS"] = "0"  # the captures below are the only graphs
 
 from hp_host import alternate, capture  # noqa: E402  (this script's folder is on the path when it is run)
+from panel_builds import use  # noqa: E402
 
 import adaptqr  # noqa: E402
-from adaptqr.paths.kernels import panel_cuda, panel_cuda_src  # noqa: E402
 from adaptqr.testing import check_geqrf  # noqa: E402
 from adaptqr.testing.generators import generate  # noqa: E402
 
 CASES = ("640x512:dense:2:1029,640x512:rankdef:0:770003,640x512:clustered:0:770004,"
          "640x512:mixed:2:770001,60x1024:dense:2:75342,60x1024:nearrank:0:770005,"
          "640x512:dense:2:5151,60x1024:mixed:2:5152")
-_RAW_KERNEL = panel_cuda._kernel.__wrapped__
 
 
 def _builds(spec: str) -> dict[str, str]:
@@ -43,24 +43,6 @@ def _builds(spec: str) -> dict[str, str]:
         pairs = [d.split("=") for d in defs.split(",") if d]
         out[name] = "".join(f"#define {k} {v}\n" for k, v in pairs)
     return out
-
-
-def _use(build: str, prefix: str, kept: dict) -> None:
-    """Route every panel build through ``prefix`` + the source; its functions are kept in
-    ``kept`` (a graph holding a kernel whose module was collected replays freed code)."""
-    src = prefix + panel_cuda_src.SRC
-
-    def kernel(*args):
-        key = (build,) + args
-        if key not in kept:
-            saved, panel_cuda.SRC = panel_cuda.SRC, src
-            try:
-                kept[key] = _RAW_KERNEL(*args)
-            finally:
-                panel_cuda.SRC = saved
-        return kept[key]
-
-    panel_cuda._kernel = kernel
 
 
 def main() -> None:
@@ -78,7 +60,7 @@ def main() -> None:
         calls = max(1, min(10, (64 << 20) // (b * n * n * 4)))
         graphs, outs = {}, {}
         for build, prefix in builds.items():
-            _use(build, prefix, kept)
+            use(build, prefix, kept)
             H, tau = adaptqr.geqrf(A)
             r = check_geqrf(A, H, tau)
             assert r.passes_bar, f"{spec} {build}: {r.summary}"

@@ -169,6 +169,14 @@
 #   timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_householder_gpu.py -k "cuda_panel or gram"
 #   timeout 120 python3 -m pytest -q -m gpu tests/gpu/test_small_gpu.py tests/gpu/test_wide_gpu.py
 #   then `adaptqr bench` (the 12 cases) if time is left.
+# Session 51 (H100 runs 1958-2031): H43 and H44 rejected, H45 (the LU two steps a pass)
+# kept. Next (EXPERIMENTS.md OC42), one call, not this script:
+#   (cd bench/devscripts && timeout 150 python3 gram_phases.py --shapes 40x176,40x352,60x1024 \
+#     --out $OUT/gram_phases.json)                # H46: where a Gram panel's time goes
+#   timeout 120 python3 -m adaptqr bench --budget 0.4 --out $OUT/h47 \
+#     --cases bench/devscripts/cases_s51_clusters.json --knobs c64:cluster_small_batch=64 \
+#     --knobs c64r128:cluster_small_batch=64,cluster_small_rows=128   # H47
+#   then `adaptqr bench` (the 12 cases) if time is left.
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five

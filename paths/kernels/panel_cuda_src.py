@@ -198,6 +198,23 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #define NX 0
 #endif
 """ + GRAM_FUNCS + r"""
+// PHASE_MARKS: an instrument, off in every build the library makes (EXPERIMENTS.md H46).
+// Thread 0 of CTA 0 (matrix 0; a cluster's rank 0) writes clock64() where each phase of
+// the Gram build ends into phase_clk[tw_index][i] and %globaltimer at its start and end
+// into phase_ns[tw_index][0, 1]; bench/devscripts/gram_phases.py reads them.
+#ifndef PHASE_MARKS
+#define PHASE_MARKS 0
+#endif
+#if PHASE_MARKS
+__device__ long long phase_clk[128][16];
+__device__ unsigned long long phase_ns[128][2];
+#define MARK(i) do { if (blockIdx.x == 0 && threadIdx.x == 0) phase_clk[tw_index][i] = clock64(); } while (0)
+#define MARK_NS(i) do { if (blockIdx.x == 0 && threadIdx.x == 0) { unsigned long long g_; \
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g_)); phase_ns[tw_index][i] = g_; } } while (0)
+#else
+#define MARK(i) do { } while (0)
+#define MARK_NS(i) do { } while (0)
+#endif
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
 #if GRAM && R > 1
@@ -248,6 +265,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #endif
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
+    MARK_NS(0);
+    MARK(0);
     // Register slot q holds panel column (j + q) mod NB at step j: the step's column is
     // always slot 0 (static register indices in a loop that is not unrolled, so the code
     // stays small), and the stored reflectors stay in the tile for w's V^T V part.
@@ -272,6 +291,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         return;
     }
     if (t < NB) taus[t] = 0.0f;
+    MARK(1);
 #if GRAM
     bool gram = pw == NB && k + NB <= na;
 #if CL > 1
@@ -284,6 +304,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll 1
         for (int ps = 0; ps < 2 && gram; ++ps) {
             gram_partial(a, gbuf, gc[ps], t, lane, warp);
+            MARK(2 + 3 * ps);
 #if CL > 1
             cluster_barrier();
 #pragma unroll
@@ -305,8 +326,10 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                 if (lane == 0) gok = okc ? 1.0f : 0.0f;
             }
             __syncthreads();
+            MARK(3 + 3 * ps);
             gram = gok != 0.0f;
             if (gram) solve_rows(a, &mt[ps][0][0], minv[ps]);
+            MARK(4 + 3 * ps);
         }
     }
     if (gram) {
@@ -328,10 +351,12 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         }
 #endif
         __syncthreads();
+        MARK(8);
         gram = gok != 0.0f;
     }
     if (gram) {
         solve_rows(a, &mt[2][0][0], minv[2]);  // V below the first NB rows: Q U^-1
+        MARK(9);
         if (rank0) {
             if (warp == 0) {
                 // T = -U S L1^-T, row `lane`: T L1^T = -U S, column by column.
@@ -362,6 +387,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
                 for (int q = 0; q < NB; ++q) a[0][q] = gtop[t][q];
                 taus[t] = fabsf(mdg[2][t]);
             }
+            MARK(10);
         }
     } else if (pw == NB && k + NB <= na) {
         load_tile();  // the column steps start from the untouched input
@@ -372,13 +398,9 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     // step before (have_next: they passed the guard; the same bits in every thread).
     bool have_next = false;
     float alpha_n = 0.0f, ss_n = 0.0f;
-// STEP_UNROLL 2 (EXPERIMENTS.md H43, built, not run): two column steps a loop pass, so that
-// nvcc renames the tile's registers between them instead of moving every slot each step.
-#if STEP_UNROLL == 2
-#pragma unroll 2
-#else
+// Not unrolled: two steps a pass measured slower (EXPERIMENTS.md H43), all 32 lost to the
+// instruction cache (H12a).
 #pragma unroll 1
-#endif
     for (int j = 0; j < pw; ++j) {
         const int c = k + j;
         float ap = alpha_n, sp = ss_n;
@@ -556,6 +578,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         for (int i = 0; i < R; ++i)
             if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
     }
+    MARK(11);
 #if CL > 1
     // No CTA leaves while another may still read its last post; T and tau are rank 0's.
     cluster_barrier();
@@ -573,6 +596,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #pragma unroll
         for (int i = 0; i < NB; ++i) slot[i] = Ss[lane][i];
         if (t == 0 && GOUT != nullptr) GOUT[p] = 1;
+        MARK(12);
+        MARK_NS(1);
         return;
     }
 #endif
@@ -595,6 +620,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #if GRAM
         if (t == 0 && GOUT != nullptr) GOUT[p] = 0;
 #endif
+        MARK(12);
+        MARK_NS(1);
     }
 }
 """

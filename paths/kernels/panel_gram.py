@@ -34,7 +34,8 @@ GRAM_FUNCS = r"""
 // The Cholesky's 32 steps are unrolled (EXPERIMENTS.md H32), so no slot rotates (register
 // names instead of moves) and no step updates a slot past the last row, which slot s at step
 // i holds from i + s = NB on: about half a step's fmas and loads (sm_90: 47 instructions a
-// step against a loop's 96). The LU stays a loop: unrolled, it spilled at every step.
+// step against a loop's 96). The LU stays a loop of two steps a pass (H45): unrolled whole,
+// it spilled at every step.
 #define CHAIN_LIVE(i, s) ((i) + (s) < NB)
 #if GRAM
 #define GS 36                       // row stride of float4-read arrays
@@ -204,8 +205,9 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
     // them while the pivot travels (entry 0, the pivot's, is read by no lane), and every
     // lane reads them before the pivot's reciprocal is known. The update runs on every lane
     // with lj zero at and above row j: rows there are finished, so what it leaves in them
-    // (a zero's sign, say) is never read.
-#pragma unroll 1
+    // (a zero's sign, say) is never read. Two steps a pass: -0.8 % at 40x176, the same bits,
+    // less spill at NT=256 R=2 (EXPERIMENTS.md H45).
+#pragma unroll 2
     for (int j = 0; j < NB; ++j) {
         const float piv = __shfl_sync(FULL, mr[0], j);
         if (lane == j) post_row(prow, mr);
