@@ -111,7 +111,9 @@ class Knobs:
     the rows of each CTA of the CUDA C clusters that take the panels above
     ``cuda_panel_rows``, up to 4096 rows), ``cluster_small_batch``
     (``schedules.CLUSTER_SMALL_BATCH``: 0, or 1 to 128 matrices, the batches whose panels of
-    257-1024 rows take clusters of 128-row CTAs too), ``lookahead``
+    257-1024 rows take clusters of 128-row CTAs too), ``cluster_small_rows``
+    (``schedules.CLUSTER_SMALL_ROWS``: 128 or 256, the padded rows those panels exceed:
+    128 sends panels of 129-256 rows to clusters of two CTAs too), ``lookahead``
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
     group's update on a high-priority stream beside the rest of each update),
     ``slice_min_rows``
@@ -175,6 +177,7 @@ class Knobs:
     cuda_panel_fuse: int | None = None
     cuda_panel_cluster: int | None = None
     cluster_small_batch: int | None = None
+    cluster_small_rows: int | None = None
     lookahead: int | None = None
     slice_min_rows: int | None = None
     fp16_group: int | None = None
@@ -315,6 +318,7 @@ KNOB_CHOICES = {
     "cuda_panel_fuse": (0, 1),
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
+    "cluster_small_rows": (128, 256),
     "lookahead": (0, 1),
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),

@@ -114,7 +114,9 @@ CUDA_PANEL_CLUSTER_MAX = 16
 #: cuda_panel_cluster=128``), ms: 1x512 1.132 -> 1.093, 1x1024 3.00 -> 2.71, 2x1024 3.03 ->
 #: 2.73, 8x1024 3.13 -> 2.80, 16x1024 3.19 -> 2.93, 32x1024 3.55 -> 3.42, 32x512 1.383 ->
 #: 1.375 (CTAs of 256 rows: 2.93, 3.43, 1.381); batches above 32 not measured. Knob
-#: ``cluster_small_batch`` (0: off).
+#: ``cluster_small_batch`` (0: off). ``CLUSTER_SMALL_ROWS``: knob ``cluster_small_rows`` (128
+#: sends 40x176's panels of 129-256 rows to clusters of two CTAs; EXPERIMENTS.md H47, not
+#: measured).
 CLUSTER_SMALL_BATCH = 32
 CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
@@ -230,6 +232,7 @@ SCHEDULE_KNOBS = {
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
+    "cluster_small_rows": ("CLUSTER_SMALL_ROWS", int),
     "lookahead": ("LOOKAHEAD", int),
     "route_lanes": ("ROUTE_LANES", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
@@ -444,6 +447,9 @@ class Schedule:
     # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
     # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
     cluster_small_batch: int | None = None
+    # The padded rows those panels exceed (CLUSTER_SMALL_ROWS); None: the knob, else the
+    # constant.
+    cluster_small_rows: int | None = None
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None

@@ -312,6 +312,16 @@ def test_cuda_panel_cluster(monkeypatch):
     assert hh._with_knobs(s, None).cluster_small_batch == 32
     with config.experiment(cluster_small_batch=0):
         assert hh._with_knobs(s, None).cluster_small_batch == 0
+    # The knob cluster_small_rows=128 (EXPERIMENTS.md H47) sends panels of 129-256 rows there too, in two
+    # CTAs of 128 rows; 128-row panels stay one CTA.
+    _knob_resolves("cluster_small_rows", 256, 128, 64)
+    assert small(32, 176, 0) == "register-cuda"
+    with config.experiment(cluster_small_rows=128):
+        r = hh._with_knobs(s, None)
+        assert hh._kind_given(32, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
+        assert hh._kind_given(32, 176, 64, r, 132, True, rows)[0] == "register-cuda"
+        assert hh._kind_given(33, 176, 0, r, 132, True, rows)[0] == "register-cuda"
+    assert panel_cuda.cluster_shape(256, hh._cta_rows(256, 1024, 512)) == (2, 128, 1)
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0
 
