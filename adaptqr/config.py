@@ -101,7 +101,9 @@ GRAPH_MAX_INPUT = 1 << 30
 class Knobs:
     """The experiment knobs, set by :func:`experiment` (None: the library's constant):
     ``split_min_rows`` (``schedules.SPLIT_MIN_ROWS``), ``tail_prec``
-    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
+    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``fp16_compose``
+    (``classify.FP16_COMPOSE``: 1 / 0, whether a matrix with an exactly-zero column suffix
+    takes the FP16 route too), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 256, 512 or 1024, the tallest
     panel the CUDA C kernel takes in one CTA), ``cuda_panel_fuse``
@@ -172,6 +174,7 @@ class Knobs:
     split_min_rows: int | None
     tail_prec: str | None
     fp16_max_n: int | None
+    fp16_compose: int | None = None
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
     cuda_panel_fuse: int | None = None
@@ -313,6 +316,7 @@ _knobs = _NO_KNOBS
 
 #: The knobs that take one of a few values (the others are checked in :func:`experiment`).
 KNOB_CHOICES = {
+    "fp16_compose": (0, 1),
     "cuda_panel": (0, 1),
     "cuda_panel_rows": (256, 512, 1024),
     "cuda_panel_fuse": (0, 1),

@@ -19,8 +19,11 @@ in one pass (:func:`adaptqr.paths.kernels.trailing._apply_pair_f16`); its float3
 then the two panels' R rows and the next two panels' columns.
 
 So the panel kernels, the T kernel and the output never see float16. Only for groups of one
-or two panels and matrices with ``n_active == n_nonzero == n`` (every tile runs every
-update: nothing is left behind in ``C16``); the route probe guarantees the latter.
+or two panels and matrices with ``n_active == n_nonzero`` (every tile up to ``n_nonzero``
+runs every update: nothing ``H`` needs is left behind in ``C16``; the tiles of an exactly-zero
+column suffix are never read or written, and ``H`` holds their zeros); the route probe
+guarantees the latter (``n_active == n_nonzero == n`` unless routes are composed,
+``classify.FP16_COMPOSE``).
 """
 
 import triton

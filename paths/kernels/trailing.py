@@ -332,7 +332,9 @@ def _pair_y(base, base16, TW, b, k, na, m, n, n_tw, cc, ccmask, sc, v16,
         W1 += tl.dot(C, tl.trans(V1))
         W2 += tl.dot(C, tl.trans(V2))
         G += tl.dot(V1, tl.trans(V2))
-    # No T2 mask: its matrices have n_active == n.
+    # No T2 mask for a second panel at or past n_active (which exits without writing its
+    # T): the route takes only n_active == n_nonzero (classify.fp16_scales), so such a pair's
+    # columns, from k + 2 NB on, are past n_nonzero, tiles that no update runs.
     Y1, Y2 = _pair_ys(W1, W2, G, TW, b, k, n_tw, NB, PREC)
     ys = y_scale(tl.maximum(abs_max(Y1), abs_max(Y2)))
     return (Y1 * (1.0 / ys)).to(tl.float16), (Y2 * (1.0 / ys)).to(tl.float16), ys

@@ -2,7 +2,8 @@
 
 - the route kernel's scales are the torch reference's (classify.fp16_scales), per matrix;
 - which matrices take the route: dense with colscale yes, rowscale / band / clustered /
-  rankdef and small n no, NaN no;
+  rankdef and small n no, NaN no; with routes composed (knob ``fp16_compose``) rankdef
+  with colscale (an exactly-zero column suffix) yes, its zero columns as geqrf gives them;
 - the public call on a mixed batch passes the bar on every matrix, and each matrix's
   residual is at the level of the route it was sent to (float16 storage shows);
 - ``ADAPTQR_FP16=0`` puts every matrix on the FP32 route; the decisions log says which matrix took
@@ -25,7 +26,7 @@ pytestmark = [
 ]
 
 import adaptqr  # noqa: E402
-from adaptqr import log  # noqa: E402
+from adaptqr import config, log  # noqa: E402
 from adaptqr.detectors import route  # noqa: E402
 from adaptqr.paths import schedules  # noqa: E402
 from adaptqr.paths.householder import factor_householder  # noqa: E402
@@ -128,6 +129,27 @@ def test_public_call_with_and_without_the_route(n, batch, monkeypatch):
     assert rec["precision_counts"]["fp16"] > 0, rec
     assert rec0["precision_counts"] == {"fp32": batch, "fp16": 0}, rec0
     _routes_taken(r.factor, r0.factor, torch.tensor([p == "fp16" for p in rec["precision"]]))
+
+
+@pytest.mark.parametrize("n,batch", [(512, 16), (1024, 4)])
+def test_exactly_zero_suffix_takes_the_route(n, batch, monkeypatch):
+    # Routes composed (knob fp16_compose=1, EXPERIMENTS.md N31): rankdef cond=2 (its columns
+    # from 3n/4 on exactly zero: n_active == n_nonzero) takes the FP16 route, passes the bar
+    # at float16 storage's level, and its zero columns come out as geqrf's (tau 0, H zero
+    # there).
+    A = generate(batch, n, 2, 67 + n, "rankdef")
+    with config.experiment(fp16_compose=1):
+        f = _routed(A)[2]
+        H, tau = adaptqr.geqrf(A)
+    assert bool((f["fp16_scale"] > 0).all()) and bool((f["n_active"] == 3 * n // 4).all()), f
+    assert torch.equal(f["n_active"], f["n_nonzero"]), f
+    monkeypatch.setenv("ADAPTQR_FP16", "0")
+    H0, tau0 = adaptqr.geqrf(A)
+    r, r0 = check_geqrf(A, H, tau), check_geqrf(A, H0, tau0)
+    assert r.passes_bar and r0.passes_bar, (r.summary(), r0.summary())
+    _routes_taken(r.factor, r0.factor, torch.ones(batch, dtype=torch.bool))
+    z = 3 * n // 4
+    assert bool((H[:, :, z:] == 0).all()) and bool((tau[:, z:] == 0).all())
 
 
 @pytest.mark.parametrize("scale,routed", [(1e25, True), (1e-25, True), (1e-35, False)])

@@ -43,16 +43,32 @@ def _cases():
     from adaptqr.testing import check_geqrf
 
 
-    def run(A, s, sc):
+    def run(A, s, sc, na=None):
         B, m, n = A.shape
         H = A.mT.contiguous().mT.clone()
         tau = A.new_empty(B, n)
-        f = {"n_active": torch.full((B,), n, dtype=torch.int32),
-             "n_nonzero": torch.full((B,), n, dtype=torch.int32)}
+        na = n if na is None else na
+        f = {"n_active": torch.full((B,), na, dtype=torch.int32),
+             "n_nonzero": torch.full((B,), na, dtype=torch.int32)}
         if sc is not None:
             f["fp16_scale"] = sc
         factor_householder(H, tau, Info(f), schedule=s)
         return H, tau
+
+    def run_poisoned(A, s, sc, na):
+        # Every float workspace the path allocates starts as NaN, so an update that reads
+        # what no kernel wrote (the T of a panel past n_active) shows.
+        real = torch.empty
+
+        def empty(*args, **kwargs):
+            t = real(*args, **kwargs)
+            return t.fill_(float("nan")) if t.is_floating_point() else t
+
+        torch.empty = empty
+        try:
+            return run(A, s, sc, na)
+        finally:
+            torch.empty = real
 
     def scale_of(A):
         # classify.fp16_scales' scale: largest column norm to 2^13 .. 2^14
@@ -95,6 +111,21 @@ def _cases():
             "diff16": float((H0[0] - H1[0]).abs().max() / H0[0].abs().max()),
             "finite": bool(torch.isfinite(H1).all() and torch.isfinite(t1).all()),
             "factor16": float(check_geqrf(A[:1], H1[:1], t1[:1]).worst_factor)})
+        # Routes composed (N31): both matrices' columns from r on exactly zero, the route
+        # told n_active == n_nonzero == r, no multiple of the panel width (NB 16). At n = 96
+        # with two panels an update, the pair at 64 has its second panel past r = 75; at
+        # n = 40 the pair's update reaches columns 32-34.
+        r = 75 if n == 96 else 35
+        Z = A.clone()
+        Z[:, :, r:] = 0.0
+        Hf, tf = run(Z, s, sc)
+        Hz, tz = run_poisoned(Z, s, sc, r)
+        _out({
+            "name": f"{name} group {group} zero suffix",
+            "same": bool(torch.equal(Hf, Hz) and torch.equal(tf, tz)),
+            "suffix_zero": bool((Hz[:, :, r:] == 0).all() and (tz[:, r:] == 0).all()),
+            "fp16_moved": float((Hz[0] - run(Z, s, None, r)[0][0]).abs().max()
+                                / Hz[0].abs().max())})
     return records
 
 @pytest.fixture(scope="module")
@@ -128,3 +159,17 @@ def test_fp16_route_per_matrix(results, name, group):
     # n = 96 / 40 sits under FP16_MIN_N (the gate 20 n eps32 is tight there): not the bar,
     # only a bound that a wrong update (a lost column, a stale tile) would break by far
     assert d["factor16"] < 200, d
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("name", ["streamed", "resident", "row split"])
+def test_fp16_route_with_an_exactly_zero_suffix(results, name, group):
+    # Issue 24 item 4 (EXPERIMENTS.md N31): told its columns from r on are exactly zero
+    # (n_active == n_nonzero == r), the FP16-routed matrix skips those tiles and the panels
+    # past r, and gives the bits of the same matrix factored in full on the route, with its
+    # workspaces poisoned by NaN (an update that read a T no panel wrote, or a float16 tile
+    # no update stored, would be NaN).
+    d = results[f"{name} group {group} zero suffix"]
+    assert d["same"] and d["suffix_zero"], d
+    # and it did take the float16 storage: off the FP32 route's bits by float16's rounding
+    assert 1e-5 < d["fp16_moved"] < 1e-2, d
