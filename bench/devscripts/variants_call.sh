@@ -178,8 +178,13 @@
 #     --knobs c64r128:cluster_small_batch=64,cluster_small_rows=128   # H47
 #   then `adaptqr bench` (the 12 cases) if time is left.
 # Session 52 (no device time: 226 s left, under the 240 s a start needs): N31 built (routes
-# composed, knob fp16_compose, off). The session-51 lines above and N31's GPU tests and
-# bench are `next_call.sh` (PART=1, then PART=2), not this script.
+# composed, knob fp16_compose, off). Next, two calls, not this script: the session-51 lines
+# above and N31's GPU tests,
+#   timeout 200 python3 -m pytest -q -m gpu tests/gpu/test_fp16_route_gpu.py > $OUT/n31_tests.txt 2>&1
+# then, on the warm machine, N31's cases beside the default and the 12 cases:
+#   timeout 200 python3 -m adaptqr bench --budget 0.4 --no-baseline --out $OUT/n31 \
+#     --cases bench/devscripts/cases_n31.json --knobs new:fp16_compose=1
+#   timeout 330 python3 -m adaptqr bench --budget 0.4 --out $OUT/b12
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
