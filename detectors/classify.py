@@ -164,10 +164,10 @@ def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
     est = weighted * coef / norm1.amax(dim=-1)
     n2max = norm2.amax(dim=-1)
     codes = route_codes()
-    if compose:
-        ok = ((routes == codes["dense"]) | (routes == codes["lowrank"])) & (n_active == n_nonzero)
-    else:
-        ok = (routes == codes["dense"]) & (n_active == n) & (n_nonzero == n)
+    # n_active == n_nonzero == n is "dense" with nothing to skip; compose drops "== n".
+    ok = ((routes == codes["dense"]) | (routes == codes["lowrank"])) & (n_active == n_nonzero)
+    if not compose:
+        ok &= n_nonzero == n
     ok &= (est <= FP16_BUDGET) & (n2max >= 2.0 ** -FP16_EXP_RANGE) \
         & (n2max <= 2.0 ** FP16_EXP_RANGE)
     if prescale is not None:

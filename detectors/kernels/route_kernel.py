@@ -176,10 +176,9 @@ def route_kernel(
     tl.store(exp_ptr + b, pexp)
     # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales), of the prescaled matrix.
     est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
-    if FP16_COMPOSE:
-        f16 = finite & ((route == CODE_DENSE) | (route == CODE_LOWRANK)) & (n_act == n_nz)
-    else:
-        f16 = finite & (route == CODE_DENSE) & (n_act == n) & (n_nz == n)
+    f16 = finite & ((route == CODE_DENSE) | (route == CODE_LOWRANK)) & (n_act == n_nz)
+    if not FP16_COMPOSE:
+        f16 = f16 & (n_nz == n)
     f16 = f16 & (est <= FP16_BUDGET)
     f16 = f16 & (n2m >= tl.exp2(-FP16_EXP_RANGE)) & (n2m <= tl.exp2(FP16_EXP_RANGE))
     p1 = pexp // 2
