@@ -79,8 +79,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
 
         settings = config.snapshot()
     coef = _fp16_coef(m, n, settings)
-    knob = settings.knobs.fp16_compose
-    compose = FP16_COMPOSE if knob is None else bool(knob)
+    compose = bool(settings.knobs.get("fp16_compose", FP16_COMPOSE))
     if src is not None and src.shape != H.shape:
         raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
     if not use_triton(H, backend, "route probe") or B * m * n == 0 or (

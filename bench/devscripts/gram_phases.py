@@ -4,9 +4,10 @@ Every CUDA C panel build is compiled with ``PHASE_MARKS=1`` (``panel_cuda_src.py
 instrument): thread 0 of matrix 0's CTA writes ``clock64()`` where each phase of the Gram
 build ends and ``%globaltimer`` at the panel's start and end. For each shape, one call of
 ``adaptqr.geqrf`` on a dense input (cond 1, seed 1) is captured in a CUDA graph (as the
-bench replays its calls), the marks are zeroed, the graph is replayed once, and for each panel the script
-prints its time (ns, by the global timer), the phases' shares of its SM cycles, and the
-gap since the panel before ended (the update and launch the chain waits for).
+bench replays its calls), the marks are zeroed, the graph is replayed once, and for each
+panel the script prints its time (ns, by the global timer), the phases' shares of its SM
+cycles, and the gap since the panel before ended (the update and launch the chain waits
+for).
 
 The marks are one CTA's: a phase's cycles include the waits of that CTA at its barriers,
 and matrix 0's panels stand for the others.
