@@ -3,11 +3,13 @@
 # one call in priority order. A step starts only if its timeout still fits in BUDGET seconds
 # (default 540) counted from the call's start, so a short call (a session low on device
 # time) runs the first steps whole instead of cutting one off:
-#   1. N31's GPU test (routes composed, knob fp16_compose)            -> n31_tests.txt
+#   1. N31's GPU test (routes composed, knob fp16_compose)
 #   2. N31's cases beside the default                                 -> n31/*.json
-#   3. H46: the Gram panel's phase marks at 40x176, 40x352, 60x1024   -> gram_phases.*
+#   3. H46: the Gram panel's phase marks at 40x176, 40x352, 60x1024   -> gram_phases.json
 #   4. the 12 cases with the torch baseline (main's figures, H45 on)  -> b12/*.json
 #   5. H47: the cluster_small_rows knob beside cluster_small_batch    -> h47/*.json
+# Every step's output is in log.txt. The benches' CSVs are removed at the end: the device
+# tool brings back at most eight files.
 # Run there: BUDGET=300 bash bench/devscripts/pending_call.sh
 source "$(dirname "$0")/_preamble.sh"
 BUDGET=${BUDGET:-540}
@@ -34,4 +36,5 @@ step b12 190 python3 -m adaptqr bench --budget 0.4 --out "$OUT/b12"
 step h47 150 python3 -m adaptqr bench --budget 0.4 --no-baseline --out "$OUT/h47" \
   --cases bench/devscripts/cases_s51_clusters.json --knobs c64:cluster_small_batch=64 \
   --knobs c64r128:cluster_small_batch=64,cluster_small_rows=128
+rm -f "$OUT"/*/*.csv "$OUT"/*/*.png
 echo "elapsed $(( $(date +%s) - T0 )) s"
