@@ -35,6 +35,7 @@ def _cases():
     import dataclasses
     import itertools
     import math
+    from unittest import mock
 
     import torch
 
@@ -64,11 +65,8 @@ def _cases():
             t = real(*args, **kwargs)
             return t.fill_(float("nan")) if t.is_floating_point() else t
 
-        torch.empty = empty
-        try:
+        with mock.patch.object(torch, "empty", empty):
             return run(A, s, sc, na)
-        finally:
-            torch.empty = real
 
     def scale_of(A):
         # classify.fp16_scales' scale: largest column norm to 2^13 .. 2^14
