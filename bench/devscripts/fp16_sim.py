@@ -15,8 +15,16 @@ the trailing matrix), with one rounding added per panel update:
 Printed: the worst scaled factor residual ``||R - Q^T A||_1 / (n eps32 ||A||_1)`` (qr_v2's
 check; gate 20, this project's bar 10) over the batch, per case and mode.
 
+``--groups``: the float16 storage rounded once a group of G columns (32, 64, 128: the far
+columns go back to float16 after the group's last panel, the group's own columns and the
+next panel stay float32, the copy starts as float16 past the first group), with the far
+update's products exact (``exact``: the "f16x3" products, whose error is float32's), from
+float16 operands a panel (``panel``: the FP16 route's products), or from float16 operands
+once a group through the group's merged ``V`` and ``T`` (``merged``); EXPERIMENTS.md N32.
+
 Run: ``python bench/devscripts/fp16_sim.py [out.json]`` (seconds on 2 cores);
-``--batch640``: the worst of 640 dense 512 x 512 matrices, FP16 modes only (minutes).
+``--batch640``: the worst of 640 dense 512 x 512 matrices, FP16 modes only (minutes);
+``--groups [out.json]``: the group modes (a minute).
 """
 
 from __future__ import annotations
@@ -72,6 +80,58 @@ def factor(A, mode):
     return H, tau
 
 
+def _larft(V, tp):
+    """``T`` of the compact WY form ``I - V T V^T`` by LAPACK's recurrence (tau 0 allowed)."""
+    B, _, k = V.shape
+    T = torch.zeros(B, k, k, dtype=torch.float64)
+    for i in range(k):
+        T[:, i, i] = tp[:, i]
+        if i:
+            T[:, :i, i] = -tp[:, i, None] * (T[:, :i, :i] @ (V[:, :, :i].mT @ V[:, :, i:i + 1]))[..., 0]
+    return T
+
+
+def _reflectors(Hp):
+    V = torch.tril(Hp, -1)
+    V[:, range(V.shape[-1]), range(V.shape[-1])] = 1.0
+    return V
+
+
+def _apply(V, T, C, ops):
+    if ops == "exact":
+        return C - V @ (T.mT @ (V.mT @ C))
+    V16, C16 = _round(V, torch.float16), _round(C, torch.float16)
+    return C - V16 @ _round(T.mT @ (V16.mT @ C16), torch.float16)
+
+
+def factor_grouped(A, G, ops):
+    """``--groups``' model: float16 storage rounded once a group of ``G`` columns, the far
+    update's products as ``ops`` says (module docstring)."""
+    B, m, n = A.shape
+    H = A.double().clone()
+    H[:, :, G:] = _round(H[:, :, G:], torch.float16)
+    tau = torch.zeros(B, n, dtype=torch.float64)
+    for g0 in range(0, n, G):
+        g1 = min(n, g0 + G)
+        for k in range(g0, g1, NB):
+            Hp, tp = torch.geqrf(H[:, k:, k:k + NB])
+            H[:, k:, k:k + NB] = Hp
+            tau[:, k:k + NB] = tp
+            V = _reflectors(Hp)
+            T = _larft(V, tp)
+            H[:, k:, k + NB:g1] = _apply(V, T, H[:, k:, k + NB:g1], "exact")
+            if g1 < n and ops != "merged":
+                H[:, k:, g1:] = _apply(V, T, H[:, k:, g1:], ops)
+        if g1 >= n:
+            break
+        if ops == "merged":
+            V = _reflectors(H[:, g0:, g0:g1])
+            H[:, g0:, g1:] = _apply(V, _larft(V, tau[:, g0:g1]), H[:, g0:, g1:], "panel")
+        if g1 + NB < n:
+            H[:, g1:, g1 + NB:] = _round(H[:, g1:, g1 + NB:], torch.float16)
+    return H, tau
+
+
 def scaled_residual(A, H, tau):
     A = A.double()
     n = A.shape[-1]
@@ -92,6 +152,18 @@ def worst_over(batch, n, cond, seed, case, mode, chunk=32):
 
 def main():
     out = {}
+    if "--groups" in sys.argv:
+        for B, n, cond, seed, case in ((8, 512, 2, 1029, "dense"), (8, 512, 0, 1030, "dense"),
+                                       (8, 512, 0, 770003, "rankdef"), (8, 512, 0, 770004, "clustered"),
+                                       (2, 1024, 0, 770005, "nearrank"), (2, 1024, 2, 75342, "dense")):
+            A = generate(B, n, cond, seed, case, "cpu")
+            row = {f"{ops} G{G}": scaled_residual(A, *factor_grouped(A, G, ops))
+                   for ops in ("exact", "panel", "merged") for G in (32, 64, 128)}
+            out[f"{B}x{n} {case} cond={cond}"] = row
+            print(f"{B}x{n} {case} cond={cond}:", {k: round(v, 2) for k, v in row.items()}, flush=True)
+        path = [a for a in sys.argv[1:] if not a.startswith("--")]
+        json.dump(out, open(path[0], "w") if path else sys.stdout, indent=1)
+        return
     if "--batch640" in sys.argv:
         # The tail over a benchmark-sized batch: 640 dense 512 x 512 matrices (cond 2).
         for mode in ("fp16_resident", "fp16_operands"):
