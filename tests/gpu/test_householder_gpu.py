@@ -418,12 +418,26 @@ def test_gram_panel_matches(B, n):
     _variant_against_default(B, n, 1e-4, gram_panel=False)
 
 
+#: EXPERIMENTS.md H47: small batches' panels of 129-256 rows in clusters of 128-row CTAs.
+SMALL_CLUSTERS = {"cluster_small_batch": 64, "cluster_small_rows": 128}
+
+
 @pytest.mark.variant
-@pytest.mark.parametrize("n", [512, 1000])
-def test_gram_panel_degenerate_matrices(n):
+@pytest.mark.parametrize("B,n", [(40, 176), (40, 352), (48, 256), (60, 1024)])
+def test_cluster_small_rows_match(B, n):
+    # H47: the Gram panels of 129-1024 rows of batches up to 64 in clusters against one CTA
+    # a panel (176 and 352 rows) or clusters from 257 rows (1024).
+    _needs_cuda_panel()
+    _variant_against_default(B, n, 1e-4, **SMALL_CLUSTERS)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("n,variant", [(512, {}), (1000, {}), (176, SMALL_CLUSTERS),
+                                       (352, SMALL_CLUSTERS)])
+def test_gram_panel_degenerate_matrices(n, variant):
     # The panels the Gram tests reject (a repeated or zero column, rank 3, entries whose
     # squares leave float32's range, NaN) go to the column steps: each matrix at the bar,
-    # and the NaN stays in its own matrix.
+    # and the NaN stays in its own matrix; at 176 and 352 in H47's small clusters.
     import dataclasses
 
     from adaptqr.paths import schedules
@@ -438,7 +452,7 @@ def test_gram_panel_degenerate_matrices(n):
     A[4] *= 1e20
     A[5, 3, 100] = float("nan")
     A[6, :, 33] = A[6, :, 32] * (1 + 1e-6)
-    s = dataclasses.replace(schedules.schedule_for(n, n), gram_panel=True)
+    s = dataclasses.replace(schedules.schedule_for(n, n), gram_panel=True, **variant)
     H, tau = _factor(A, schedule=s)
     keep = [i for i in range(8) if i != 5]
     r = check_geqrf(A[keep], H[keep], tau[keep])
