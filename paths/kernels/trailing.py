@@ -131,16 +131,22 @@ def _load_t(TW, b, p, n_tw, NB: tl.constexpr):
 
 
 @triton.jit
-def _tile_plan(NA, NZ, b, c0, na, n, HAS_NA: tl.constexpr):
-    """``(run, tail)`` for the column tile starting at ``c0`` of matrix ``b``: ``run`` False
-    when every column of the tile is exactly zero (past ``n_nonzero``: each reflector leaves
-    it zero, so skipping is exact), ``tail`` when it lies wholly in the negligible tail
-    (past ``n_active``: its products may take the tail precision)."""
+def _tile_plan(NA, NZ, b, c0, na, n, c_end, HAS_NA: tl.constexpr):
+    """``(run, tail, lim)`` for the column tile starting at ``c0`` of matrix ``b``: ``run``
+    False when every column of the tile is exactly zero (past ``n_nonzero``: each reflector
+    leaves it zero, so skipping is exact), ``tail`` when it lies wholly in the negligible
+    tail (past ``n_active``: its products may take the tail precision); the tile's columns
+    end at ``lim``, ``c_end`` or ``n_nonzero`` where that is less. Not only a saving: the
+    FP16 route's float16 copy of a column past ``n_nonzero`` is stored by no update (the
+    first one skips the tiles wholly past it), so a later tile whose origin has moved
+    across it must not read it (EXPERIMENTS.md N31, run 0717)."""
     if HAS_NA:
         nz = tl.load(NZ + b)
+        lim = tl.minimum(nz, c_end)
     else:
         nz = n
-    return c0 < nz, c0 >= na
+        lim = c_end
+    return c0 < nz, c0 >= na, lim
 
 
 @triton.jit
@@ -157,8 +163,8 @@ def _tile_program(Ht, NA, NZ, m, n, c_start, c_end, BN: tl.constexpr, HAS_NA: tl
         t = tl.program_id(1)
     c0 = c_start + t * BN
     cc = c0 + tl.arange(0, BN)
-    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
-    return b, base, na, cc, cc < c_end, run, tail
+    run, tail, lim = _tile_plan(NA, NZ, b, c0, na, n, c_end, HAS_NA)
+    return b, base, na, cc, cc < lim, run, tail
 
 
 @triton.jit
@@ -590,10 +596,10 @@ def _slice_plan(Ht, NA, NZ, k, m, n, c_start, c_end, rows_per,
     panel is past n_active or the tile is all exact zeros (:func:`_tile_plan`)."""
     b, base, na = program_matrix(Ht, NA, m, n, HAS_NA)
     c0 = c_start + tl.program_id(1) * BN
-    run, tail = _tile_plan(NA, NZ, b, c0, na, n, HAS_NA)
+    run, tail, lim = _tile_plan(NA, NZ, b, c0, na, n, c_end, HAS_NA)
     cc = c0 + tl.arange(0, BN)
     r_lo = k + tl.program_id(2) * rows_per
-    return b, base, na, (k < na) & run, tail, cc, cc < c_end, r_lo, tl.minimum(m, r_lo + rows_per)
+    return b, base, na, (k < na) & run, tail, cc, cc < lim, r_lo, tl.minimum(m, r_lo + rows_per)
 
 
 @triton.jit

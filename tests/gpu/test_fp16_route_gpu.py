@@ -131,12 +131,13 @@ def test_public_call_with_and_without_the_route(n, batch, monkeypatch):
     _routes_taken(r.factor, r0.factor, torch.tensor([p == "fp16" for p in rec["precision"]]))
 
 
-@pytest.mark.parametrize("n,batch", [(512, 16), (1024, 4)])
+@pytest.mark.parametrize("n,batch", [(512, 16), (1024, 4), (1536, 8), (2048, 8)])
 def test_exactly_zero_suffix_takes_the_route(n, batch, monkeypatch):
     # Routes composed (knob fp16_compose=1, EXPERIMENTS.md N31): rankdef cond=2 (its columns
     # from 3n/4 on exactly zero: n_active == n_nonzero) takes the FP16 route, passes the bar
     # at float16 storage's level, and its zero columns come out as geqrf's (tau 0, H zero
-    # there).
+    # there). 1536 and 2048 (row-split updates, tiles of 128 whose origin moves a panel at
+    # a time) gave NaN past 3n/4 in run 0717, before the tiles stopped at n_nonzero.
     A = generate(batch, n, 2, 67 + n, "rankdef")
     with config.experiment(fp16_compose=1):
         f = _routed(A)[2]

@@ -124,6 +124,21 @@ def _cases():
             "suffix_zero": bool((Hz[:, :, r:] == 0).all() and (tz[:, r:] == 0).all()),
             "fp16_moved": float((Hz[0] - run(Z, s, None, r)[0][0]).abs().max()
                                 / Hz[0].abs().max())})
+    # The float16 tile's origin moves a panel at a time (one panel an update, tiles of 32
+    # from column k + 16), so the first update, from float32, skips the tile [112, 144) past
+    # r = 100 and never stores its float16 columns, which the second update's tile [96, 128)
+    # then spans (run 0717: NaN in 8x1536 rankdef's R rows past r with the knob on, N31).
+    for name, (m, s) in {"streamed": (160, cases["streamed"][3]),
+                         "row split": (320, cases["row split"][3])}.items():
+        s = dataclasses.replace(s, fp16_bn=32, fp16_fit=False, fp16_group=1)
+        Z = torch.randn(2, m, 160)
+        Z[:, :, 100:] = 0.0
+        sc = torch.tensor([scale_of(Z[0]), 0.0])
+        Hf, tf = run(Z, s, sc)
+        Hz, tz = run_poisoned(Z, s, sc, 100)
+        _out({"name": f"{name} shifted tiles zero suffix",
+              "same": bool(torch.equal(Hf, Hz) and torch.equal(tf, tz)),
+              "suffix_zero": bool((Hz[:, :, 100:] == 0).all() and (tz[:, 100:] == 0).all())})
     return records
 
 @pytest.fixture(scope="module")
@@ -171,3 +186,11 @@ def test_fp16_route_with_an_exactly_zero_suffix(results, name, group):
     assert d["same"] and d["suffix_zero"], d
     # and it did take the float16 storage: off the FP32 route's bits by float16's rounding
     assert 1e-5 < d["fp16_moved"] < 1e-2, d
+
+
+@pytest.mark.parametrize("name", ["streamed", "row split"])
+def test_fp16_zero_suffix_under_shifting_tiles(results, name):
+    # N31's GPU failure: a tile that spans float16 columns past n_nonzero that no update
+    # stored (NaN here) must not read them; the suffix stays exactly zero.
+    d = results[f"{name} shifted tiles zero suffix"]
+    assert d["same"] and d["suffix_zero"], d
