@@ -132,20 +132,15 @@ def _load_t(TW, b, p, n_tw, NB: tl.constexpr):
 
 @triton.jit
 def _tile_plan(NA, NZ, b, c0, na, n, c_end, HAS_NA: tl.constexpr):
-    """``(run, tail, lim)`` for the column tile starting at ``c0`` of matrix ``b``: ``run``
-    False when every column of the tile is exactly zero (past ``n_nonzero``: each reflector
-    leaves it zero, so skipping is exact), ``tail`` when it lies wholly in the negligible
-    tail (past ``n_active``: its products may take the tail precision); the tile's columns
-    end at ``lim``, ``c_end`` or ``n_nonzero`` where that is less. Not only a saving: the
-    FP16 route's float16 copy of a column past ``n_nonzero`` is stored by no update (the
-    first one skips the tiles wholly past it), so a later tile whose origin has moved
-    across it must not read it (EXPERIMENTS.md N31, run 0717)."""
+    """``(run, tail, lim)`` for matrix ``b``'s column tile at ``c0``: ``run`` False when its
+    columns are all past ``n_nonzero`` (exact zeros: skipping is exact), ``tail`` when all are
+    past ``n_active`` (tail precision allowed); its columns end at ``lim = min(n_nonzero,
+    c_end)``: no update stores the FP16 route's copy past ``n_nonzero`` (EXPERIMENTS.md N31)."""
     if HAS_NA:
         nz = tl.load(NZ + b)
         lim = tl.minimum(nz, c_end)
     else:
-        nz = n
-        lim = c_end
+        nz, lim = n, c_end
     return c0 < nz, c0 >= na, lim
 
 
