@@ -34,6 +34,7 @@ import sys
 
 import torch
 
+from adaptqr.paths.reference import _larft  # LAPACK's larft, as the reference path makes T
 from adaptqr.testing.generators import generate
 
 EPS32 = 2.0 ** -23
@@ -60,18 +61,13 @@ def factor(A, mode):
         tau[:, k:k + NB] = tp
         if k + NB >= n:
             break
-        V = torch.tril(Hp, -1)
-        V[:, range(NB), range(NB)] = 1.0
-        Tinv = torch.triu(V.mT @ V, 1) + torch.diag_embed(1.0 / tp)
-        T = torch.linalg.inv(Tinv)
+        V = _reflectors(Hp)
+        T = _larft(V, tp)
         C = H[:, k:, k + NB:]
         if mode in ("fp16_operands", "bf16_operands"):
-            dt = torch.float16 if mode == "fp16_operands" else torch.bfloat16
-            Vr, Cr = _round(V, dt), _round(C, dt)
-            Y = T.mT @ (Vr.mT @ Cr)
-            C = C - Vr @ _round(Y, dt)
+            C = _apply(V, T, C, torch.float16 if mode == "fp16_operands" else torch.bfloat16)
         else:
-            C = C - V @ (T.mT @ (V.mT @ C))
+            C = _apply(V, T, C)
             if mode == "fp32":
                 C = C.float().double()
             elif mode == "fp16_resident":
@@ -80,28 +76,20 @@ def factor(A, mode):
     return H, tau
 
 
-def _larft(V, tp):
-    """``T`` of the compact WY form ``I - V T V^T`` by LAPACK's recurrence (tau 0 allowed)."""
-    B, _, k = V.shape
-    T = torch.zeros(B, k, k, dtype=torch.float64)
-    for i in range(k):
-        T[:, i, i] = tp[:, i]
-        if i:
-            T[:, :i, i] = -tp[:, i, None] * (T[:, :i, :i] @ (V[:, :, :i].mT @ V[:, :, i:i + 1]))[..., 0]
-    return T
-
-
 def _reflectors(Hp):
+    """A panel's unit lower-trapezoidal ``V`` from geqrf's output ``Hp``."""
     V = torch.tril(Hp, -1)
     V[:, range(V.shape[-1]), range(V.shape[-1])] = 1.0
     return V
 
 
-def _apply(V, T, C, ops):
-    if ops == "exact":
+def _apply(V, T, C, dt=None):
+    """``C`` after the panel's ``I - V T^T V^T``: exact, or with ``V``, ``C`` and ``Y = T^T V^T
+    C`` rounded to ``dt`` (its products from ``dt`` operands, a wide accumulator)."""
+    if dt is None:
         return C - V @ (T.mT @ (V.mT @ C))
-    V16, C16 = _round(V, torch.float16), _round(C, torch.float16)
-    return C - V16 @ _round(T.mT @ (V16.mT @ C16), torch.float16)
+    Vr = _round(V, dt)
+    return C - Vr @ _round(T.mT @ (Vr.mT @ _round(C, dt)), dt)
 
 
 def factor_grouped(A, G, ops):
@@ -119,14 +107,14 @@ def factor_grouped(A, G, ops):
             tau[:, k:k + NB] = tp
             V = _reflectors(Hp)
             T = _larft(V, tp)
-            H[:, k:, k + NB:g1] = _apply(V, T, H[:, k:, k + NB:g1], "exact")
+            H[:, k:, k + NB:g1] = _apply(V, T, H[:, k:, k + NB:g1])
             if g1 < n and ops != "merged":
-                H[:, k:, g1:] = _apply(V, T, H[:, k:, g1:], ops)
+                H[:, k:, g1:] = _apply(V, T, H[:, k:, g1:], None if ops == "exact" else torch.float16)
         if g1 >= n:
             break
         if ops == "merged":
             V = _reflectors(H[:, g0:, g0:g1])
-            H[:, g0:, g1:] = _apply(V, _larft(V, tau[:, g0:g1]), H[:, g0:, g1:], "panel")
+            H[:, g0:, g1:] = _apply(V, _larft(V, tau[:, g0:g1]), H[:, g0:, g1:], torch.float16)
         if g1 + NB < n:
             H[:, g1:, g1 + NB:] = _round(H[:, g1:, g1 + NB:], torch.float16)
     return H, tau

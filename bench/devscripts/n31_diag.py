@@ -11,22 +11,22 @@ from adaptqr import config
 from adaptqr.testing.generators import generate
 
 
+def _span(idx):
+    """``first..last (count)`` of a 1-D index tensor, ``-`` where it is empty."""
+    return f"{idx.min().item()}..{idx.max().item()} ({idx.numel()})" if idx.numel() else "-"
+
+
 def report(tag, A, knobs):
     with config.experiment(**knobs):
         H, tau = adaptqr.geqrf(A)
     torch.cuda.synchronize()
-    bad = ~torch.isfinite(H)
-    badt = ~torch.isfinite(tau)
+    bad, badt = ~torch.isfinite(H), ~torch.isfinite(tau)
     print(f"{tag}: non-finite H {int(bad.sum())}, tau {int(badt.sum())}")
     for b in range(A.shape[0]):
         if bad[b].any() or badt[b].any():
-            cols = bad[b].any(0).nonzero().flatten()
-            rows = bad[b].any(1).nonzero().flatten()
-            tc = badt[b].nonzero().flatten()
-            print(f"  matrix {b}: H cols {cols.min().item() if cols.numel() else '-'}.."
-                  f"{cols.max().item() if cols.numel() else '-'} ({cols.numel()}), rows "
-                  f"{rows.min().item() if rows.numel() else '-'}..{rows.max().item() if rows.numel() else '-'}, "
-                  f"tau cols {tc[:4].tolist()}..{tc[-1:].tolist()} ({tc.numel()})")
+            print(f"  matrix {b}: H cols {_span(bad[b].any(0).nonzero().flatten())}, rows "
+                  f"{_span(bad[b].any(1).nonzero().flatten())}, tau cols "
+                  f"{_span(badt[b].nonzero().flatten())}")
 
 
 for B, n, cond, case in ((8, 2048, 1, "rankdef"), (4, 2048, 2, "rankdef"), (8, 1536, 1, "rankdef"),

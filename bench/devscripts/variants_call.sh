@@ -186,8 +186,8 @@
 #     --cases bench/devscripts/cases_n31.json --knobs new:fp16_compose=1
 #   timeout 330 python3 -m adaptqr bench --budget 0.4 --out $OUT/b12
 # Session 53: no machine in twelve calls (EXPERIMENTS.md V18); the session-52 lines stand.
-# Session 54: no machine in sixteen calls (V19); the session-52 lines are now one script,
-#   BUDGET=540 bash bench/devscripts/pending_call.sh
+# Session 54: no machine in sixteen calls (V19); the session-52 lines became one script,
+#   pending_call.sh, which session 55 ran (V20) and then rewrote for the work after it.
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
