@@ -101,9 +101,7 @@ GRAPH_MAX_INPUT = 1 << 30
 class Knobs:
     """The experiment knobs, set by :func:`experiment` (None: the library's constant):
     ``split_min_rows`` (``schedules.SPLIT_MIN_ROWS``), ``tail_prec``
-    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``fp16_compose``
-    (``classify.FP16_COMPOSE``: 1 / 0, whether a matrix with an exactly-zero column suffix
-    takes the FP16 route too), ``cuda_panel``
+    (``schedules.TAIL_PREC``), ``fp16_max_n`` (``classify.FP16_MAX_N``), ``cuda_panel``
     (``schedules.CUDA_PANEL``: 1 / 0, register panels in CUDA C or in Triton),
     ``cuda_panel_rows`` (``schedules.CUDA_PANEL_MAX_ROWS``: 256, 512 or 1024, the tallest
     panel the CUDA C kernel takes in one CTA), ``cuda_panel_fuse``
@@ -115,7 +113,9 @@ class Knobs:
     (``schedules.CLUSTER_SMALL_BATCH``: 0, or 1 to 128 matrices, the batches whose panels of
     257-1024 rows take clusters of 128-row CTAs too), ``cluster_small_rows``
     (``schedules.CLUSTER_SMALL_ROWS``: 128 or 256, the padded rows those panels exceed:
-    128 sends panels of 129-256 rows to clusters of two CTAs too), ``lookahead``
+    128 sends panels of 129-256 rows to clusters of two CTAs too), ``cluster_ctas``
+    (``schedules.CLUSTER_SMALL_CTAS``: 0, 128, 192, 256 or 384, the most CTAs a larger
+    batch's clusters for those panels take), ``lookahead``
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
     group's update on a high-priority stream beside the rest of each update),
     ``slice_min_rows``
@@ -174,13 +174,13 @@ class Knobs:
     split_min_rows: int | None
     tail_prec: str | None
     fp16_max_n: int | None
-    fp16_compose: int | None = None
     cuda_panel: int | None = None
     cuda_panel_rows: int | None = None
     cuda_panel_fuse: int | None = None
     cuda_panel_cluster: int | None = None
     cluster_small_batch: int | None = None
     cluster_small_rows: int | None = None
+    cluster_ctas: int | None = None
     lookahead: int | None = None
     slice_min_rows: int | None = None
     fp16_group: int | None = None
@@ -316,13 +316,13 @@ _knobs = _NO_KNOBS
 
 #: The knobs that take one of a few values (the others are checked in :func:`experiment`).
 KNOB_CHOICES = {
-    "fp16_compose": (0, 1),
     "cuda_panel": (0, 1),
     "cuda_panel_rows": (256, 512, 1024),
     "cuda_panel_fuse": (0, 1),
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
     "cluster_small_rows": (128, 256),
+    "cluster_ctas": (0, 128, 192, 256, 384),
     "lookahead": (0, 1),
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),

@@ -81,12 +81,6 @@ FP16_TARGET = 16384.0
 # Largest-column norms outside [2^-FP16_EXP_RANGE, 2^FP16_EXP_RANGE] (7.9e-31 .. 1.3e30)
 # keep the FP32 route: the scale and its inverse stay normal float32 numbers.
 FP16_EXP_RANGE = 100.0
-# Routes compose (issue 24 item 4, EXPERIMENTS.md N31): with it, a "lowrank" matrix whose
-# tail is exactly zero (n_active == n_nonzero) takes the route too. CPU-checked (the
-# interpreter's bits against the same matrix factored in full; fp16_sim.py's residual for
-# rankdef cond=2 at 512, 2.9 against dense's 3.0), not yet run on the GPU: off until it is
-# (knob ``fp16_compose``; off, only "dense" with n_active == n_nonzero == n).
-FP16_COMPOSE = False
 
 
 def fp16_est_scale(m: int, n: int, max_n: int | None = None) -> float:
@@ -142,18 +136,18 @@ def prescale_exponents(n2max: torch.Tensor, finite: torch.Tensor) -> torch.Tenso
 
 def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
                 n_active: torch.Tensor, n_nonzero: torch.Tensor, m: int,
-                prescale: torch.Tensor | None = None, compose: bool = FP16_COMPOSE) -> torch.Tensor:
+                prescale: torch.Tensor | None = None) -> torch.Tensor:
     """``(B,)`` float32 FP16 storage scales from the column 1- and 2-norms ``(B, n)``: a power
     of two for a matrix that takes the FP16 route, 0 for the FP32 route. With ``prescale``
     (:func:`prescale_exponents`) the scale is that of the prescaled matrix.
 
-    The route needs a finite "dense" matrix with ``n_active == n_nonzero == n`` (the trailing
-    kernels then run every tile of every update, so nothing stays in the float16 copy) and
-    the estimate above within ``FP16_BUDGET``. With ``compose`` (``FP16_COMPOSE``), a
-    "lowrank" one with ``n_active == n_nonzero`` too: an exactly-zero column suffix is never
-    read or written by an update and ``H`` holds its zeros (a negligible nonzero tail,
-    ``n_active < n_nonzero``, would stay in the float16 copy). Same result as the route
-    kernel's.
+    The route needs a finite "dense" or "lowrank" matrix with ``n_active == n_nonzero``
+    and the estimate above within ``FP16_BUDGET``. The trailing kernels then run every tile
+    up to ``n_nonzero`` at every update, so nothing ``H`` needs stays in the float16 copy,
+    and an exactly-zero column suffix is never read or written (``H`` holds its zeros). A
+    negligible nonzero tail (``n_active < n_nonzero``) would stay in the copy: FP32 route.
+    Routes composed this way (issue 24 item 4, EXPERIMENTS.md N31) took 9-17 % off rankdef
+    cond=2 on an H100 (run 0853, session 56). Same result as the route kernel's.
     """
     B, n = norm2.shape
     coef = fp16_est_scale(m, n)
@@ -164,10 +158,7 @@ def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
     est = weighted * coef / norm1.amax(dim=-1)
     n2max = norm2.amax(dim=-1)
     codes = route_codes()
-    # n_active == n_nonzero == n is "dense" with nothing to skip; compose drops "== n".
     ok = ((routes == codes["dense"]) | (routes == codes["lowrank"])) & (n_active == n_nonzero)
-    if not compose:
-        ok &= n_nonzero == n
     ok &= (est <= FP16_BUDGET) & (n2max >= 2.0 ** -FP16_EXP_RANGE) \
         & (n2max <= 2.0 ** FP16_EXP_RANGE)
     if prescale is not None:

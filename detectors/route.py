@@ -25,7 +25,6 @@ import torch
 
 from .classify import (
     FP16_BUDGET,
-    FP16_COMPOSE,
     FP16_EST_NB,
     FP16_EXP_RANGE,
     FP16_MAX_N,
@@ -66,7 +65,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     (``classify(probe(H))``). No host synchronization.
 
     ``settings``: the call's :class:`adaptqr.config.Settings` (``ADAPTQR_FP16``,
-    the ``fp16_max_n`` and ``fp16_compose`` knobs; default: the current snapshot).
+    the ``fp16_max_n`` knob; default: the current snapshot).
 
     ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
     With the Triton backend the column kernel does the copy as it reads (one pass over the
@@ -79,7 +78,6 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
 
         settings = config.snapshot()
     coef = _fp16_coef(m, n, settings)
-    compose = bool(settings.knobs.get("fp16_compose", FP16_COMPOSE))
     if src is not None and src.shape != H.shape:
         raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
     if not use_triton(H, backend, "route probe") or B * m * n == 0 or (
@@ -95,12 +93,12 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
         feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "prescale": pexp}
         if coef < float("inf"):
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
-                                              f["n_active"], f["n_nonzero"], m, pexp, compose)
+                                              f["n_active"], f["n_nonzero"], m, pexp)
         return routes, feats
-    return _route_triton(H, src, coef, compose)
+    return _route_triton(H, src, coef)
 
 
-def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, compose: bool):
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
     import triton
 
     from .kernels.route_kernel import route_columns_kernel, route_kernel
@@ -131,7 +129,6 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, compos
         FP16_TARGET=FP16_TARGET, FP16_EXP_RANGE=FP16_EXP_RANGE,
         PRESCALE_MIN_EXP=PRESCALE_MIN_EXP, PRESCALE_MAX_EXP=PRESCALE_MAX_EXP,
         PRESCALE_TARGET_EXP=PRESCALE_TARGET_EXP, PRESCALE_INF_EXP=PRESCALE_INF_EXP,
-        FP16_COMPOSE=compose,
     )
     feats = {"n_active": n_active, "n_nonzero": n_nonzero, "prescale": pexp}
     if coef < float("inf"):  # else no matrix can take the route: no float16 copy, no launch

@@ -120,6 +120,11 @@ CUDA_PANEL_CLUSTER_MAX = 16
 CLUSTER_SMALL_BATCH = 32
 CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
+#: Batches above ``CLUSTER_SMALL_BATCH`` send those panels to clusters too while the batch's
+#: CTAs (``B * MB / CLUSTER_SMALL_CTA_ROWS``) are at most this many (0: the batch rule
+#: alone). H47 (runs 0713, 0718): 40x352 (160 CTAs) -6 to -9 %, 60x1024's 1024-row panels
+#: (480) +10 %; EXPERIMENTS.md H48, knob ``cluster_ctas``, not measured.
+CLUSTER_SMALL_CTAS = 0
 #: One group of look-ahead (EXPERIMENTS.md L2, L3): where no panel is row-split, the
 #: panels and each update's next group of columns on a high-priority stream, the rest of
 #: each update on the caller's stream beside them. Against off, same run (run 0213, where
@@ -233,6 +238,7 @@ SCHEDULE_KNOBS = {
     "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "cluster_small_rows": ("CLUSTER_SMALL_ROWS", int),
+    "cluster_ctas": ("CLUSTER_SMALL_CTAS", int),
     "lookahead": ("LOOKAHEAD", int),
     "route_lanes": ("ROUTE_LANES", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
@@ -450,6 +456,9 @@ class Schedule:
     # The padded rows those panels exceed (CLUSTER_SMALL_ROWS); None: the knob, else the
     # constant.
     cluster_small_rows: int | None = None
+    # The most CTAs of a larger batch's clusters for those panels (CLUSTER_SMALL_CTAS, 0:
+    # none); None: the knob, else the constant.
+    cluster_ctas: int | None = None
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None

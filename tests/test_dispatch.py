@@ -377,7 +377,7 @@ def test_graph_key_holds_the_whole_settings_snapshot(monkeypatch):
         monkeypatch.delenv(var)
     for knob, value in (("tail_prec", "ieee"), ("split_min_rows", 128), ("fp16_max_n", 1024),
                         ("cuda_panel", 0), ("cuda_panel_rows", 512),
-                        ("cuda_panel_fuse", 1), ("cuda_panel_cluster", 512), ("fp16_compose", 1)):
+                        ("cuda_panel_fuse", 1), ("cuda_panel_cluster", 512)):
         with config.experiment(**{knob: value}):
             changed = config.snapshot()
             assert changed != base and dispatch.graph_key(key, (4, 64, 64), 0, changed) != k0, knob

@@ -322,6 +322,17 @@ def test_cuda_panel_cluster(monkeypatch):
         assert hh._kind_given(32, 176, 64, r, 132, True, rows)[0] == "register-cuda"
         assert hh._kind_given(33, 176, 0, r, 132, True, rows)[0] == "register-cuda"
     assert panel_cuda.cluster_shape(256, hh._cta_rows(256, 1024, 512)) == (2, 128, 1)
+    # The knob cluster_ctas (EXPERIMENTS.md H48): larger batches too while B * MB / 128 CTAs
+    # fit it: 40x352's 512-row panels (160) and 60x1024's (240), not its 1024-row ones (480).
+    _knob_resolves("cluster_ctas", 0, 256, 100)
+    with config.experiment(cluster_ctas=256):
+        r = hh._with_knobs(s, None)
+        assert hh._kind_given(40, 352, 0, r, 132, True, rows)[0] == "cluster-cuda"
+        assert [hh._kind_given(60, 1024, k, r, 132, True, rows)[0] for k in (0, 512, 768)] == [
+            "register-cuda", "cluster-cuda", "register-cuda"]
+        assert hh._kind_given(64, 512, 0, r, 132, True, rows)[0] == "cluster-cuda"
+        assert hh._kind_given(65, 512, 0, r, 132, True, rows)[0] == "register-cuda"
+    assert hh._kind_given(40, 352, 0, hh._with_knobs(s, None), 132, True, rows)[0] == "register-cuda"
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0
 

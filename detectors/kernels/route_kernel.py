@@ -115,7 +115,6 @@ def route_kernel(
     BLOCK_N: tl.constexpr, FP16_NB: tl.constexpr, FP16_BUDGET: tl.constexpr,
     FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr, PRESCALE_MIN_EXP: tl.constexpr,
     PRESCALE_MAX_EXP: tl.constexpr, PRESCALE_TARGET_EXP: tl.constexpr, PRESCALE_INF_EXP: tl.constexpr,
-    FP16_COMPOSE: tl.constexpr,
 ):
     b = tl.program_id(0)
     base = b.to(tl.int64) * n
@@ -177,8 +176,6 @@ def route_kernel(
     # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales), of the prescaled matrix.
     est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
     f16 = finite & ((route == CODE_DENSE) | (route == CODE_LOWRANK)) & (n_act == n_nz)
-    if not FP16_COMPOSE:
-        f16 = f16 & (n_nz == n)
     f16 = f16 & (est <= FP16_BUDGET)
     f16 = f16 & (n2m >= tl.exp2(-FP16_EXP_RANGE)) & (n2m <= tl.exp2(FP16_EXP_RANGE))
     p1 = pexp // 2

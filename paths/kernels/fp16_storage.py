@@ -22,8 +22,7 @@ So the panel kernels, the T kernel and the output never see float16. Only for gr
 or two panels and matrices with ``n_active == n_nonzero`` (every tile up to ``n_nonzero``
 runs every update: nothing ``H`` needs is left behind in ``C16``; the tiles of an exactly-zero
 column suffix are never read or written, and ``H`` holds their zeros); the route probe
-guarantees the latter (``n_active == n_nonzero == n`` unless routes are composed,
-``classify.FP16_COMPOSE``).
+guarantees the latter.
 """
 
 import triton

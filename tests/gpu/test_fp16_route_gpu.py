@@ -2,8 +2,8 @@
 
 - the route kernel's scales are the torch reference's (classify.fp16_scales), per matrix;
 - which matrices take the route: dense with colscale yes, rowscale / band / clustered /
-  rankdef and small n no, NaN no; with routes composed (knob ``fp16_compose``) rankdef
-  with colscale (an exactly-zero column suffix) yes, its zero columns as geqrf gives them;
+  rankdef cond=0 and small n no, NaN no; rankdef with colscale (an exactly-zero column
+  suffix: routes composed) yes, its zero columns as geqrf gives them;
 - the public call on a mixed batch passes the bar on every matrix, and each matrix's
   residual is at the level of the route it was sent to (float16 storage shows);
 - ``ADAPTQR_FP16=0`` puts every matrix on the FP32 route; the decisions log says which matrix took
@@ -133,15 +133,14 @@ def test_public_call_with_and_without_the_route(n, batch, monkeypatch):
 
 @pytest.mark.parametrize("n,batch", [(512, 16), (1024, 4), (1536, 8), (2048, 8)])
 def test_exactly_zero_suffix_takes_the_route(n, batch, monkeypatch):
-    # Routes composed (knob fp16_compose=1, EXPERIMENTS.md N31): rankdef cond=2 (its columns
+    # Routes composed (EXPERIMENTS.md N31): rankdef cond=2 (its columns
     # from 3n/4 on exactly zero: n_active == n_nonzero) takes the FP16 route, passes the bar
     # at float16 storage's level, and its zero columns come out as geqrf's (tau 0, H zero
     # there). 1536 and 2048 (row-split updates, tiles of 128 whose origin moves a panel at
     # a time) gave NaN past 3n/4 in run 0717, before the tiles stopped at n_nonzero.
     A = generate(batch, n, 2, 67 + n, "rankdef")
-    with config.experiment(fp16_compose=1):
-        f = _routed(A)[2]
-        H, tau = adaptqr.geqrf(A)
+    f = _routed(A)[2]
+    H, tau = adaptqr.geqrf(A)
     assert bool((f["fp16_scale"] > 0).all()) and bool((f["n_active"] == 3 * n // 4).all()), f
     assert torch.equal(f["n_active"], f["n_nonzero"]), f
     monkeypatch.setenv("ADAPTQR_FP16", "0")
