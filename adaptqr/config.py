@@ -115,7 +115,9 @@ class Knobs:
     (``schedules.CLUSTER_SMALL_ROWS``: 128 or 256, the padded rows those panels exceed:
     128 sends panels of 129-256 rows to clusters of two CTAs too), ``cluster_ctas``
     (``schedules.CLUSTER_SMALL_CTAS``: 0, 128, 192, 256 or 384, the most CTAs a larger
-    batch's clusters for those panels take), ``lookahead``
+    batch's clusters for those panels take), ``cluster_pair_ctas``
+    (``schedules.CLUSTER_PAIR_CTAS``: 0, 64, 96, 128 or 192, the most CTAs of a batch's
+    two-CTA clusters for its panels of 129-256 rows), ``lookahead``
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
     group's update on a high-priority stream beside the rest of each update),
     ``slice_min_rows``
@@ -181,6 +183,7 @@ class Knobs:
     cluster_small_batch: int | None = None
     cluster_small_rows: int | None = None
     cluster_ctas: int | None = None
+    cluster_pair_ctas: int | None = None
     lookahead: int | None = None
     slice_min_rows: int | None = None
     fp16_group: int | None = None
@@ -323,6 +326,7 @@ KNOB_CHOICES = {
     "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
     "cluster_small_rows": (128, 256),
     "cluster_ctas": (0, 128, 192, 256, 384),
+    "cluster_pair_ctas": (0, 64, 96, 128, 192),
     "lookahead": (0, 1),
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),

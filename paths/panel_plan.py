@@ -139,18 +139,22 @@ def _cluster_rows(cta_rows: int, cuda: bool) -> int:
 def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
                 cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS,
                 cluster_rows: int = 0, small_batch: int = 0,
-                small_rows: int = schedules.CLUSTER_SMALL_ROWS, max_ctas: int = 0) -> tuple:
+                small_rows: int = schedules.CLUSTER_SMALL_ROWS, max_ctas: int = 0,
+                pair_ctas: int = 0) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
     SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
     CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows, and in clusters up to
     ``cluster_rows``, :func:`_cluster_rows`; batches up to ``small_batch`` matrices take
     clusters above ``small_rows`` padded rows, :func:`_cta_rows`, and larger ones while the
-    batch's CTAs are at most ``max_ctas``)."""
+    batch's CTAs are at most ``max_ctas``; panels of two CTAs while they are at most
+    ``pair_ctas``)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
-    if cluster_rows and small_rows < MB <= cuda_rows and (
-            B <= small_batch or B * (MB // schedules.CLUSTER_SMALL_CTA_ROWS) <= max_ctas):
+    ctas = MB // schedules.CLUSTER_SMALL_CTA_ROWS
+    if cluster_rows and 2 <= ctas and MB <= cuda_rows and (
+            (MB > small_rows and (B <= small_batch or B * ctas <= max_ctas))
+            or (ctas == 2 and B * ctas <= pair_ctas)):
         return PANEL_CLUSTER_CUDA, MB, None
     if cuda and MB <= cuda_rows:
         return PANEL_REGISTER_CUDA, MB, None
@@ -187,7 +191,8 @@ def _kind_given(B: int, m: int, k: int, s: schedules.Schedule, sm: int | None, c
     """:func:`_kind_of` with its device's CUDA C choices given (``cuda``: :func:`_cuda_panels`,
     ``cluster_rows``: :func:`_cluster_rows`)."""
     return _panel_kind(B, m, k, s.nb, sm, s.split_min_rows, cuda, s.cuda_panel_rows,
-                       cluster_rows, s.cluster_small_batch, s.cluster_small_rows, s.cluster_ctas)
+                       cluster_rows, s.cluster_small_batch, s.cluster_small_rows, s.cluster_ctas,
+                       s.cluster_pair_ctas)
 
 
 def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:

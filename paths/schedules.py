@@ -122,9 +122,18 @@ CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
 #: Batches above ``CLUSTER_SMALL_BATCH`` send those panels to clusters too while the batch's
 #: CTAs (``B * MB / CLUSTER_SMALL_CTA_ROWS``) are at most this many (0: the batch rule
-#: alone). H47 (runs 0713, 0718): 40x352 (160 CTAs) -6 to -9 %, 60x1024's 1024-row panels
-#: (480) +10 %; EXPERIMENTS.md H48, knob ``cluster_ctas``, not measured.
-CLUSTER_SMALL_CTAS = 0
+#: alone). Against 0, H100 run 0903 (EXPERIMENTS.md H48), ms: 40x352 0.586 -> 0.546 (160
+#: CTAs), 64x512 1.271 -> 1.175 (256), 60x1024 dense 3.426 -> 3.250 and nearrank 4.463 ->
+#: 4.207 (its 512-row panels, 240), 48x768 1.945 -> 1.904; 60x1024 mixed 4.006 -> 4.073
+#: (inside its spread); 192 gains less (60x1024 3.355). H47: 60x1024's 1024-row panels
+#: (480 CTAs) +10 %. Knob ``cluster_ctas``.
+CLUSTER_SMALL_CTAS = 256
+#: Panels of 129-256 padded rows (two CTAs of 128 rows) take clusters while the batch's
+#: CTAs (``2 B``) are at most this many (0: only by ``CLUSTER_SMALL_ROWS``). Run 0903 with
+#: ``cluster_small_rows=128`` under ``cluster_ctas=256``: 40x176 -1.8 %, 32x256 -3.8 % (80
+#: and 64 CTAs), 100x256 +12 %, 128x352 +3.4 % (200, 256). EXPERIMENTS.md H48b, knob
+#: ``cluster_pair_ctas``, not measured.
+CLUSTER_PAIR_CTAS = 0
 #: One group of look-ahead (EXPERIMENTS.md L2, L3): where no panel is row-split, the
 #: panels and each update's next group of columns on a high-priority stream, the rest of
 #: each update on the caller's stream beside them. Against off, same run (run 0213, where
@@ -239,6 +248,7 @@ SCHEDULE_KNOBS = {
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
     "cluster_small_rows": ("CLUSTER_SMALL_ROWS", int),
     "cluster_ctas": ("CLUSTER_SMALL_CTAS", int),
+    "cluster_pair_ctas": ("CLUSTER_PAIR_CTAS", int),
     "lookahead": ("LOOKAHEAD", int),
     "route_lanes": ("ROUTE_LANES", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
@@ -459,6 +469,9 @@ class Schedule:
     # The most CTAs of a larger batch's clusters for those panels (CLUSTER_SMALL_CTAS, 0:
     # none); None: the knob, else the constant.
     cluster_ctas: int | None = None
+    # The most CTAs of a batch's two-CTA clusters for its panels of 129-256 rows
+    # (CLUSTER_PAIR_CTAS, 0: none); None: the knob, else the constant.
+    cluster_pair_ctas: int | None = None
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None

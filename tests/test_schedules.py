@@ -320,19 +320,30 @@ def test_cuda_panel_cluster(monkeypatch):
         r = hh._with_knobs(s, None)
         assert hh._kind_given(32, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
         assert hh._kind_given(32, 176, 64, r, 132, True, rows)[0] == "register-cuda"
-        assert hh._kind_given(33, 176, 0, r, 132, True, rows)[0] == "register-cuda"
+        # past 32 matrices by CLUSTER_SMALL_CTAS (256): 2 * 128 CTAs yes, 2 * 129 no
+        assert hh._kind_given(128, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
+        assert hh._kind_given(129, 176, 0, r, 132, True, rows)[0] == "register-cuda"
     assert panel_cuda.cluster_shape(256, hh._cta_rows(256, 1024, 512)) == (2, 128, 1)
-    # The knob cluster_ctas (EXPERIMENTS.md H48): larger batches too while B * MB / 128 CTAs
+    # CLUSTER_SMALL_CTAS (EXPERIMENTS.md H48): larger batches too while B * MB / 128 CTAs
     # fit it: 40x352's 512-row panels (160) and 60x1024's (240), not its 1024-row ones (480).
-    _knob_resolves("cluster_ctas", 0, 256, 100)
-    with config.experiment(cluster_ctas=256):
+    _knob_resolves("cluster_ctas", 256, 0, 100)
+    r = hh._with_knobs(s, None)
+    assert hh._kind_given(40, 352, 0, r, 132, True, rows)[0] == "cluster-cuda"
+    assert [hh._kind_given(60, 1024, k, r, 132, True, rows)[0] for k in (0, 512, 768)] == [
+        "register-cuda", "cluster-cuda", "register-cuda"]
+    assert hh._kind_given(64, 512, 0, r, 132, True, rows)[0] == "cluster-cuda"
+    assert hh._kind_given(65, 512, 0, r, 132, True, rows)[0] == "register-cuda"
+    assert hh._kind_given(40, 176, 0, r, 132, True, rows)[0] == "register-cuda"
+    with config.experiment(cluster_ctas=0):
+        assert hh._kind_given(40, 352, 0, hh._with_knobs(s, None), 132, True, rows)[0] == "register-cuda"
+    # The knob cluster_pair_ctas (H48b): panels of 129-256 rows in two CTAs while 2 B fits.
+    _knob_resolves("cluster_pair_ctas", 0, 128, 100)
+    with config.experiment(cluster_pair_ctas=128):
         r = hh._with_knobs(s, None)
-        assert hh._kind_given(40, 352, 0, r, 132, True, rows)[0] == "cluster-cuda"
-        assert [hh._kind_given(60, 1024, k, r, 132, True, rows)[0] for k in (0, 512, 768)] == [
-            "register-cuda", "cluster-cuda", "register-cuda"]
-        assert hh._kind_given(64, 512, 0, r, 132, True, rows)[0] == "cluster-cuda"
-        assert hh._kind_given(65, 512, 0, r, 132, True, rows)[0] == "register-cuda"
-    assert hh._kind_given(40, 352, 0, hh._with_knobs(s, None), 132, True, rows)[0] == "register-cuda"
+        assert [hh._kind_given(B, 176, 0, r, 132, True, rows)[0] for B in (64, 65)] == [
+            "cluster-cuda", "register-cuda"]
+        assert hh._kind_given(40, 176, 64, r, 132, True, rows)[0] == "register-cuda"  # 128 rows
+        assert hh._kind_given(100, 512, 0, r, 132, True, rows)[0] == "register-cuda"  # 400 CTAs
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0
 
