@@ -26,7 +26,7 @@ pytestmark = [
 ]
 
 import adaptqr  # noqa: E402
-from adaptqr import config, log  # noqa: E402
+from adaptqr import log  # noqa: E402
 from adaptqr.detectors import route  # noqa: E402
 from adaptqr.paths import schedules  # noqa: E402
 from adaptqr.paths.householder import factor_householder  # noqa: E402
