@@ -129,11 +129,12 @@ CLUSTER_SMALL_CTA_ROWS = 128
 #: (480 CTAs) +10 %. Knob ``cluster_ctas``.
 CLUSTER_SMALL_CTAS = 256
 #: Panels of 129-256 padded rows (two CTAs of 128 rows) take clusters while the batch's
-#: CTAs (``2 B``) are at most this many (0: only by ``CLUSTER_SMALL_ROWS``). Run 0903 with
-#: ``cluster_small_rows=128`` under ``cluster_ctas=256``: 40x176 -1.8 %, 32x256 -3.8 % (80
-#: and 64 CTAs), 100x256 +12 %, 128x352 +3.4 % (200, 256). EXPERIMENTS.md H48b, knob
-#: ``cluster_pair_ctas``, not measured.
-CLUSTER_PAIR_CTAS = 0
+#: CTAs (``2 B``) are at most this many (0: only by ``CLUSTER_SMALL_ROWS``). Against 0,
+#: H100 run 0906 (EXPERIMENTS.md H48b), ms: 40x176 0.2230 -> 0.2161, 32x256 0.3244 ->
+#: 0.3155, 48x256 0.3542 -> 0.3447, 64x176 0.2336 -> 0.2308, 16x224 0.2626 -> 0.2538,
+#: 100x256 (200 CTAs, not taken) 0.525 both; 64 gains at 16x224 and 32x256 only. Run
+#: 0903: at 200-256 CTAs two-CTA clusters lose 3-12 %. Knob ``cluster_pair_ctas``.
+CLUSTER_PAIR_CTAS = 128
 #: One group of look-ahead (EXPERIMENTS.md L2, L3): where no panel is row-split, the
 #: panels and each update's next group of columns on a high-priority stream, the rest of
 #: each update on the caller's stream beside them. Against off, same run (run 0213, where

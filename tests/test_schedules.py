@@ -315,7 +315,7 @@ def test_cuda_panel_cluster(monkeypatch):
     # The knob cluster_small_rows=128 (EXPERIMENTS.md H47) sends panels of 129-256 rows there too, in two
     # CTAs of 128 rows; 128-row panels stay one CTA.
     _knob_resolves("cluster_small_rows", 256, 128, 64)
-    assert small(32, 176, 0) == "register-cuda"
+    assert small(32, 176, 0) == "register-cuda"  # _panel_kind's pair_ctas 0
     with config.experiment(cluster_small_rows=128):
         r = hh._with_knobs(s, None)
         assert hh._kind_given(32, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
@@ -329,21 +329,20 @@ def test_cuda_panel_cluster(monkeypatch):
     _knob_resolves("cluster_ctas", 256, 0, 100)
     r = hh._with_knobs(s, None)
     assert hh._kind_given(40, 352, 0, r, 132, True, rows)[0] == "cluster-cuda"
-    assert [hh._kind_given(60, 1024, k, r, 132, True, rows)[0] for k in (0, 512, 768)] == [
+    assert [hh._kind_given(60, 1024, k, r, 132, True, rows)[0] for k in (0, 512, 896)] == [
         "register-cuda", "cluster-cuda", "register-cuda"]
     assert hh._kind_given(64, 512, 0, r, 132, True, rows)[0] == "cluster-cuda"
     assert hh._kind_given(65, 512, 0, r, 132, True, rows)[0] == "register-cuda"
-    assert hh._kind_given(40, 176, 0, r, 132, True, rows)[0] == "register-cuda"
     with config.experiment(cluster_ctas=0):
         assert hh._kind_given(40, 352, 0, hh._with_knobs(s, None), 132, True, rows)[0] == "register-cuda"
-    # The knob cluster_pair_ctas (H48b): panels of 129-256 rows in two CTAs while 2 B fits.
-    _knob_resolves("cluster_pair_ctas", 0, 128, 100)
-    with config.experiment(cluster_pair_ctas=128):
-        r = hh._with_knobs(s, None)
-        assert [hh._kind_given(B, 176, 0, r, 132, True, rows)[0] for B in (64, 65)] == [
-            "cluster-cuda", "register-cuda"]
-        assert hh._kind_given(40, 176, 64, r, 132, True, rows)[0] == "register-cuda"  # 128 rows
-        assert hh._kind_given(100, 512, 0, r, 132, True, rows)[0] == "register-cuda"  # 400 CTAs
+    # CLUSTER_PAIR_CTAS (H48b): panels of 129-256 rows in two CTAs while 2 B fits 128.
+    _knob_resolves("cluster_pair_ctas", 128, 0, 100)
+    assert [hh._kind_given(B, 176, 0, r, 132, True, rows)[0] for B in (64, 65)] == [
+        "cluster-cuda", "register-cuda"]
+    assert hh._kind_given(40, 176, 64, r, 132, True, rows)[0] == "register-cuda"  # 128 rows
+    assert hh._kind_given(100, 512, 0, r, 132, True, rows)[0] == "register-cuda"  # 400 CTAs
+    with config.experiment(cluster_pair_ctas=0):
+        assert hh._kind_given(40, 176, 0, hh._with_knobs(s, None), 132, True, rows)[0] == "register-cuda"
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0
 

@@ -418,30 +418,26 @@ def test_gram_panel_matches(B, n):
     _variant_against_default(B, n, 1e-4, gram_panel=False)
 
 
-#: EXPERIMENTS.md H48b: panels of 129-256 rows in clusters of two 128-row CTAs.
-PAIR_CLUSTERS = {"cluster_pair_ctas": 128}
-
-
 @pytest.mark.variant
 @pytest.mark.parametrize("B,n,variant", [(40, 352, {"cluster_ctas": 0}), (64, 512, {"cluster_ctas": 0}),
-                                         (40, 176, PAIR_CLUSTERS), (32, 256, PAIR_CLUSTERS)])
+                                         (40, 176, {"cluster_pair_ctas": 0}),
+                                         (32, 256, {"cluster_pair_ctas": 0})])
 def test_cluster_budget_matches(B, n, variant):
     # H48: the Gram panels of batches past 32 matrices in clusters while B * MB / 128 CTAs
-    # fit CLUSTER_SMALL_CTAS (the default) against one CTA a panel; H48b's two-CTA clusters
-    # against the default. (At 60x1024 a random draw's diagonal sign may flip between any
+    # fit CLUSTER_SMALL_CTAS, and H48b: panels of 129-256 rows in two-CTA clusters while 2 B
+    # fits CLUSTER_PAIR_CTAS (the defaults), against one CTA a panel. (At 60x1024 a random draw's diagonal sign may flip between any
     # two summation orders, H47: its clusters are checked by the bench and the bar.)
     _needs_cuda_panel()
     _variant_against_default(B, n, 1e-4, **variant)
 
 
 @pytest.mark.variant
-@pytest.mark.parametrize("B,n,variant", [(8, 512, {}), (8, 1000, {}), (8, 176, PAIR_CLUSTERS),
-                                         (48, 352, {}), (48, 512, {}), (64, 176, PAIR_CLUSTERS)])
-def test_gram_panel_degenerate_matrices(B, n, variant):
+@pytest.mark.parametrize("B,n", [(8, 512), (8, 1000), (8, 176), (48, 352), (48, 512), (64, 176)])
+def test_gram_panel_degenerate_matrices(B, n):
     # The panels the Gram tests reject (a repeated or zero column, rank 3, entries whose
     # squares leave float32's range, NaN) go to the column steps: each matrix at the bar,
     # and the NaN stays in its own matrix; at 48 matrices in the default's clusters (H48:
-    # 192 CTAs at 352 and 512 rows), at 176 rows in H48b's two-CTA clusters.
+    # 192 CTAs at 352 and 512 rows), at 176 rows in two-CTA clusters (H48b).
     import dataclasses
 
     from adaptqr.paths import schedules
@@ -456,7 +452,7 @@ def test_gram_panel_degenerate_matrices(B, n, variant):
     A[4] *= 1e20
     A[5, 3, 100] = float("nan")
     A[6, :, 33] = A[6, :, 32] * (1 + 1e-6)
-    s = dataclasses.replace(schedules.schedule_for(n, n), gram_panel=True, **variant)
+    s = dataclasses.replace(schedules.schedule_for(n, n), gram_panel=True)
     H, tau = _factor(A, schedule=s)
     keep = [i for i in range(B) if i != 5]
     r = check_geqrf(A[keep], H[keep], tau[keep])
