@@ -425,8 +425,9 @@ def test_gram_panel_matches(B, n):
 def test_cluster_budget_matches(B, n, variant):
     # H48: the Gram panels of batches past 32 matrices in clusters while B * MB / 128 CTAs
     # fit CLUSTER_SMALL_CTAS, and H48b: panels of 129-256 rows in two-CTA clusters while 2 B
-    # fits CLUSTER_PAIR_CTAS (the defaults), against one CTA a panel. (At 60x1024 a random draw's diagonal sign may flip between any
-    # two summation orders, H47: its clusters are checked by the bench and the bar.)
+    # fits CLUSTER_PAIR_CTAS (the defaults), against one CTA a panel. (At 60x1024 a random
+    # draw's diagonal sign may flip between any two summation orders, H47: its clusters are
+    # checked by the bench and the bar.)
     _needs_cuda_panel()
     _variant_against_default(B, n, 1e-4, **variant)
 
