@@ -117,9 +117,7 @@ class Knobs:
     (``schedules.CLUSTER_SMALL_CTAS``: 0, 128, 192, 256 or 384, the most CTAs a larger
     batch's clusters for those panels take), ``cluster_pair_ctas``
     (``schedules.CLUSTER_PAIR_CTAS``: 0, 64, 96, 128 or 192, the most CTAs of a batch's
-    two-CTA clusters for its panels of 129-256 rows), ``cluster_wide_ctas``
-    (``schedules.CLUSTER_WIDE_CTAS``: 0, 128, 192, 256 or 384, the most 256-row CTAs of a
-    batch's clusters for its panels of 513-1024 rows), ``lookahead``
+    two-CTA clusters for its panels of 129-256 rows), ``lookahead``
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
     group's update on a high-priority stream beside the rest of each update),
     ``slice_min_rows``
@@ -186,7 +184,6 @@ class Knobs:
     cluster_small_rows: int | None = None
     cluster_ctas: int | None = None
     cluster_pair_ctas: int | None = None
-    cluster_wide_ctas: int | None = None
     lookahead: int | None = None
     slice_min_rows: int | None = None
     fp16_group: int | None = None
@@ -330,7 +327,6 @@ KNOB_CHOICES = {
     "cluster_small_rows": (128, 256),
     "cluster_ctas": (0, 128, 192, 256, 384),
     "cluster_pair_ctas": (0, 64, 96, 128, 192),
-    "cluster_wide_ctas": (0, 128, 192, 256, 384),
     "lookahead": (0, 1),
     "slice_min_rows": (0, 64, 128, 256),
     "fp16_group": (0, 1, 2),

@@ -140,21 +140,20 @@ def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
                 cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS,
                 cluster_rows: int = 0, small_batch: int = 0,
                 small_rows: int = schedules.CLUSTER_SMALL_ROWS, max_ctas: int = 0,
-                pair_ctas: int = 0, wide_ctas: int = 0) -> tuple:
+                pair_ctas: int = 0) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
     SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
     CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows, and in clusters up to
     ``cluster_rows``, :func:`_cluster_rows`; batches up to ``small_batch`` matrices take
     clusters above ``small_rows`` padded rows, :func:`_cta_rows`, and larger ones while the
-    batch's CTAs are at most ``max_ctas``, or in CTAs of twice the rows at most
-    ``wide_ctas``; panels of two CTAs while they are at most ``pair_ctas``)."""
+    batch's CTAs are at most ``max_ctas``; panels of two CTAs while they are at most
+    ``pair_ctas``)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     ctas = MB // schedules.CLUSTER_SMALL_CTA_ROWS
     if cluster_rows and 2 <= ctas and MB <= cuda_rows and (
-            (MB > small_rows and (B <= small_batch or B * ctas <= max_ctas
-                                  or B * ctas // 2 <= wide_ctas))
+            (MB > small_rows and (B <= small_batch or B * ctas <= max_ctas))
             or (ctas == 2 and B * ctas <= pair_ctas)):
         return PANEL_CLUSTER_CUDA, MB, None
     if cuda and MB <= cuda_rows:
@@ -167,23 +166,15 @@ def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
     return (PANEL_ROW_SPLIT if rp is not None else PANEL_STREAMED), MB, rp
 
 
-def _cta_rows(B: int, mb: int, s: schedules.Schedule) -> int:
-    """The CTA rows of a cluster panel of ``mb`` padded rows in a batch of ``B`` under the
-    resolved schedule ``s``: above ``s.cuda_panel_rows`` its ``cuda_panel_cluster``; below,
-    ``CLUSTER_SMALL_CTA_ROWS``, or twice that where only ``s.cluster_wide_ctas`` sent the
-    panel to a cluster (:func:`_panel_kind`).
+def _cta_rows(mb: int, cuda_rows: int, cluster_cta_rows: int) -> int:
+    """The CTA rows of a cluster panel of ``mb`` padded rows: ``CLUSTER_SMALL_CTA_ROWS``
+    for the panels only small batches send to clusters (up to ``cuda_rows``), else the
+    schedule's ``cuda_panel_cluster``.
 
-    >>> import dataclasses
-    >>> s = dataclasses.replace(schedules.schedule_for(1024, 1024), cuda_panel_rows=1024,
-    ...     cuda_panel_cluster=512, cluster_small_batch=32, cluster_ctas=256, cluster_wide_ctas=256)
-    >>> _cta_rows(8, 1024, s), _cta_rows(8, 2048, s), _cta_rows(60, 512, s), _cta_rows(60, 1024, s)
-    (128, 512, 128, 256)
+    >>> _cta_rows(1024, 1024, 512), _cta_rows(2048, 1024, 512)
+    (128, 512)
     """
-    if mb > s.cuda_panel_rows:
-        return s.cuda_panel_cluster
-    rows = schedules.CLUSTER_SMALL_CTA_ROWS
-    narrow = B <= s.cluster_small_batch or B * (mb // rows) <= s.cluster_ctas or mb <= 2 * rows
-    return rows if narrow else 2 * rows
+    return schedules.CLUSTER_SMALL_CTA_ROWS if mb <= cuda_rows else cluster_cta_rows
 
 
 def _kind_of(B: int, m: int, k: int, s: schedules.Schedule, device: torch.device,
@@ -201,7 +192,7 @@ def _kind_given(B: int, m: int, k: int, s: schedules.Schedule, sm: int | None, c
     ``cluster_rows``: :func:`_cluster_rows`)."""
     return _panel_kind(B, m, k, s.nb, sm, s.split_min_rows, cuda, s.cuda_panel_rows,
                        cluster_rows, s.cluster_small_batch, s.cluster_small_rows, s.cluster_ctas,
-                       s.cluster_pair_ctas, s.cluster_wide_ctas)
+                       s.cluster_pair_ctas)
 
 
 def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
@@ -212,7 +203,7 @@ def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
     if not (s.gram_panel and B <= s.gram_max_batch):
         return False
     if kind == PANEL_CLUSTER_CUDA:
-        nt = panel_cuda.cluster_shape(MB, _cta_rows(B, MB, s),
+        nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster),
                                       s.cluster_max)[1]
     elif kind == PANEL_REGISTER_CUDA:
         nt = panel_cuda.threads_rows(MB)[0]

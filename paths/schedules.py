@@ -135,11 +135,6 @@ CLUSTER_SMALL_CTAS = 256
 #: 100x256 (200 CTAs, not taken) 0.525 both; 64 gains at 16x224 and 32x256 only. Run
 #: 0903: at 200-256 CTAs two-CTA clusters lose 3-12 %. Knob ``cluster_pair_ctas``.
 CLUSTER_PAIR_CTAS = 128
-#: Panels of 513-1024 padded rows past ``CLUSTER_SMALL_CTAS`` in 128-row CTAs take clusters
-#: of 256-row CTAs while the batch's CTAs (``B * MB / 256``) are at most this many (0:
-#: none): 60x1024's and 48x768's 1024-row panels (240, 192). EXPERIMENTS.md H49, knob
-#: ``cluster_wide_ctas``, not measured.
-CLUSTER_WIDE_CTAS = 0
 #: One group of look-ahead (EXPERIMENTS.md L2, L3): where no panel is row-split, the
 #: panels and each update's next group of columns on a high-priority stream, the rest of
 #: each update on the caller's stream beside them. Against off, same run (run 0213, where
@@ -255,7 +250,6 @@ SCHEDULE_KNOBS = {
     "cluster_small_rows": ("CLUSTER_SMALL_ROWS", int),
     "cluster_ctas": ("CLUSTER_SMALL_CTAS", int),
     "cluster_pair_ctas": ("CLUSTER_PAIR_CTAS", int),
-    "cluster_wide_ctas": ("CLUSTER_WIDE_CTAS", int),
     "lookahead": ("LOOKAHEAD", int),
     "route_lanes": ("ROUTE_LANES", int),
     "slice_min_rows": ("TRAILING_SLICE_MIN_ROWS", int),
@@ -479,10 +473,6 @@ class Schedule:
     # The most CTAs of a batch's two-CTA clusters for its panels of 129-256 rows
     # (CLUSTER_PAIR_CTAS, 0: none); None: the knob, else the constant.
     cluster_pair_ctas: int | None = None
-    # The most CTAs of 256 rows a batch's clusters for its panels of 513-1024 rows take
-    # where 128-row CTAs would be too many (CLUSTER_WIDE_CTAS, 0: none); None: the knob,
-    # else the constant.
-    cluster_wide_ctas: int | None = None
     # One group of look-ahead on a second stream (LOOKAHEAD: 0 or 1); None: the knob, else
     # the constant.
     lookahead: int | None = None

@@ -308,8 +308,7 @@ def test_cuda_panel_cluster(monkeypatch):
         "cluster-cuda", "cluster-cuda", "register-cuda", "register-cuda"]
     assert small(32, 512, 0) == "cluster-cuda" and small(33, 512, 0) == "register-cuda"
     assert small(1, 1024, 0, batch=0) == "register-cuda" and small(8, 2048, 0) == "cluster-cuda"
-    assert [hh._cta_rows(8, mb, hh._with_knobs(s, None)) for mb in (512, 1024, 2048, 4096)] == [
-        128, 128, schedules.CUDA_PANEL_CLUSTER, schedules.CUDA_PANEL_CLUSTER]
+    assert [hh._cta_rows(mb, 1024, 512) for mb in (512, 1024, 2048, 4096)] == [128, 128, 512, 512]
     assert hh._with_knobs(s, None).cluster_small_batch == 32
     with config.experiment(cluster_small_batch=0):
         assert hh._with_knobs(s, None).cluster_small_batch == 0
@@ -324,7 +323,7 @@ def test_cuda_panel_cluster(monkeypatch):
         # past 32 matrices by CLUSTER_SMALL_CTAS (256): 2 * 128 CTAs yes, 2 * 129 no
         assert hh._kind_given(128, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
         assert hh._kind_given(129, 176, 0, r, 132, True, rows)[0] == "register-cuda"
-    assert panel_cuda.cluster_shape(256, hh._cta_rows(64, 256, hh._with_knobs(s, None))) == (2, 128, 1)
+    assert panel_cuda.cluster_shape(256, hh._cta_rows(256, 1024, 512)) == (2, 128, 1)
     # CLUSTER_SMALL_CTAS (EXPERIMENTS.md H48): larger batches too while B * MB / 128 CTAs
     # fit it: 40x352's 512-row panels (160) and 60x1024's (240), not its 1024-row ones (480).
     _knob_resolves("cluster_ctas", 256, 0, 100)
@@ -344,15 +343,6 @@ def test_cuda_panel_cluster(monkeypatch):
     assert hh._kind_given(100, 512, 0, r, 132, True, rows)[0] == "register-cuda"  # 400 CTAs
     with config.experiment(cluster_pair_ctas=0):
         assert hh._kind_given(40, 176, 0, hh._with_knobs(s, None), 132, True, rows)[0] == "register-cuda"
-    # The knob cluster_wide_ctas (H49): 1024-row panels past 256 CTAs of 128 rows in CTAs of
-    # 256 rows while B * 4 fits: 60x1024 (240), not 65x1024 (260).
-    _knob_resolves("cluster_wide_ctas", 0, 256, 100)
-    with config.experiment(cluster_wide_ctas=256):
-        w = hh._with_knobs(s, None)
-        assert [hh._kind_given(B, 1024, 0, w, 132, True, rows)[0] for B in (64, 65)] == [
-            "cluster-cuda", "register-cuda"]
-        assert [hh._cta_rows(B, mb, w) for B, mb in ((64, 1024), (32, 1024), (64, 512))] == [256, 128, 128]
-        assert panel_cuda.cluster_shape(1024, hh._cta_rows(60, 1024, w)) == (4, 256, 1)
     monkeypatch.setattr(panel_cuda, "cluster_available", lambda: False)
     assert hh._cluster_rows(512, True) == 0
 

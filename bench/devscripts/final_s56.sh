@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 56's fourth call: the degenerate-input and cluster GPU tests under the session's
 # defaults (N31, H48, H48b), H49 beside the default, the 12 cases, and every case at five
-# seeds not used before (the float64 check). Run there: bash bench/devscripts/final_s56.sh
+# seeds not used before (the float64 check). Ran as run 0913-0914; H49's knob was removed
+# after it (rejected; git has it at d46ed5f). Run there: bash bench/devscripts/final_s56.sh
 source "$(dirname "$0")/_preamble.sh"
 nvidia-smi --query-gpu=name --format=csv,noheader
 echo "== gpu tests"
