@@ -147,7 +147,9 @@ class Knobs:
     stream in graph captures, or for row-split updates in captures), ``gram_panel``
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
-    640, the most matrices whose panels are), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
+    640, the most matrices whose panels are), ``gram_small_batch``
+    (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132 or 264, the most matrices
+    whose panels of at most 256 rows are, past ``gram_max_batch``), ``w_pingpong`` (``schedules.W_PINGPONG``: 0 / 1,
     the row-split updates' ``W`` zeroed by the update before on the same stream instead of
     by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
     update's column tile no wider than its columns' next power of two), ``fp16_v16``
@@ -202,6 +204,7 @@ class Knobs:
     route_lanes: int | None = None
     gram_panel: int | None = None
     gram_max_batch: int | None = None
+    gram_small_batch: int | None = None
     w_pingpong: int | None = None
     fp16_fit: int | None = None
     fp16_v16: int | None = None
@@ -345,6 +348,7 @@ KNOB_CHOICES = {
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
+    "gram_small_batch": (0, 96, 128, 132, 264),
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),

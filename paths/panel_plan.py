@@ -198,9 +198,11 @@ def _kind_given(B: int, m: int, k: int, s: schedules.Schedule, sm: int | None, c
 def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
     """Whether the CUDA C panel of kind ``kind`` over ``MB`` padded rows and ``pw`` columns
     is tried as CholeskyQR2 first: the schedule's ``gram_panel``, at most its
-    ``gram_max_batch`` matrices, and CTAs the Gram build takes
+    ``gram_max_batch`` matrices (``gram_small_batch`` for panels of at most
+    ``GRAM_SMALL_PANEL_ROWS`` padded rows), and CTAs the Gram build takes
     (:func:`panel_cuda.gram_build`)."""
-    if not (s.gram_panel and B <= s.gram_max_batch):
+    small = MB <= schedules.GRAM_SMALL_PANEL_ROWS and B <= s.gram_small_batch
+    if not (s.gram_panel and (B <= s.gram_max_batch or small)):
         return False
     if kind == PANEL_CLUSTER_CUDA:
         nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster),

@@ -86,6 +86,15 @@ CUDA_PANEL_FUSE = True
 #: (EXPERIMENTS.md H34).
 GRAM_PANEL = True
 GRAM_PANEL_MAX_BATCH = 64
+#: Past ``GRAM_PANEL_MAX_BATCH``, panels of at most ``GRAM_SMALL_PANEL_ROWS`` padded rows (one
+#: row a thread) take the Gram build too in batches of at most this many matrices (0: none):
+#: each still one CTA on an SM of its own. H100 run 0920 (EXPERIMENTS.md H51), the Gram build
+#: for every panel that can take it, ms, column steps / Gram: 80x176 0.276 / 0.253, 100x256
+#: 0.525 / 0.456, 128x352 0.865 / 0.787, 120x352 rankdef 0.715 / 0.684; with two rows a
+#: thread (512-row panels) 96x512 1.432 / 1.457 and 72x768 2.181 / 2.216 lose. Knob
+#: ``gram_small_batch``.
+GRAM_SMALL_PANEL_MAX_BATCH = 128
+GRAM_SMALL_PANEL_ROWS = 256
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -244,6 +253,7 @@ SCHEDULE_KNOBS = {
     "cuda_panel_fuse": ("CUDA_PANEL_FUSE", bool),
     "gram_panel": ("GRAM_PANEL", bool),
     "gram_max_batch": ("GRAM_PANEL_MAX_BATCH", int),
+    "gram_small_batch": ("GRAM_SMALL_PANEL_MAX_BATCH", int),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
@@ -455,6 +465,10 @@ class Schedule:
     # The most matrices whose panels are tried as CholeskyQR2 (GRAM_PANEL_MAX_BATCH); None:
     # the knob, else the constant.
     gram_max_batch: int | None = None
+    # The most matrices whose panels of at most GRAM_SMALL_PANEL_ROWS rows are tried as
+    # CholeskyQR2 past gram_max_batch (GRAM_SMALL_PANEL_MAX_BATCH, 0: none); None: the knob,
+    # else the constant.
+    gram_small_batch: int | None = None
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None

@@ -252,6 +252,7 @@ def test_cuda_panel_fuse():
 def test_gram_panel():
     # H22, H23: CUDA C panels tried as CholeskyQR2 first (the default, batches of at most 32), on
     # CTAs of 64-256 threads and panels of the full width only.
+    from adaptqr import config
     from adaptqr.paths.kernels import panel_cuda
 
     assert schedules.GRAM_PANEL is True and schedules.knob("gram_panel") is True
@@ -263,6 +264,17 @@ def test_gram_panel():
     assert not panel_cuda.gram_build(128, 31, 32)
     # each warp's 32 staged rows of 36 floats
     assert panel_cuda.gram_smem(64) == 2 * 32 * 36 * 4
+    # H51: past 64 matrices, panels of at most 256 rows (one row a thread) up to 128 matrices.
+    _knob_resolves("gram_small_batch", 128, 0, 100)
+    base = schedules.schedule_for(352, 352)
+    s = hh._with_knobs(base, None)
+    reg = hh.PANEL_REGISTER_CUDA
+    assert [hh._gram(s, B, reg, mb, 32) for B, mb in ((64, 512), (65, 512), (100, 256), (128, 128),
+                                                       (129, 256), (128, 256))] == [
+        True, False, True, True, False, True]
+    assert not hh._gram(s, 100, reg, 256, 16)  # a narrow last panel: column steps
+    with config.experiment(gram_small_batch=0):
+        assert not hh._gram(hh._with_knobs(base, None), 100, reg, 256, 32)
 
 
 def test_cuda_panel_cluster(monkeypatch):
