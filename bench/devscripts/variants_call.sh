@@ -188,6 +188,14 @@
 # Session 53: no machine in twelve calls (EXPERIMENTS.md V18); the session-52 lines stand.
 # Session 54: no machine in sixteen calls (V19); the session-52 lines became one script,
 #   pending_call.sh, which session 55 ran (V20) and then rewrote for the work after it.
+# Session 56 (V21) ran pending_call.sh and four one-off drivers (git has them at 3e15b59:
+#   h48_call.sh, h48b_call.sh, final_s56.sh, h51b_call.sh), then removed them all. In this
+#   script's terms, H48b and H51b were:
+#   SKIP_B12=1 TESTS_K="cluster_budget or gram_panel_degenerate" \
+#   SWEEP_CASES=bench/devscripts/cases_h48b.json SWEEP="--knobs p64:cluster_pair_ctas=64 \
+#   --knobs p128:cluster_pair_ctas=128" bash bench/devscripts/variants_call.sh
+#   SKIP_B12=1 TESTS_K="gram_panel" SWEEP_CASES=bench/devscripts/cases_h51.json \
+#   SWEEP="--knobs off:gram_small_batch=0 --knobs g640:gram_max_batch=640" bash bench/devscripts/variants_call.sh
 source "$(dirname "$0")/_preamble.sh"
 mkdir -p "$OUT/b12" "$OUT/big" "$OUT/single" "$OUT/sweep" "$OUT/wide" "$OUT/hp" "$OUT/qr" "$OUT/qr1"
 # Variants in an option string; steps 3a and 3b get their timeouts by it (run 1209: five
