@@ -265,7 +265,10 @@ def test_householder_describes_its_panels():
 def test_householder_names_its_gram_panels(monkeypatch):
     # H22: where CUDA C panels run (made to look so here), a batch of at most
     # GRAM_PANEL_MAX_BATCH matrices names the panels tried as CholeskyQR2 first; a panel of
-    # 32 rows (one warp) or of fewer columns, and larger batches, keep the column steps.
+    # 32 rows (one warp) or of fewer columns, and larger batches, keep the column steps,
+    # but for panels of at most GRAM_SMALL_PANEL_ROWS rows up to GRAM_SMALL_PANEL_MAX_BATCH
+    # matrices (H51b). At batch 1 the panels of 257-512 rows and (H48b) of 129-256 rows run
+    # in clusters.
     from adaptqr.paths import householder, panel_plan, schedules
     from adaptqr.paths.kernels import panel_cuda
 
@@ -274,17 +277,19 @@ def test_householder_names_its_gram_panels(monkeypatch):
     cpu = torch.device("cpu")
     nb, kinds = householder.panel_kinds(1, 512, 512, cpu)
     assert nb == 32
-    assert kinds == (["cluster-cuda+gram"] * 8 + ["register-cuda+gram"] * 7
+    assert kinds == (["cluster-cuda+gram"] * 12 + ["register-cuda+gram"] * 3
                      + ["register-cuda"])
     kinds = householder.panel_kinds(1, 1000, 1000, cpu)[1]
     assert kinds[-1] == "register-cuda" and kinds[-2] == "register-cuda+gram"
-    big = schedules.GRAM_PANEL_MAX_BATCH + 1
+    mid = householder.panel_kinds(schedules.GRAM_PANEL_MAX_BATCH + 1, 512, 512, cpu)[1]
+    assert mid == ["register-cuda"] * 8 + ["register-cuda+gram"] * 7 + ["register-cuda"]
+    big = schedules.GRAM_SMALL_PANEL_MAX_BATCH + 1
     plain = householder.panel_kinds(big, 512, 512, cpu)[1]
     assert len(plain) == 16 and not any("+gram" in k for k in plain)
     with config.experiment(gram_panel=0):
         assert not any("+gram" in k for k in householder.panel_kinds(1, 512, 512, cpu)[1])
     with config.experiment(gram_max_batch=640):
         assert householder.panel_kinds(big, 512, 512, cpu)[1] == [k + "+gram" for k in plain[:15]] + plain[15:]
-    assert log.panel_counts(32, kinds, 1000) == {"cluster-cuda+gram": 24,
-                                                 "register-cuda+gram": 7,
+    assert log.panel_counts(32, kinds, 1000) == {"cluster-cuda+gram": 28,
+                                                 "register-cuda+gram": 3,
                                                  "register-cuda": 1}
