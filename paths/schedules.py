@@ -124,8 +124,8 @@ CUDA_PANEL_CLUSTER_MAX = 16
 #: 2.73, 8x1024 3.13 -> 2.80, 16x1024 3.19 -> 2.93, 32x1024 3.55 -> 3.42, 32x512 1.383 ->
 #: 1.375 (CTAs of 256 rows: 2.93, 3.43, 1.381); batches above 32 not measured. Knob
 #: ``cluster_small_batch`` (0: off). ``CLUSTER_SMALL_ROWS``: knob ``cluster_small_rows`` (128
-#: sends 40x176's panels of 129-256 rows to clusters of two CTAs; EXPERIMENTS.md H47, not
-#: measured).
+#: sends small batches' panels of 129-256 rows to clusters of two CTAs; EXPERIMENTS.md H47;
+#: ``CLUSTER_PAIR_CTAS`` below does so by a CTA budget instead, H48b).
 CLUSTER_SMALL_BATCH = 32
 CLUSTER_SMALL_ROWS = 256
 CLUSTER_SMALL_CTA_ROWS = 128
