@@ -151,8 +151,9 @@ class Knobs:
     (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132 or 264, the most matrices
     whose panels of at most 256 rows are, past ``gram_max_batch``), ``w_pingpong``
     (``schedules.W_PINGPONG``: 0 / 1, the row-split updates' ``W`` zeroed by the update
-    before on the same stream instead of by a launch of its own), ``fp16_fit`` (``schedules.FP16_FIT``: 0 / 1, the FP16-only
-    update's column tile no wider than its columns' next power of two), ``fp16_v16``
+    before on the same stream instead of by a launch of its own), ``fp16_fit``
+    (``schedules.FP16_FIT``: 0 / 1, the FP16-only update's column tile no wider than its
+    columns' next power of two), ``fp16_v16``
     (``schedules.FP16_V16``: 0 / 1, the FP16 route's rest updates read their reflectors
     from a float16 copy), ``pair_split`` (``schedules.PAIR_SPLIT_ROWS``: 0 / 32 / 64 / 128 /
     256, the FP16 pair rest update's second sweep in a launch of its own over row slices of
