@@ -148,7 +148,7 @@ class Knobs:
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are), ``gram_small_batch``
-    (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132 or 264, the most matrices
+    (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132, 264 or 640, the most matrices
     whose panels of at most 256 rows are, past ``gram_max_batch``), ``w_pingpong``
     (``schedules.W_PINGPONG``: 0 / 1, the row-split updates' ``W`` zeroed by the update
     before on the same stream instead of by a launch of its own), ``fp16_fit``
@@ -349,7 +349,7 @@ KNOB_CHOICES = {
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
-    "gram_small_batch": (0, 96, 128, 132, 264),
+    "gram_small_batch": (0, 96, 128, 132, 264, 640),
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),

@@ -91,9 +91,10 @@ GRAM_PANEL_MAX_BATCH = 64
 #: each still one CTA on an SM of its own. H100 run 0920 (EXPERIMENTS.md H51), the Gram build
 #: for every panel that can take it, ms, column steps / Gram: 80x176 0.276 / 0.253, 100x256
 #: 0.525 / 0.456, 128x352 0.865 / 0.787, 120x352 rankdef 0.715 / 0.684; with two rows a
-#: thread (512-row panels) 96x512 1.432 / 1.457 and 72x768 2.181 / 2.216 lose. Knob
-#: ``gram_small_batch``.
-GRAM_SMALL_PANEL_MAX_BATCH = 128
+#: thread (512-row panels) 96x512 1.432 / 1.457 and 72x768 2.181 / 2.216 lose. At two CTAs
+#: an SM too (run 0940, H51c, default then bound 128 / 264): 132x256 0.466 / 0.442, 160x176
+#: 0.386 / 0.339, 200x256 0.632 / 0.568, 256x352 1.350 / 1.271. Knob ``gram_small_batch``.
+GRAM_SMALL_PANEL_MAX_BATCH = 264
 GRAM_SMALL_PANEL_ROWS = 256
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the

@@ -264,13 +264,13 @@ def test_gram_panel():
     assert not panel_cuda.gram_build(128, 31, 32)
     # each warp's 32 staged rows of 36 floats
     assert panel_cuda.gram_smem(64) == 2 * 32 * 36 * 4
-    # H51: past 64 matrices, panels of at most 256 rows (one row a thread) up to 128 matrices.
-    _knob_resolves("gram_small_batch", 128, 0, 100)
+    # H51b, H51c: past 64 matrices, panels of at most 256 rows (one row a thread) up to 264.
+    _knob_resolves("gram_small_batch", 264, 0, 100)
     base = schedules.schedule_for(352, 352)
     s = hh._with_knobs(base, None)
     reg = hh.PANEL_REGISTER_CUDA
-    assert [hh._gram(s, B, reg, mb, 32) for B, mb in ((64, 512), (65, 512), (100, 256), (128, 128),
-                                                       (129, 256), (128, 256))] == [
+    assert [hh._gram(s, B, reg, mb, 32) for B, mb in ((64, 512), (65, 512), (100, 256), (264, 128),
+                                                       (265, 256), (128, 256))] == [
         True, False, True, True, False, True]
     assert not hh._gram(s, 100, reg, 256, 16)  # a narrow last panel: column steps
     with config.experiment(gram_small_batch=0):

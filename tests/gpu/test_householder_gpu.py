@@ -434,13 +434,13 @@ def test_cluster_budget_matches(B, n, variant):
 
 @pytest.mark.variant
 @pytest.mark.parametrize("B,n", [(8, 512), (8, 1000), (8, 176), (48, 352), (48, 512), (64, 176),
-                                 (100, 256)])
+                                 (100, 256), (200, 176)])
 def test_gram_panel_degenerate_matrices(B, n):
     # The panels the Gram tests reject (a repeated or zero column, rank 3, entries whose
     # squares leave float32's range, NaN) go to the column steps: each matrix at the bar,
     # and the NaN stays in its own matrix; at 48 matrices in the default's clusters (H48:
     # 192 CTAs at 352 and 512 rows), at 176 rows in two-CTA clusters (H48b), at 100 matrices
-    # of 256 rows past gram_max_batch (H51).
+    # of 256 rows and 200 of 176 past gram_max_batch (H51b, H51c).
     import dataclasses
 
     from adaptqr.paths import schedules
