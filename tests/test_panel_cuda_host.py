@@ -17,10 +17,12 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_cluster=8):
+def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_cluster=8,
+           defines=()):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
     path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``; ``na``: one
-    ``n_active`` for all, or one a matrix; ``cta_rows``: clusters of CTAs of that many rows."""
+    ``n_active`` for all, or one a matrix; ``cta_rows``: clusters of CTAs of that many rows;
+    ``defines``: a build variant's macros."""
     B, m, n = X.shape
     n_tw = -(-n // 32)
     Ht = X.transpose(-2, -1).contiguous()
@@ -29,7 +31,7 @@ def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_c
     nav = torch.full((B,), float(n)) if na is None else torch.tensor(na, dtype=torch.float32).expand(B).clone()
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse, gram, gram_out, cta_rows, max_cluster)
+                           0.0, fuse, gram, gram_out, cta_rows, max_cluster, defines)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -119,13 +121,15 @@ def _panel_residual(X, H, tau, k, b, c=32):
     return float((Q @ Hp[:c].triu() - A).norm() / A.norm())
 
 
+@pytest.mark.parametrize("mma", [False, True])
 @pytest.mark.parametrize("m,k", [(100, 0), (300, 32)])
-def test_emulated_gram_outcomes_on_hard_panels(m, k):
+def test_emulated_gram_outcomes_on_hard_panels(m, k, mma):
     # EXPERIMENTS.md H22, H32: the Gram build on panels it takes (plain, graded, tiny, huge,
     # orthogonal, correlated columns whose R has off-diagonal entries as large as its
     # diagonal) and ones its tests send to the column steps (a repeated column, a NaN, a
     # sub-column that nearly vanishes: tau near 2). Each outcome, and each factor's backward
-    # error at float32's level.
+    # error at float32's level. With ``mma`` (H52's build, GRAM_MMA) the Grams are 3xTF32
+    # tensor-core products, here the shim's emulation of mma.sync's fragments.
     g = torch.Generator().manual_seed(m + 1)
     X = torch.randn(9, m, 64, generator=g)
     X[1] *= torch.logspace(0, -3, 64)                      # graded columns
@@ -139,18 +143,23 @@ def test_emulated_gram_outcomes_on_hard_panels(m, k):
     X[7, :, k:k + 32] = torch.linalg.qr(X[7, :, k:k + 32])[0] * 3.0  # orthogonal columns
     X[8] = X[8] * 0.5 + torch.randn(m, 1, generator=g)
     gout = torch.full((9, 2), -1, dtype=torch.int32)
-    H, tau, T = _panel(X, k, 32, True, gram=True, gram_out=gout)
+    defines = (("GRAM_MMA", 1),) if mma else ()
+    H, tau, T = _panel(X, k, 32, True, gram=True, gram_out=gout, defines=defines)
     assert gout[:, k // 32].tolist() == [1, 1, 1, 1, 0, 0, 0, 1, 1]
     for b in (0, 1, 2, 3, 4, 6, 7, 8):
         assert _panel_residual(X, H, tau, k, b) < 1e-5, b
     assert bool(H[5, k:, k + 4].isnan().any())
     h, t = originals.geqrf(X[:, k:, k:k + 32].double())
     torch.testing.assert_close(T[:4].double(), _larft(h[:4], t[:4]), rtol=1e-4, atol=1e-4)
+    if mma:  # the tensor-core Grams move the factors only at rounding level
+        H0 = _panel(X, k, 32, True, gram=True)[0]
+        for b in (0, 1, 7, 8):
+            assert float((H[b] - H0[b]).norm() / H0[b].norm()) < 1e-5, b
 
 
-@pytest.mark.parametrize("cta_rows,max_cluster,gram", [(256, 8, False), (128, 8, True),
-                                                        (64, 16, True)])
-def test_emulated_cluster_panel(cta_rows, max_cluster, gram):
+@pytest.mark.parametrize("cta_rows,max_cluster,gram,mma", [(256, 8, False, False), (128, 8, True, False),
+                                                            (64, 16, True, False), (128, 8, True, True)])
+def test_emulated_cluster_panel(cta_rows, max_cluster, gram, mma):
     # EXPERIMENTS.md H16, H22, H33: a 568-row panel (1024 padded) on a cluster of 4 CTAs of
     # 256 rows (column steps), 8 of 128 and 16 of 64 (the Gram build): each CTA's sums meet
     # through the other CTAs' shared memory. LAPACK's reflectors, R, tau and larft's T; a
@@ -162,7 +171,7 @@ def test_emulated_cluster_panel(cta_rows, max_cluster, gram):
     X[2, :, k + 7] = X[2, :, k + 2]
     gout = torch.full((3, 2), -1, dtype=torch.int32)
     H, tau, T = _panel(X, k, 32, True, gram=gram, gram_out=gout, cta_rows=cta_rows,
-                       max_cluster=max_cluster)
+                       max_cluster=max_cluster, defines=(("GRAM_MMA", 1),) if mma else ())
     assert gout[:, 1].tolist() == ([1, 0, 0] if gram else [-1, -1, -1])
     h, t = originals.geqrf(X[:, k:, k:k + 32].double())
     got = H[:, k:, k:k + 32].double()

@@ -48,15 +48,109 @@ GRAM_FUNCS = r"""
 #define GRAM_TOL2 0.5f
 #define GRAM_TAU_MAX 1.999755859375f  // 2 - 2^-12
 
+// GRAM_MMA 1 (EXPERIMENTS.md H52, off: an A/B build): each warp's Gram on tensor cores,
+// mma.sync m16n8k8 with tf32 operands split in two (3xTF32: hi hi + hi lo + lo hi, the
+// lo lo term left out; 72 mma on the six tiles at or above G's diagonal blocks), ~500
+// instructions a staged block of 32 rows instead of ~1,300, on the warp's path that H50
+// found is the panel's time.
+#ifndef GRAM_MMA
+#define GRAM_MMA 0
+#endif
+#if GRAM_MMA
+// x rounded to tf32 (10 stored bits, to nearest, ties away from zero), as a float whose
+// low 13 bits are zero; infinities and NaNs pass (the range test rejects their panel).
+#ifdef ADAPTQR_HOST
+static unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
+static float __uint_as_float(unsigned u) { float x; memcpy(&x, &u, 4); return x; }
+#endif
+__device__ __forceinline__ float tf32_hi(float x) {
+    unsigned u = __float_as_uint(x);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    return __uint_as_float(u);
+}
+
+// d (a 16 x 8 tile, the m16n8k8 accumulator layout) += A (16 x 8) B (8 x 8) in tf32.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], const float (&b)[2]) {
+#ifdef ADAPTQR_HOST
+    // The shim: lane (g, t) = (lane / 4, lane % 4) holds A[g + 8 (r % 2)][t + 4 (r / 2)] in
+    // a[r], B[t + 4 r][g] in b[r] and D[g + 8 (r / 2)][2 t + r % 2] in d[r] (PTX ISA,
+    // "Matrix Fragments for mma.m16n8k8" with .tf32); each product gathered by exchanges.
+    const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    for (int k = 0; k < 8; ++k) {
+        const float a_lo = __shfl_sync(FULL, a[2 * (k >> 2)], 4 * g + (k & 3));
+        const float a_hi = __shfl_sync(FULL, a[2 * (k >> 2) + 1], 4 * g + (k & 3));
+        const float b0 = __shfl_sync(FULL, b[k >> 2], 4 * (2 * t) + (k & 3));
+        const float b1 = __shfl_sync(FULL, b[k >> 2], 4 * (2 * t + 1) + (k & 3));
+        d[0] = fmaf(a_lo, b0, d[0]);
+        d[1] = fmaf(a_lo, b1, d[1]);
+        d[2] = fmaf(a_hi, b0, d[2]);
+        d[3] = fmaf(a_hi, b1, d[3]);
+    }
+#else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])),
+                   "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
+                   "r"(__float_as_uint(b[0])), "r"(__float_as_uint(b[1])));
+#endif
+}
+
+// The warp's 32 staged rows st (row l at st + l * GS): d[q] += the q-th upper 16 x 8 tile of
+// st^T st in the accumulator layout (GRAM_TILES; G is symmetric, so the two tiles below
+// its diagonal blocks are left to gram_partial's mirrored store). A and B are the same
+// matrix, so A's fragments are B's: B[k][j] = st[k][j] at k = t + 4 r, j = 8 nj + g is
+// b[nj][r], and A[i][k] = st[k][i] at i = 16 mi + g + 8 (r % 2), k = t + 4 (r / 2) is
+// b[2 mi + r % 2][r / 2].
+#define GRAM_TILES 6
+__device__ __forceinline__ void gram_mma_block(const float* st, float (&d)[GRAM_TILES][4], int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    // (mi, nj) of the upper tiles: rows 0-15 by columns 0-31, rows 16-31 by columns 16-31.
+    const int tmi[GRAM_TILES] = {0, 0, 0, 0, 1, 1}, tnj[GRAM_TILES] = {0, 1, 2, 3, 2, 3};
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+        const float* r0 = st + (8 * ks + t) * GS;      // staged row k = 8 ks + t
+        const float* r1 = r0 + 4 * GS;                  // and k + 4
+        float bh[4][2], bl[4][2];
+#pragma unroll
+        for (int nj = 0; nj < 4; ++nj) {
+            const float x[2] = {r0[8 * nj + g], r1[8 * nj + g]};
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                bh[nj][r] = tf32_hi(x[r]);
+                bl[nj][r] = tf32_hi(x[r] - bh[nj][r]);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < GRAM_TILES; ++q) {
+            const int mi = tmi[q], nj = tnj[q];
+            const float ah[4] = {bh[2 * mi][0], bh[2 * mi + 1][0], bh[2 * mi][1], bh[2 * mi + 1][1]};
+            const float al[4] = {bl[2 * mi][0], bl[2 * mi + 1][0], bl[2 * mi][1], bl[2 * mi + 1][1]};
+            mma_tf32(d[q], al, bh[nj]);  // the small terms first
+            mma_tf32(d[q], ah, bl[nj]);
+            mma_tf32(d[q], ah, bh[nj]);
+        }
+    }
+}
+#endif
+
 // This CTA's partial Gram of the held rows into gcp: each warp stages its 32 rows in
-// shared memory, lane j sums column j of the warp's 32 x 32 products, the warps' partials
-// are added in warp order.
+// shared memory, lane j sums column j of the warp's 32 x 32 products (GRAM_MMA: the
+// warp's tensor cores sum them), the warps' partials are added in warp order.
 __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
                                              float (*gcp)[NB + 1], int t, int lane, int warp) {
     float* st = gb + warp * (32 * GS);
+#if GRAM_MMA
+    float d[GRAM_TILES][4];
+#pragma unroll
+    for (int q = 0; q < GRAM_TILES; ++q)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) d[q][r] = 0.0f;
+#else
     float g[NB];
 #pragma unroll
     for (int q = 0; q < NB; ++q) g[q] = 0.0f;
+#endif
 #pragma unroll
     for (int i = 0; i < R; ++i) {
         float4* dst = reinterpret_cast<float4*>(st + lane * GS);
@@ -64,6 +158,9 @@ __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
         for (int p = 0; p < NB / 4; ++p)
             dst[p] = make_float4(a[i][4 * p], a[i][4 * p + 1], a[i][4 * p + 2], a[i][4 * p + 3]);
         __syncwarp();
+#if GRAM_MMA
+        gram_mma_block(st, d, lane);
+#else
 #pragma unroll 2
         for (int l = 0; l < 32; ++l) {
             const float4* src = reinterpret_cast<const float4*>(st + l * GS);
@@ -77,10 +174,28 @@ __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
                 g[4 * p + 3] = fmaf(x.w, own, g[4 * p + 3]);
             }
         }
+#endif
         __syncwarp();
     }
+#if GRAM_MMA
+    {
+        // Tile q's entry r at (i, j) = (16 mi + g + 8 (r / 2), 8 nj + 2 t + r % 2); the
+        // off-diagonal block (rows 0-15, columns 16-31) at (j, i) too.
+        const int g = lane >> 2, tg = lane & 3;
+        const int tmi[GRAM_TILES] = {0, 0, 0, 0, 1, 1}, tnj[GRAM_TILES] = {0, 1, 2, 3, 2, 3};
+#pragma unroll
+        for (int q = 0; q < GRAM_TILES; ++q)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int i = 16 * tmi[q] + g + 8 * (r >> 1), j = 8 * tnj[q] + 2 * tg + (r & 1);
+                st[i * GS + j] = d[q][r];
+                if (tmi[q] == 0 && tnj[q] >= 2) st[j * GS + i] = d[q][r];
+            }
+    }
+#else
 #pragma unroll
     for (int q = 0; q < NB; ++q) st[q * GS + lane] = g[q];
+#endif
     __syncthreads();
 #pragma unroll
     for (int x = 0; x < NB * NB / NT; ++x) {
