@@ -96,6 +96,9 @@ GRAM_PANEL_MAX_BATCH = 64
 #: 0.386 / 0.339, 200x256 0.632 / 0.568, 256x352 1.350 / 1.271. Knob ``gram_small_batch``.
 GRAM_SMALL_PANEL_MAX_BATCH = 264
 GRAM_SMALL_PANEL_ROWS = 256
+#: The Gram build's Grams on tensor cores (3xTF32 mma.sync; the CUDA C macro ``GRAM_MMA``):
+#: built, host-shim checked, not run on a GPU (EXPERIMENTS.md H52). Knob ``gram_mma``.
+GRAM_MMA = False
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized
@@ -255,6 +258,7 @@ SCHEDULE_KNOBS = {
     "gram_panel": ("GRAM_PANEL", bool),
     "gram_max_batch": ("GRAM_PANEL_MAX_BATCH", int),
     "gram_small_batch": ("GRAM_SMALL_PANEL_MAX_BATCH", int),
+    "gram_mma": ("GRAM_MMA", bool),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
     "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
@@ -470,6 +474,8 @@ class Schedule:
     # CholeskyQR2 past gram_max_batch (GRAM_SMALL_PANEL_MAX_BATCH, 0: none); None: the knob,
     # else the constant.
     gram_small_batch: int | None = None
+    # The Gram build's Grams on tensor cores (GRAM_MMA); None: the knob, else the constant.
+    gram_mma: bool | None = None
     # The CTA rows of CUDA C clusters for the panels above cuda_panel_rows, up to 4096 rows
     # (CUDA_PANEL_CLUSTER, 0: off); None: the knob, else the constant.
     cuda_panel_cluster: int | None = None

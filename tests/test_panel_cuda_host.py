@@ -17,12 +17,11 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_cluster=8,
-           defines=()):
+def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_cluster=8):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
     path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``; ``na``: one
     ``n_active`` for all, or one a matrix; ``cta_rows``: clusters of CTAs of that many rows;
-    ``defines``: a build variant's macros."""
+    ``gram`` 2: the Grams on tensor cores (H52)."""
     B, m, n = X.shape
     n_tw = -(-n // 32)
     Ht = X.transpose(-2, -1).contiguous()
@@ -31,7 +30,7 @@ def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_c
     nav = torch.full((B,), float(n)) if na is None else torch.tensor(na, dtype=torch.float32).expand(B).clone()
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse, gram, gram_out, cta_rows, max_cluster, defines)
+                           0.0, fuse, gram, gram_out, cta_rows, max_cluster)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -143,8 +142,7 @@ def test_emulated_gram_outcomes_on_hard_panels(m, k, mma):
     X[7, :, k:k + 32] = torch.linalg.qr(X[7, :, k:k + 32])[0] * 3.0  # orthogonal columns
     X[8] = X[8] * 0.5 + torch.randn(m, 1, generator=g)
     gout = torch.full((9, 2), -1, dtype=torch.int32)
-    defines = (("GRAM_MMA", 1),) if mma else ()
-    H, tau, T = _panel(X, k, 32, True, gram=True, gram_out=gout, defines=defines)
+    H, tau, T = _panel(X, k, 32, True, gram=2 if mma else 1, gram_out=gout)
     assert gout[:, k // 32].tolist() == [1, 1, 1, 1, 0, 0, 0, 1, 1]
     for b in (0, 1, 2, 3, 4, 6, 7, 8):
         assert _panel_residual(X, H, tau, k, b) < 1e-5, b
@@ -164,14 +162,15 @@ def test_emulated_cluster_panel(cta_rows, max_cluster, gram, mma):
     # 256 rows (column steps), 8 of 128 and 16 of 64 (the Gram build): each CTA's sums meet
     # through the other CTAs' shared memory. LAPACK's reflectors, R, tau and larft's T; a
     # zero column and a repeated one send their matrices' panels to the column steps
-    # (outcome 0), the third takes the Gram build (1); the other columns untouched.
+    # (outcome 0), the third takes the Gram build (1); the other columns untouched. ``mma``:
+    # the Grams on tensor cores (H52), emulated.
     m, n, k = 600, 64, 32
     X = torch.randn(3, m, n, generator=torch.Generator().manual_seed(cta_rows))
     X[1, :, k + 3] = 0.0
     X[2, :, k + 7] = X[2, :, k + 2]
     gout = torch.full((3, 2), -1, dtype=torch.int32)
-    H, tau, T = _panel(X, k, 32, True, gram=gram, gram_out=gout, cta_rows=cta_rows,
-                       max_cluster=max_cluster, defines=(("GRAM_MMA", 1),) if mma else ())
+    H, tau, T = _panel(X, k, 32, True, gram=(2 if mma else 1) if gram else 0, gram_out=gout,
+                       cta_rows=cta_rows, max_cluster=max_cluster)
     assert gout[:, 1].tolist() == ([1, 0, 0] if gram else [-1, -1, -1])
     h, t = originals.geqrf(X[:, k:, k:k + 32].double())
     got = H[:, k:, k:k + 32].double()

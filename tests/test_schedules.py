@@ -264,6 +264,7 @@ def test_gram_panel():
     assert not panel_cuda.gram_build(128, 31, 32)
     # each warp's 32 staged rows of 36 floats
     assert panel_cuda.gram_smem(64) == 2 * 32 * 36 * 4
+    _knob_resolves("gram_mma", False, True, 3)  # H52, built, not run
     # H51b, H51c: past 64 matrices, panels of at most 256 rows (one row a thread) up to 264.
     _knob_resolves("gram_small_batch", 264, 0, 100)
     base = schedules.schedule_for(352, 352)

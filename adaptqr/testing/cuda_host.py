@@ -304,16 +304,16 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
                  has_na: bool, floor: float, fuse: bool = False, gram: bool = False,
                  gram_out: torch.Tensor | None = None,
-                 cta_rows: int = 0, max_cluster: int = 8, defines: tuple = ()) -> None:
+                 cta_rows: int = 0, max_cluster: int = 8) -> None:
     """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host: ``Ht`` ``(B, n, m)``,
     ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
     (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
-    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it); ``gram_out``:
+    (:func:`~adaptqr.paths.kernels.panel_gram.gram_build` must allow it; 2: its Grams on
+    tensor cores, the mma emulated); ``gram_out``:
     ``(B, n_tw)`` (any dtype), the Gram build's outcomes written into it (else none kept);
     ``cta_rows``: 0, one CTA a matrix, else a cluster of
     CTAs of that many rows, at most ``max_cluster`` (``panel_cuda.cluster_shape``; the
-    cluster's CTAs run at once, their threads at one barrier for each cluster barrier);
-    ``defines``: more ``(name, value)`` macros for the build (an A/B variant's)."""
+    cluster's CTAs run at once, their threads at one barrier for each cluster barrier)."""
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
@@ -321,7 +321,7 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
     if gram and not gram_build(nt, pw, 32):
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
-                panel_cuda.defines(nt, r, fuse, cl, gram) + tuple(defines))
+                panel_cuda.defines(nt, r, fuse, cl, int(gram)))
     gout = torch.full((Ht.shape[0], n_tw), -1.0)
     if gram_out is not None:
         gout.copy_(gram_out)

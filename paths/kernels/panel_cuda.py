@@ -185,24 +185,26 @@ def launch_shape(mb: int, cta_rows: int, max_cluster: int = MAX_CLUSTER) -> tupl
     return cluster_shape(mb, cta_rows, max_cluster) if cta_rows else (1,) + threads_rows(mb)
 
 
-def defines(nt: int, r: int, fuse: bool = False, cl: int = 1, gram: bool = False) -> tuple:
+def defines(nt: int, r: int, fuse: bool = False, cl: int = 1, gram: int = 0) -> tuple:
     """The ``(name, value)`` compile definitions of a build (the source's own defaults for
-    the rest): ``NT``, ``R``, ``FUSE``, ``CL`` and ``GRAM``; the GPU build and the host
+    the rest): ``NT``, ``R``, ``FUSE``, ``CL``, ``GRAM`` (``gram`` 1 or 2) and ``GRAM_MMA``
+    (``gram`` 2: the Grams on tensor cores, EXPERIMENTS.md H52); the GPU build and the host
     shim's (``adaptqr.testing.cuda_host``) alike.
 
     >>> defines(256, 1, True, 16, True)
     (('NT', 256), ('R', 1), ('FUSE', 1), ('CL', 16), ('GRAM', 1))
-    >>> defines(256, 2)
-    (('NT', 256), ('R', 2))
+    >>> defines(256, 2), defines(128, 1, gram=2)
+    ((('NT', 256), ('R', 2)), (('NT', 128), ('R', 1), ('GRAM', 1), ('GRAM_MMA', 1)))
     """
     out = (("NT", nt), ("R", r)) + ((("FUSE", 1),) if fuse else ())
     out += (("CL", cl),) if cl > 1 else ()
-    return out + ((("GRAM", 1),) if gram else ())
+    out += (("GRAM", 1),) if gram else ()
+    return out + ((("GRAM_MMA", 1),) if gram == 2 else ())
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
-            gram: bool = False):
+            gram: int = 0):
     import cupy as cp
 
     with cp.cuda.Device(device_index):
@@ -218,7 +220,7 @@ def _kernel(nt: int, r: int, device_index: int, fuse: bool = False, cl: int = 1,
 
 
 @functools.lru_cache(maxsize=None)
-def _clusters_fit(nt: int, r: int, device_index: int, fuse: bool, cl: int, gram: bool) -> bool:
+def _clusters_fit(nt: int, r: int, device_index: int, fuse: bool, cl: int, gram: int) -> bool:
     """Whether a cluster of ``cl`` CTAs of this build can be placed on the device (asked once
     a build, only above :data:`MAX_CLUSTER`; :mod:`~adaptqr.paths.kernels.cluster_fit`)."""
     import cupy as cp
@@ -254,7 +256,7 @@ def _stream(ptr: int, device_index: int):
 def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tensor,
            k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, nb: int, mb: int,
            has_na: bool, floor: float, fuse: bool = False, cta_rows: int = 0,
-           gram: bool = False, gram_out: torch.Tensor | None = None,
+           gram: int = 0, gram_out: torch.Tensor | None = None,
            max_cluster: int = MAX_CLUSTER) -> None:
     """One launch over ``Ht.shape[0]`` matrices on torch's current stream (capturable into
     a CUDA graph: no allocation, no sync). ``nb``: the panel width (:data:`WIDTHS`), ``mb``:
@@ -263,7 +265,8 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     ``fuse``: the build whose column steps take their scalars from the step before where
     they can (one exchange a step, EXPERIMENTS.md H17); ``gram``: the build that tries each
     matrix's panel as CholeskyQR2 rebuilt into Householder form first, where
-    :func:`gram_build` allows (EXPERIMENTS.md H22); ``gram_out``: ``(B, n_tw)`` int32, where
+    :func:`gram_build` allows (EXPERIMENTS.md H22; 2: its Grams on tensor cores, H52);
+    ``gram_out``: ``(B, n_tw)`` int32, where
     the Gram build writes each matrix's outcome of this panel (column ``tw_index``: 1 the
     Gram build, 0 the column steps; unwritten past the matrix's ``n_active``);
     ``max_cluster``: the most CTAs a cluster takes, :data:`CLUSTER_MAXIMA` (16 is not
@@ -277,11 +280,11 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {max_cluster} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    if cl > MAX_CLUSTER and not _clusters_fit(nt, r, dev, bool(fuse), cl, gram):
+    if cl > MAX_CLUSTER and not _clusters_fit(nt, r, dev, bool(fuse), cl, int(gram)):
         cl, nt, r = launch_shape(mb, cta_rows, MAX_CLUSTER)
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
-    kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
+    kern = _kernel(nt, r, dev, bool(fuse), cl, int(gram))
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
             np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),

@@ -419,6 +419,15 @@ def test_gram_panel_matches(B, n):
 
 
 @pytest.mark.variant
+@pytest.mark.parametrize("B,n", [(40, 176), (40, 352), (8, 1000), (2, 2048), (100, 256)])
+def test_gram_mma_matches(B, n):
+    # EXPERIMENTS.md H52: the Gram build's Grams on tensor cores (3xTF32) against the scalar
+    # Grams: the same reflectors up to rounding, one CTA, clusters of 2-16 CTAs.
+    _needs_cuda_panel()
+    _variant_against_default(B, n, 1e-4, gram_mma=True)
+
+
+@pytest.mark.variant
 @pytest.mark.parametrize("B,n,variant", [(40, 352, {"cluster_ctas": 0}), (64, 512, {"cluster_ctas": 0}),
                                          (40, 176, {"cluster_pair_ctas": 0}),
                                          (32, 256, {"cluster_pair_ctas": 0})])
