@@ -77,14 +77,14 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], con
     // "Matrix Fragments for mma.m16n8k8" with .tf32); each product gathered by exchanges.
     const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     for (int k = 0; k < 8; ++k) {
-        const float a_lo = __shfl_sync(FULL, a[2 * (k >> 2)], 4 * g + (k & 3));
-        const float a_hi = __shfl_sync(FULL, a[2 * (k >> 2) + 1], 4 * g + (k & 3));
+        const float a_top = __shfl_sync(FULL, a[2 * (k >> 2)], 4 * g + (k & 3));      // row g
+        const float a_bot = __shfl_sync(FULL, a[2 * (k >> 2) + 1], 4 * g + (k & 3));  // g + 8
         const float b0 = __shfl_sync(FULL, b[k >> 2], 4 * (2 * t) + (k & 3));
         const float b1 = __shfl_sync(FULL, b[k >> 2], 4 * (2 * t + 1) + (k & 3));
-        d[0] = fmaf(a_lo, b0, d[0]);
-        d[1] = fmaf(a_lo, b1, d[1]);
-        d[2] = fmaf(a_hi, b0, d[2]);
-        d[3] = fmaf(a_hi, b1, d[3]);
+        d[0] = fmaf(a_top, b0, d[0]);
+        d[1] = fmaf(a_top, b1, d[1]);
+        d[2] = fmaf(a_bot, b0, d[2]);
+        d[3] = fmaf(a_bot, b1, d[3]);
     }
 #else
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
@@ -102,11 +102,12 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], con
 // matrix, so A's fragments are B's: B[k][j] = st[k][j] at k = t + 4 r, j = 8 nj + g is
 // b[nj][r], and A[i][k] = st[k][i] at i = 16 mi + g + 8 (r % 2), k = t + 4 (r / 2) is
 // b[2 mi + r % 2][r / 2].
+// Tile q's (mi, nj): rows 0-15 by columns 0-31 (q < 4), rows 16-31 by columns 16-31.
 #define GRAM_TILES 6
+#define GRAM_TILE_MI(q) ((q) >= 4)
+#define GRAM_TILE_NJ(q) ((q) < 4 ? (q) : (q) - 2)
 __device__ __forceinline__ void gram_mma_block(const float* st, float (&d)[GRAM_TILES][4], int lane) {
     const int g = lane >> 2, t = lane & 3;
-    // (mi, nj) of the upper tiles: rows 0-15 by columns 0-31, rows 16-31 by columns 16-31.
-    const int tmi[GRAM_TILES] = {0, 0, 0, 0, 1, 1}, tnj[GRAM_TILES] = {0, 1, 2, 3, 2, 3};
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
         const float* r0 = st + (8 * ks + t) * GS;      // staged row k = 8 ks + t
@@ -123,7 +124,7 @@ __device__ __forceinline__ void gram_mma_block(const float* st, float (&d)[GRAM_
         }
 #pragma unroll
         for (int q = 0; q < GRAM_TILES; ++q) {
-            const int mi = tmi[q], nj = tnj[q];
+            const int mi = GRAM_TILE_MI(q), nj = GRAM_TILE_NJ(q);
             const float ah[4] = {bh[2 * mi][0], bh[2 * mi + 1][0], bh[2 * mi][1], bh[2 * mi + 1][1]};
             const float al[4] = {bl[2 * mi][0], bl[2 * mi + 1][0], bl[2 * mi][1], bl[2 * mi + 1][1]};
             mma_tf32(d[q], al, bh[nj]);  // the small terms first
@@ -182,14 +183,14 @@ __device__ __forceinline__ void gram_partial(const float (&a)[R][NB], float* gb,
         // Tile q's entry r at (i, j) = (16 mi + g + 8 (r / 2), 8 nj + 2 t + r % 2); the
         // off-diagonal block (rows 0-15, columns 16-31) at (j, i) too.
         const int g = lane >> 2, tg = lane & 3;
-        const int tmi[GRAM_TILES] = {0, 0, 0, 0, 1, 1}, tnj[GRAM_TILES] = {0, 1, 2, 3, 2, 3};
 #pragma unroll
         for (int q = 0; q < GRAM_TILES; ++q)
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
-                const int i = 16 * tmi[q] + g + 8 * (r >> 1), j = 8 * tnj[q] + 2 * tg + (r & 1);
+                const int i = 16 * GRAM_TILE_MI(q) + g + 8 * (r >> 1);
+                const int j = 8 * GRAM_TILE_NJ(q) + 2 * tg + (r & 1);
                 st[i * GS + j] = d[q][r];
-                if (tmi[q] == 0 && tnj[q] >= 2) st[j * GS + i] = d[q][r];
+                if (q == 2 || q == 3) st[j * GS + i] = d[q][r];  // the off-diagonal block
             }
     }
 #else
