@@ -109,13 +109,9 @@ class Knobs:
     scalars from the step before where they can),
     ``cuda_panel_cluster`` (``schedules.CUDA_PANEL_CLUSTER``: 0, or 128 / 256 / 512 / 1024,
     the rows of each CTA of the CUDA C clusters that take the panels above
-    ``cuda_panel_rows``, up to 4096 rows), ``cluster_small_batch``
-    (``schedules.CLUSTER_SMALL_BATCH``: 0, or 1 to 128 matrices, the batches whose panels of
-    257-1024 rows take clusters of 128-row CTAs too), ``cluster_small_rows``
-    (``schedules.CLUSTER_SMALL_ROWS``: 128 or 256, the padded rows those panels exceed:
-    128 sends panels of 129-256 rows to clusters of two CTAs too), ``cluster_ctas``
-    (``schedules.CLUSTER_SMALL_CTAS``: 0, 128, 192, 256 or 384, the most CTAs a larger
-    batch's clusters for those panels take), ``cluster_pair_ctas``
+    ``cuda_panel_rows``, up to 4096 rows), ``cluster_ctas``
+    (``schedules.CLUSTER_SMALL_CTAS``: 0, 128, 192, 256 or 384, the most 128-row CTAs a
+    batch's clusters for its panels of 257-1024 rows take), ``cluster_pair_ctas``
     (``schedules.CLUSTER_PAIR_CTAS``: 0, 64, 96, 128 or 192, the most CTAs of a batch's
     two-CTA clusters for its panels of 129-256 rows), ``lookahead``
     (``schedules.LOOKAHEAD``: 0 off, 1 where no panel is row-split: the panels and the next
@@ -184,8 +180,6 @@ class Knobs:
     cuda_panel_rows: int | None = None
     cuda_panel_fuse: int | None = None
     cuda_panel_cluster: int | None = None
-    cluster_small_batch: int | None = None
-    cluster_small_rows: int | None = None
     cluster_ctas: int | None = None
     cluster_pair_ctas: int | None = None
     lookahead: int | None = None
@@ -329,8 +323,6 @@ KNOB_CHOICES = {
     "cuda_panel_rows": (256, 512, 1024),
     "cuda_panel_fuse": (0, 1),
     "cuda_panel_cluster": (0, 128, 256, 512, 1024),
-    "cluster_small_batch": (0, 1, 2, 4, 8, 16, 32, 64, 128),
-    "cluster_small_rows": (128, 256),
     "cluster_ctas": (0, 128, 192, 256, 384),
     "cluster_pair_ctas": (0, 64, 96, 128, 192),
     "lookahead": (0, 1),

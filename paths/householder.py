@@ -565,8 +565,7 @@ def _panel(f: _Blocked, k: int, pw: int) -> None:
         panel_cuda.launch(Ht, tau, TW, na, k, m, n, pw, k // nb, n_tw, nb, MB, has_na, floor,
                           bool(s.cuda_panel_fuse),
                           _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster)
-                          if kind == PANEL_CLUSTER_CUDA else 0,
-                          (2 if s.gram_mma else 1) if _gram(s, B, kind, MB, pw) else 0,
+                          if kind == PANEL_CLUSTER_CUDA else 0, _gram(s, B, kind, MB, pw),
                           f.gout, int(s.cluster_max))
         sep_t = False
     elif kind == PANEL_REGISTER:

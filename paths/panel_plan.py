@@ -138,23 +138,19 @@ def _cluster_rows(cta_rows: int, cuda: bool) -> int:
 
 def _panel_kind(B: int, m: int, k: int, nb: int, sm: int | None, min_rows: int,
                 cuda: bool = False, cuda_rows: int = schedules.CUDA_PANEL_MAX_ROWS,
-                cluster_rows: int = 0, small_batch: int = 0,
-                small_rows: int = schedules.CLUSTER_SMALL_ROWS, max_ctas: int = 0,
-                pair_ctas: int = 0) -> tuple:
+                cluster_rows: int = 0, max_ctas: int = 0, pair_ctas: int = 0) -> tuple:
     """``(kind, MB, rp)`` of the panel at column ``k``: the kernel (``PANEL_*``), the
     register tile's rows, and the row split ``(RB, P)`` of a row-split panel (``sm``: the
     SM count, None off the GPU, where no panel is row-split; ``cuda``: register panels in
     CUDA C, :func:`_cuda_panels`, up to ``cuda_rows`` padded rows, and in clusters up to
-    ``cluster_rows``, :func:`_cluster_rows`; batches up to ``small_batch`` matrices take
-    clusters above ``small_rows`` padded rows, :func:`_cta_rows`, and larger ones while the
-    batch's CTAs are at most ``max_ctas``; panels of two CTAs while they are at most
-    ``pair_ctas``)."""
+    ``cluster_rows``, :func:`_cluster_rows`; the panels up to ``cuda_rows`` take clusters of
+    :func:`_cta_rows` too while the batch's CTAs are at most ``max_ctas``, ``pair_ctas``
+    for panels of two CTAs)."""
     # tl.dot (the T matrix's V^T V) needs K >= 16: the last panel of n = 200 has 8 rows.
     MB = max(16, next_pow2(m - k))
     ctas = MB // schedules.CLUSTER_SMALL_CTA_ROWS
-    if cluster_rows and 2 <= ctas and MB <= cuda_rows and (
-            (MB > small_rows and (B <= small_batch or B * ctas <= max_ctas))
-            or (ctas == 2 and B * ctas <= pair_ctas)):
+    budget = pair_ctas if ctas == 2 else max_ctas
+    if cluster_rows and 2 <= ctas and MB <= cuda_rows and B * ctas <= budget:
         return PANEL_CLUSTER_CUDA, MB, None
     if cuda and MB <= cuda_rows:
         return PANEL_REGISTER_CUDA, MB, None
@@ -191,24 +187,24 @@ def _kind_given(B: int, m: int, k: int, s: schedules.Schedule, sm: int | None, c
     """:func:`_kind_of` with its device's CUDA C choices given (``cuda``: :func:`_cuda_panels`,
     ``cluster_rows``: :func:`_cluster_rows`)."""
     return _panel_kind(B, m, k, s.nb, sm, s.split_min_rows, cuda, s.cuda_panel_rows,
-                       cluster_rows, s.cluster_small_batch, s.cluster_small_rows, s.cluster_ctas,
-                       s.cluster_pair_ctas)
+                       cluster_rows, s.cluster_ctas, s.cluster_pair_ctas)
 
 
-def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> bool:
+def _gram(s: schedules.Schedule, B: int, kind: str, MB: int, pw: int) -> int:
     """Whether the CUDA C panel of kind ``kind`` over ``MB`` padded rows and ``pw`` columns
-    is tried as CholeskyQR2 first: the schedule's ``gram_panel``, at most its
-    ``gram_max_batch`` matrices (``gram_small_batch`` for panels of at most
-    ``GRAM_SMALL_PANEL_ROWS`` padded rows), and CTAs the Gram build takes
+    is tried as CholeskyQR2 first, as ``panel_cuda.launch``'s ``gram``: 0 no, 1 yes, 2 yes
+    with its Grams on tensor cores (the schedule's ``gram_mma``). Yes under the schedule's
+    ``gram_panel``, for at most its ``gram_max_batch`` matrices (``gram_small_batch`` for
+    panels of at most ``GRAM_SMALL_PANEL_ROWS`` padded rows), on CTAs the Gram build takes
     (:func:`panel_cuda.gram_build`)."""
     small = MB <= schedules.GRAM_SMALL_PANEL_ROWS and B <= s.gram_small_batch
     if not (s.gram_panel and (B <= s.gram_max_batch or small)):
-        return False
+        return 0
     if kind == PANEL_CLUSTER_CUDA:
         nt = panel_cuda.cluster_shape(MB, _cta_rows(MB, s.cuda_panel_rows, s.cuda_panel_cluster),
                                       s.cluster_max)[1]
     elif kind == PANEL_REGISTER_CUDA:
         nt = panel_cuda.threads_rows(MB)[0]
     else:
-        return False
-    return panel_cuda.gram_build(nt, pw, s.nb)
+        return 0
+    return (2 if s.gram_mma else 1) if panel_cuda.gram_build(nt, pw, s.nb) else 0

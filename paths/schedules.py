@@ -120,29 +120,23 @@ CUDA_PANEL_CLUSTER = 256
 #: cluster of 16 such CTAs can be placed (a MIG slice, small GPCs), the launch keeps 8
 #: (panel_cuda._clusters_fit). EXPERIMENTS.md H33; knob ``cluster_max``.
 CUDA_PANEL_CLUSTER_MAX = 16
-#: Batches of at most this many matrices take clusters for their panels of
-#: ``CLUSTER_SMALL_ROWS`` + 1 to ``CUDA_PANEL_MAX_ROWS`` rows too, in CTAs of
-#: ``CLUSTER_SMALL_CTA_ROWS`` rows (4 or 8 a matrix), so that few matrices use more SMs.
-#: Against one CTA, same run (EXPERIMENTS.md H16, runs 0148-0149, knobs ``cuda_panel_rows=256,
-#: cuda_panel_cluster=128``), ms: 1x512 1.132 -> 1.093, 1x1024 3.00 -> 2.71, 2x1024 3.03 ->
-#: 2.73, 8x1024 3.13 -> 2.80, 16x1024 3.19 -> 2.93, 32x1024 3.55 -> 3.42, 32x512 1.383 ->
-#: 1.375 (CTAs of 256 rows: 2.93, 3.43, 1.381); batches above 32 not measured. Knob
-#: ``cluster_small_batch`` (0: off). ``CLUSTER_SMALL_ROWS``: knob ``cluster_small_rows`` (128
-#: sends small batches' panels of 129-256 rows to clusters of two CTAs; EXPERIMENTS.md H47;
-#: ``CLUSTER_PAIR_CTAS`` below does so by a CTA budget instead, H48b).
-CLUSTER_SMALL_BATCH = 32
-CLUSTER_SMALL_ROWS = 256
-CLUSTER_SMALL_CTA_ROWS = 128
-#: Batches above ``CLUSTER_SMALL_BATCH`` send those panels to clusters too while the batch's
-#: CTAs (``B * MB / CLUSTER_SMALL_CTA_ROWS``) are at most this many (0: the batch rule
-#: alone). Against 0, H100 run 0903 (EXPERIMENTS.md H48), ms: 40x352 0.586 -> 0.546 (160
+#: The panels of 257 to ``CUDA_PANEL_MAX_ROWS`` padded rows take clusters of CTAs of
+#: ``CLUSTER_SMALL_CTA_ROWS`` rows (4 or 8 a matrix), so that few matrices use more SMs,
+#: while the batch's CTAs (``B * MB / CLUSTER_SMALL_CTA_ROWS``) are at most
+#: ``CLUSTER_SMALL_CTAS`` (0: none). Against one CTA, same run (EXPERIMENTS.md H16, runs
+#: 0148-0149, then for batches of at most 32), ms: 1x512 1.132 -> 1.093, 1x1024 3.00 ->
+#: 2.71, 2x1024 3.03 -> 2.73, 8x1024 3.13 -> 2.80, 16x1024 3.19 -> 2.93, 32x1024 3.55 ->
+#: 3.42, 32x512 1.383 -> 1.375 (CTAs of 256 rows: 2.93, 3.43, 1.381). Larger batches, H100
+#: run 0903 (EXPERIMENTS.md H48, against batches of at most 32): 40x352 0.586 -> 0.546 (160
 #: CTAs), 64x512 1.271 -> 1.175 (256), 60x1024 dense 3.426 -> 3.250 and nearrank 4.463 ->
 #: 4.207 (its 512-row panels, 240), 48x768 1.945 -> 1.904; 60x1024 mixed 4.006 -> 4.073
 #: (inside its spread); 192 gains less (60x1024 3.355). H47: 60x1024's 1024-row panels
-#: (480 CTAs) +10 %. Knob ``cluster_ctas``.
+#: (480 CTAs) +10 %. The budget holds every batch of at most 32 (8 CTAs a matrix at most).
+#: Knob ``cluster_ctas``.
+CLUSTER_SMALL_CTA_ROWS = 128
 CLUSTER_SMALL_CTAS = 256
 #: Panels of 129-256 padded rows (two CTAs of 128 rows) take clusters while the batch's
-#: CTAs (``2 B``) are at most this many (0: only by ``CLUSTER_SMALL_ROWS``). Against 0,
+#: CTAs (``2 B``) are at most this many (0: none). Against 0,
 #: H100 run 0906 (EXPERIMENTS.md H48b), ms: 40x176 0.2230 -> 0.2161, 32x256 0.3244 ->
 #: 0.3155, 48x256 0.3542 -> 0.3447, 64x176 0.2336 -> 0.2308, 16x224 0.2626 -> 0.2538,
 #: 100x256 (200 CTAs, not taken) 0.525 both; 64 gains at 16x224 and 32x256 only. Run
@@ -261,8 +255,6 @@ SCHEDULE_KNOBS = {
     "gram_mma": ("GRAM_MMA", bool),
     "cuda_panel_cluster": ("CUDA_PANEL_CLUSTER", int),
     "cluster_max": ("CUDA_PANEL_CLUSTER_MAX", int),
-    "cluster_small_batch": ("CLUSTER_SMALL_BATCH", int),
-    "cluster_small_rows": ("CLUSTER_SMALL_ROWS", int),
     "cluster_ctas": ("CLUSTER_SMALL_CTAS", int),
     "cluster_pair_ctas": ("CLUSTER_PAIR_CTAS", int),
     "lookahead": ("LOOKAHEAD", int),
@@ -482,14 +474,8 @@ class Schedule:
     # The most CTAs a cluster panel takes (CUDA_PANEL_CLUSTER_MAX: 8 or 16); None: the
     # knob, else the constant.
     cluster_max: int | None = None
-    # The batches whose panels of CLUSTER_SMALL_ROWS + 1 to cuda_panel_rows rows take
-    # clusters too (CLUSTER_SMALL_BATCH, 0: none); None: the knob, else the constant.
-    cluster_small_batch: int | None = None
-    # The padded rows those panels exceed (CLUSTER_SMALL_ROWS); None: the knob, else the
-    # constant.
-    cluster_small_rows: int | None = None
-    # The most CTAs of a larger batch's clusters for those panels (CLUSTER_SMALL_CTAS, 0:
-    # none); None: the knob, else the constant.
+    # The most CTAs of a batch's clusters for its panels of 257 to cuda_panel_rows rows
+    # (CLUSTER_SMALL_CTAS, 0: none); None: the knob, else the constant.
     cluster_ctas: int | None = None
     # The most CTAs of a batch's two-CTA clusters for its panels of 129-256 rows
     # (CLUSTER_PAIR_CTAS, 0: none); None: the knob, else the constant.

@@ -276,6 +276,9 @@ def test_gram_panel():
     assert not hh._gram(s, 100, reg, 256, 16)  # a narrow last panel: column steps
     with config.experiment(gram_small_batch=0):
         assert not hh._gram(hh._with_knobs(base, None), 100, reg, 256, 32)
+    with config.experiment(gram_mma=1):  # launch's gram mode 2: the Grams on tensor cores
+        m2 = hh._with_knobs(base, None)
+        assert hh._gram(m2, 100, reg, 256, 32) == 2 and hh._gram(m2, 100, reg, 256, 16) == 0
 
 
 def test_cuda_panel_cluster(monkeypatch):
@@ -312,30 +315,18 @@ def test_cuda_panel_cluster(monkeypatch):
     assert kind(60, 1024, 0, cuda_rows=512) == "cluster-cuda"
     assert kind(1, 512, 0, cuda_rows=256) == "cluster-cuda" and kind(1, 256, 0, cuda_rows=256) == "register-cuda"
 
-    # Small batches: their panels of 257-1024 rows in clusters of 128-row CTAs too.
-    def small(B, m, k, batch=schedules.CLUSTER_SMALL_BATCH):
-        return hh._panel_kind(B, m, k, 32, 132, 64, True, 1024, rows, batch)[0]
+    # Panels of 129-1024 rows in clusters of 128-row CTAs too, while the batch's CTAs fit
+    # a budget (CLUSTER_SMALL_CTAS, CLUSTER_PAIR_CTAS for two-CTA panels).
+    def small(B, m, k, ctas=schedules.CLUSTER_SMALL_CTAS, pair=schedules.CLUSTER_PAIR_CTAS):
+        return hh._panel_kind(B, m, k, 32, 132, 64, True, 1024, rows, ctas, pair)[0]
 
-    assert schedules.CLUSTER_SMALL_BATCH == 32 and schedules.knob("cluster_small_batch") == 32
-    assert [small(1, 1024, k) for k in (0, 512, 768, 992)] == [
-        "cluster-cuda", "cluster-cuda", "register-cuda", "register-cuda"]
-    assert small(32, 512, 0) == "cluster-cuda" and small(33, 512, 0) == "register-cuda"
-    assert small(1, 1024, 0, batch=0) == "register-cuda" and small(8, 2048, 0) == "cluster-cuda"
+    assert [small(1, 1024, k) for k in (0, 512, 768, 896, 992)] == [
+        "cluster-cuda", "cluster-cuda", "cluster-cuda", "register-cuda", "register-cuda"]
+    assert small(32, 1024, 0) == "cluster-cuda" and small(33, 1024, 0) == "register-cuda"
+    assert small(1, 1024, 0, ctas=0) == "register-cuda" and small(8, 2048, 0) == "cluster-cuda"
+    assert small(32, 176, 0, pair=0) == "register-cuda" and small(32, 176, 0) == "cluster-cuda"
+    assert small(32, 176, 64) == "register-cuda"  # 128 rows: one CTA
     assert [hh._cta_rows(mb, 1024, 512) for mb in (512, 1024, 2048, 4096)] == [128, 128, 512, 512]
-    assert hh._with_knobs(s, None).cluster_small_batch == 32
-    with config.experiment(cluster_small_batch=0):
-        assert hh._with_knobs(s, None).cluster_small_batch == 0
-    # The knob cluster_small_rows=128 (EXPERIMENTS.md H47) sends panels of 129-256 rows there too, in two
-    # CTAs of 128 rows; 128-row panels stay one CTA.
-    _knob_resolves("cluster_small_rows", 256, 128, 64)
-    assert small(32, 176, 0) == "register-cuda"  # _panel_kind's pair_ctas 0
-    with config.experiment(cluster_small_rows=128):
-        r = hh._with_knobs(s, None)
-        assert hh._kind_given(32, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
-        assert hh._kind_given(32, 176, 64, r, 132, True, rows)[0] == "register-cuda"
-        # past 32 matrices by CLUSTER_SMALL_CTAS (256): 2 * 128 CTAs yes, 2 * 129 no
-        assert hh._kind_given(128, 176, 0, r, 132, True, rows)[0] == "cluster-cuda"
-        assert hh._kind_given(129, 176, 0, r, 132, True, rows)[0] == "register-cuda"
     assert panel_cuda.cluster_shape(256, hh._cta_rows(256, 1024, 512)) == (2, 128, 1)
     # CLUSTER_SMALL_CTAS (EXPERIMENTS.md H48): larger batches too while B * MB / 128 CTAs
     # fit it: 40x352's 512-row panels (160) and 60x1024's (240), not its 1024-row ones (480).

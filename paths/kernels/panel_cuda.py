@@ -280,11 +280,12 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
     if nt * r > 1024 or nt * r * cl < mb:
         raise ValueError(f"panel_cuda: {mb} rows do not fit {max_cluster} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
-    if cl > MAX_CLUSTER and not _clusters_fit(nt, r, dev, bool(fuse), cl, int(gram)):
+    gram = int(gram)  # True means 1: one cache entry a build
+    if cl > MAX_CLUSTER and not _clusters_fit(nt, r, dev, bool(fuse), cl, gram):
         cl, nt, r = launch_shape(mb, cta_rows, MAX_CLUSTER)
     if gram and not gram_build(nt, pw, nb):
         raise ValueError(f"panel_cuda: no Gram build for {nt} threads and {pw} of {nb} columns")
-    kern = _kernel(nt, r, dev, bool(fuse), cl, int(gram))
+    kern = _kernel(nt, r, dev, bool(fuse), cl, gram)
     args = (np.uint64(Ht.data_ptr()), np.uint64(tau.data_ptr()), np.uint64(TW.data_ptr()),
             np.uint64(na.data_ptr()), np.int32(k), np.int32(m), np.int32(n), np.int32(pw),
             np.int32(tw_index), np.int32(n_tw), np.int32(1 if has_na else 0), np.float32(floor),

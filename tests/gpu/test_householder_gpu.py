@@ -326,7 +326,8 @@ def test_cuda_panel_fused_steps_match(B, n, cta):
         pytest.skip("clusters need sm_90")
     rows = 256 if cta == 128 else 1024
     _variant_against_default(B, n, 1e-4, cuda_panel_fuse=False, cuda_panel_cluster=cta,
-                             cuda_panel_rows=rows, cluster_small_batch=0)
+                             cuda_panel_rows=rows, cluster_ctas=0,
+                             cluster_pair_ctas=0)
 
 
 @pytest.mark.variant
