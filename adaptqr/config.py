@@ -146,7 +146,9 @@ class Knobs:
     640, the most matrices whose panels are), ``gram_small_batch``
     (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132, 264 or 640, the most matrices
     whose panels of at most 256 rows are, past ``gram_max_batch``), ``gram_mma``
-    (``schedules.GRAM_MMA``: 0 / 1, the Gram build's Grams on tensor cores), ``w_pingpong``
+    (``schedules.GRAM_MMA``: 0 / 1, the Gram build's Grams on tensor cores), ``drop_tail``
+    (``classify.DROP_TAIL``: 0 / 1, a square or tall matrix's negligible tail dropped whole
+    instead of updated), ``w_pingpong``
     (``schedules.W_PINGPONG``: 0 / 1, the row-split updates' ``W`` zeroed by the update
     before on the same stream instead of by a launch of its own), ``fp16_fit``
     (``schedules.FP16_FIT``: 0 / 1, the FP16-only update's column tile no wider than its
@@ -202,6 +204,7 @@ class Knobs:
     gram_max_batch: int | None = None
     gram_small_batch: int | None = None
     gram_mma: int | None = None
+    drop_tail: int | None = None
     w_pingpong: int | None = None
     fp16_fit: int | None = None
     fp16_v16: int | None = None
@@ -345,6 +348,7 @@ KNOB_CHOICES = {
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
     "gram_small_batch": (0, 96, 128, 132, 264, 640),
     "gram_mma": (0, 1),
+    "drop_tail": (0, 1),
     "w_pingpong": (0, 1),
     "fp16_fit": (0, 1),
     "fp16_v16": (0, 1),

@@ -105,7 +105,8 @@ def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) 
             f"{type(exc).__name__}: {exc}"
         ) from exc
     if path.routed and "n_active" in info.features:
-        detectors().finish_tail(H, tau, info.features["n_active"])
+        f = info.features
+        detectors().finish_tail(H, tau, f["n_active"], n_kept=f.get("n_kept"), n_nonzero=f.get("n_nonzero"))
     if notes is not None and info.notes:
         notes.update(info.notes)
 

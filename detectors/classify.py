@@ -48,6 +48,12 @@ import torch
 # sqrt(eps32) ones stay above it up to n ~ 4000 (docs/DETECTORS.md).
 TAIL_BUDGET = 1.0
 
+# A square or tall matrix's negligible tail is dropped whole: its columns are zero in the
+# result (``n_kept``), so no update touches them. The same bound as dropping only their
+# rows below the diagonal (docs/DETECTORS.md, "Dropping the tail"); EXPERIMENTS.md N33 has
+# the measurement. Knob ``drop_tail``.
+DROP_TAIL = True
+
 # The FP16 route (issue 8; docs/NUMERICS.md "FP16 route"). A dense matrix whose trailing
 # matrix is kept in float16 (one rounding, relative 2^-11, each time a panel update writes
 # it) and updated from float16 operands adds to the scaled factor residual about
@@ -135,19 +141,20 @@ def prescale_exponents(n2max: torch.Tensor, finite: torch.Tensor) -> torch.Tenso
 
 
 def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
-                n_active: torch.Tensor, n_nonzero: torch.Tensor, m: int,
+                n_active: torch.Tensor, n_kept: torch.Tensor, m: int,
                 prescale: torch.Tensor | None = None) -> torch.Tensor:
     """``(B,)`` float32 FP16 storage scales from the column 1- and 2-norms ``(B, n)``: a power
     of two for a matrix that takes the FP16 route, 0 for the FP32 route. With ``prescale``
     (:func:`prescale_exponents`) the scale is that of the prescaled matrix.
 
-    The route needs a finite "dense" or "lowrank" matrix with ``n_active == n_nonzero``
-    and the estimate above within ``FP16_BUDGET``. The trailing kernels then run every tile
-    up to ``n_nonzero`` at every update, so nothing ``H`` needs stays in the float16 copy,
-    and an exactly-zero column suffix is never read or written (``H`` holds its zeros). A
-    negligible nonzero tail (``n_active < n_nonzero``) would stay in the copy: FP32 route.
-    Routes composed this way (issue 24 item 4, EXPERIMENTS.md N31) took 9-17 % off rankdef
-    cond=2 on an H100 (run 0853, session 56). Same result as the route kernel's.
+    The route needs a finite "dense" or "lowrank" matrix with ``n_active == n_kept``
+    (:func:`kept_columns`) and the estimate above within ``FP16_BUDGET``. The trailing
+    kernels then run every tile up to ``n_kept`` at every update, so nothing ``H`` needs
+    stays in the float16 copy, and the columns from ``n_kept`` on are never read or written
+    (:func:`adaptqr.detectors.finish_tail` zeros them). A wide matrix's negligible nonzero
+    tail (``n_active < n_kept``) would stay in the copy: FP32 route. Routes composed this
+    way (issue 24 item 4, EXPERIMENTS.md N31, N33) took 9-17 % off rankdef cond=2 on an
+    H100 (run 0853, session 56). Same result as the route kernel's.
     """
     B, n = norm2.shape
     coef = fp16_est_scale(m, n)
@@ -158,7 +165,7 @@ def fp16_scales(norm1: torch.Tensor, norm2: torch.Tensor, routes: torch.Tensor,
     est = weighted * coef / norm1.amax(dim=-1)
     n2max = norm2.amax(dim=-1)
     codes = route_codes()
-    ok = ((routes == codes["dense"]) | (routes == codes["lowrank"])) & (n_active == n_nonzero)
+    ok = ((routes == codes["dense"]) | (routes == codes["lowrank"])) & (n_active == n_kept)
     ok &= (est <= FP16_BUDGET) & (n2max >= 2.0 ** -FP16_EXP_RANGE) \
         & (n2max <= 2.0 ** FP16_EXP_RANGE)
     if prescale is not None:
@@ -226,6 +233,22 @@ def nonzero_columns(features: dict[str, torch.Tensor], n: int) -> torch.Tensor:
         last = torch.zeros(norm2.shape[:1], dtype=torch.int32, device=norm2.device)
     last = torch.where(features["nonfinite"], torch.full_like(last, n), last)
     return last.to(torch.int32)
+
+
+def kept_columns(features: dict[str, torch.Tensor], m: int, n: int, drop: bool = DROP_TAIL) -> torch.Tensor:
+    """``(B,)`` int32 ``n_kept``: columns from it on are zero in the result. For a finite
+    matrix with ``m >= n`` that is not upper triangular, ``min(n_nonzero, n_active)``: the
+    negligible tail is dropped whole (docs/DETECTORS.md, "Dropping the tail"), so a path
+    need not update it and :func:`adaptqr.detectors.finish_tail` zeros it. Otherwise
+    ``n_nonzero`` (a wide matrix's columns past ``min(m, n)`` are R's, never negligible; an
+    upper matrix is returned as it is; a non-finite one propagates NaN as torch does).
+
+    Uses ``features["n_active"]`` and ``features["n_nonzero"]``."""
+    n_nonzero = features["n_nonzero"]
+    if m < n or not drop:
+        return n_nonzero
+    drop = ~features["lower_zero"].bool() & ~features["nonfinite"].bool()
+    return torch.where(drop, torch.minimum(n_nonzero, features["n_active"]), n_nonzero).to(torch.int32)
 
 
 def classify(features: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -32,6 +32,9 @@ name                   shape       meaning
                                    :func:`adaptqr.detectors.classify.active_columns`)
 ``n_nonzero``          (B,)        int32, columns from this one on are exactly zero
                                    (:func:`adaptqr.detectors.classify.nonzero_columns`)
+``n_kept``             (B,)        int32, columns from this one on are zero in the
+                                   result: exactly zero, or a dropped negligible tail
+                                   (:func:`adaptqr.detectors.classify.kept_columns`)
 ``tail_bound``         (B,)        the column 2-norm at or below which a trailing
                                    column is negligible
 =====================  ==========  ===================================================
@@ -55,7 +58,7 @@ from __future__ import annotations
 
 import torch
 
-from .classify import active_columns, nonzero_columns, tail_bound
+from .classify import active_columns, kept_columns, nonzero_columns, tail_bound
 
 # Column tile of one program. 32 columns x 128-row chunks = 16 KiB of float32 a load, and
 # 640x512 gives 10240 programs; below ~4 programs per SM of an H200 (132 SMs) we halve the
@@ -222,6 +225,7 @@ def _finish(raw: dict[str, torch.Tensor], m: int, n: int) -> dict[str, torch.Ten
     f["tail_bound"] = tail_bound(f["norm1"], m, n)
     f["n_active"] = active_columns(f, m, n)
     f["n_nonzero"] = nonzero_columns(f, n)
+    f["n_kept"] = kept_columns(f, m, n)
     return f
 
 

@@ -1,4 +1,4 @@
-"""The dispatcher's probe: per-matrix routes, ``n_active`` and ``n_nonzero`` in two launches.
+"""The dispatcher's probe: per-matrix routes, ``n_active``, ``n_nonzero`` and ``n_kept`` in two launches.
 
 :func:`route` is what a routed plan runs before its path on the column-major ``H``
 (``(B, m, n)``, holding the input). It returns the same routes and ``n_active`` as
@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from .classify import (
+    DROP_TAIL,
     FP16_BUDGET,
     FP16_EST_NB,
     FP16_EXP_RANGE,
@@ -36,6 +37,7 @@ from .classify import (
     classify,
     fp16_est_scale,
     fp16_scales,
+    kept_columns,
     prescale_exponents,
     route_codes,
     tail_bound_scale,
@@ -54,7 +56,7 @@ ROUTE_BLOCK_N = 256
 
 def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = None,
           settings=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``(routes, {"n_active": ..., "n_nonzero": ..., "prescale": ...[, "fp16_scale": ...]})``
+    """``(routes, {"n_active": ..., "n_nonzero": ..., "n_kept": ..., "prescale": ...[, "fp16_scale": ...]})``
     for ``H`` ``(B, m, n)``: ``(B,)`` int32 each (``prescale``: the exponent ``e`` of
     :func:`classify.prescale_exponents`, the path factors ``H * 2^e``; ``fp16_scale``:
     float32, the FP16 route's per-matrix scale or 0, present only where the route is
@@ -78,6 +80,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
 
         settings = config.snapshot()
     coef = _fp16_coef(m, n, settings)
+    drop = bool(settings.knobs.get("drop_tail", DROP_TAIL))
     if src is not None and src.shape != H.shape:
         raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
     if not use_triton(H, backend, "route probe") or B * m * n == 0 or (
@@ -90,15 +93,17 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
         routes = classify(f)
         n2max = f["col_norm2"].amax(dim=-1) if n else f["col_norm2"].new_zeros(B)
         pexp = prescale_exponents(n2max, ~f["nonfinite"].bool())
-        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "prescale": pexp}
+        n_kept = kept_columns(f, m, n, drop)
+        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "n_kept": n_kept,
+                 "prescale": pexp}
         if coef < float("inf"):
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
-                                              f["n_active"], f["n_nonzero"], m, pexp)
+                                              f["n_active"], n_kept, m, pexp)
         return routes, feats
-    return _route_triton(H, src, coef)
+    return _route_triton(H, src, coef, drop)
 
 
-def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
+def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, drop: bool):
     import triton
 
     from .kernels.route_kernel import route_columns_kernel, route_kernel
@@ -116,21 +121,21 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float):
         s, s.stride(0), s.stride(1), s.stride(2),
         BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None, num_warps=ROUTE_WARPS,
     )
-    out = torch.empty((4, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, e
-    n_active, routes, n_nonzero, pexp = out[0], out[1], out[2], out[3]
+    out = torch.empty((5, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, n_kept, e
+    n_active, routes, n_nonzero, n_kept, pexp = out[0], out[1], out[2], out[3], out[4]
     fp16 = torch.empty(B, dtype=torch.float32, device=dev)
     codes = route_codes()
     route_kernel[(B,)](
-        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, fp16, pexp, n,
+        cols[0], cols[1], flags[0], flags[1], n_active, routes, n_nonzero, n_kept, fp16, pexp, n,
         min(m, n),
         tail_bound_scale(m, n), coef,
         CODE_DENSE=codes["dense"], CODE_LOWRANK=codes["lowrank"], CODE_UPPER=codes["upper"],
-        BLOCK_N=ROUTE_BLOCK_N, FP16_NB=FP16_EST_NB, FP16_BUDGET=FP16_BUDGET,
+        BLOCK_N=ROUTE_BLOCK_N, DROP=drop, FP16_NB=FP16_EST_NB, FP16_BUDGET=FP16_BUDGET,
         FP16_TARGET=FP16_TARGET, FP16_EXP_RANGE=FP16_EXP_RANGE,
         PRESCALE_MIN_EXP=PRESCALE_MIN_EXP, PRESCALE_MAX_EXP=PRESCALE_MAX_EXP,
         PRESCALE_TARGET_EXP=PRESCALE_TARGET_EXP, PRESCALE_INF_EXP=PRESCALE_INF_EXP,
     )
-    feats = {"n_active": n_active, "n_nonzero": n_nonzero, "prescale": pexp}
+    feats = {"n_active": n_active, "n_nonzero": n_nonzero, "n_kept": n_kept, "prescale": pexp}
     if coef < float("inf"):  # else no matrix can take the route: no float16 copy, no launch
         feats["fp16_scale"] = fp16
     return routes, feats

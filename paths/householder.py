@@ -24,8 +24,9 @@ Plan per shape (:mod:`adaptqr.paths.schedules`):
 
 ``info.features["n_active"]`` (int32 ``(B,)``, optional): matrix b needs reflectors only
 for columns ``< n_active[b]``; later columns get ``tau = 0`` and hold ``Q1^T A_tail``;
-panels past it exit at once. ``info.features["n_nonzero"]`` (int32 ``(B,)``, read with
-n_active): columns from it on are exactly zero, and trailing tiles there are skipped.
+panels past it exit at once. ``info.features["n_kept"]`` (int32 ``(B,)``, read with
+n_active; else ``n_nonzero``): columns from it on are zero in the result (exactly zero, or
+a dropped negligible tail that ``finish_tail`` zeros), and trailing tiles there are skipped.
 ``info.features["prescale"]`` (int32 ``(B,)``, from the route probe): matrix b is factored as
 ``A * 2^e`` and R scaled back (:mod:`adaptqr.paths.prescale`); blocked schedules then leave
 a sub-column below ``panel.NEGLIGIBLE_SUBCOLUMN`` as it is. Without them (no probe:
@@ -216,8 +217,12 @@ def factor_householder(H: torch.Tensor, tau: torch.Tensor, info: Any = None, *,
     na = _feature(info, "n_active", B, H.device)
     has_na = na is not None
     na_arg = na if has_na else tau  # any pointer; unused when HAS_NA is False
-    # Without n_nonzero no column is known to be zero: n (no tile skipped).
-    nz = _feature(info, "n_nonzero", B, H.device) if has_na else None
+    # The updates stop at n_kept (the route probe's: finish_tail zeros what is past it), or
+    # at n_nonzero; without either no column is known to be zero: n (no tile skipped).
+    nz = None
+    if has_na:
+        nz = _feature(info, "n_kept", B, H.device)
+        nz = _feature(info, "n_nonzero", B, H.device) if nz is None else nz
     nz_arg = nz if nz is not None else torch.full_like(na, n) if has_na else tau
     s = _with_knobs(schedule or schedules.schedule_for(m, n), info, n)
 

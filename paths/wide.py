@@ -98,7 +98,8 @@ def factor_wide(H: torch.Tensor, tau: torch.Tensor, info=None) -> None:
         apply_qt(lead, tau, C, settings.knobs)
         H[..., :m] = lead
     if n_active is not None:
-        finish_tail(H[..., :m], tau, n_active)
+        f = given.features
+        finish_tail(H[..., :m], tau, n_active, n_kept=f["n_kept"], n_nonzero=f["n_nonzero"])
     unscale(H, e)
 
 
@@ -108,7 +109,7 @@ def _probe_block(lead: torch.Tensor, given: Given, settings) -> torch.Tensor | N
     if not (settings.knobs.get("wide_probe", WIDE_PROBE) and settings.detect):
         return None
     _, feats = route(lead, settings=settings)
-    given.features.update(n_active=feats["n_active"], n_nonzero=feats["n_nonzero"])
+    given.features.update(n_active=feats["n_active"], n_nonzero=feats["n_nonzero"], n_kept=feats["n_kept"])
     return feats["n_active"]
 
 

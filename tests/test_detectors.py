@@ -160,6 +160,13 @@ for A in cases[:-1]:
         finish_tail(H1, t1, nact, backend="triton")
         finish_tail(H2, t2, nact, backend="torch")
         assert torch.equal(H1.nan_to_num(), H2.nan_to_num()) and torch.equal(t1, t2), (A.shape, nact)
+        # with a dropped tail and a zero suffix, each drawn independently of nact
+        kept = torch.randint(0, A.shape[2] + 1, (B,), dtype=torch.int32)
+        nz = torch.randint(0, A.shape[2] + 1, (B,), dtype=torch.int32)
+        H1 = A.mT.contiguous().mT.clone(); H2 = H1.clone()
+        finish_tail(H1, t1, nact, n_kept=kept, n_nonzero=nz, backend="triton")
+        finish_tail(H2, t2, nact, n_kept=kept, n_nonzero=nz, backend="torch")
+        assert torch.equal(H1.nan_to_num(), H2.nan_to_num()) and torch.equal(t1, t2), (A.shape, nact, kept)
 print("OK")
 """
 
@@ -432,6 +439,68 @@ def test_finish_tail_clears_exactly_the_tail():
     assert H.stride() == H0.stride()
 
 
+def test_finish_tail_drops_whole_columns_from_n_kept_to_n_nonzero():
+    torch.manual_seed(3)
+    B, m, n = 3, 9, 7
+    H0 = colmajor(torch.randn(B, m, n))
+    tau0 = torch.randn(B, n)
+    n_active = torch.tensor([5, 4, 7], dtype=torch.int32)
+    n_kept = torch.tensor([5, 4, 7], dtype=torch.int32)
+    n_nonzero = torch.tensor([6, 7, 7], dtype=torch.int32)
+    # (the Triton kernel is checked against this under the interpreter, _INTERP_SCRIPT)
+    H, tau = H0.clone(), tau0.clone()
+    finish_tail(H, tau, n_active, n_kept=n_kept, n_nonzero=n_nonzero, backend="torch")
+    for b in range(B):
+        for j in range(n):
+            assert tau[b, j] == (0.0 if j >= n_active[b] else tau0[b, j])
+            for i in range(m):
+                # dropped whole, below the diagonal past n_active; past n_nonzero untouched
+                zero = n_kept[b] <= j < n_nonzero[b] or (n_active[b] <= j < n_nonzero[b] and i > j)
+                assert H[b, i, j] == (0.0 if zero else H0[b, i, j]), (b, i, j)
+
+
+def test_kept_columns_drops_only_a_square_or_tall_finite_tail():
+    from adaptqr.detectors.classify import kept_columns
+
+    torch.manual_seed(4)
+    A = torch.randn(4, 12, 12)
+    A[:, :, 8:] *= 1e-12          # a negligible tail on every matrix
+    A[1, :, 10:] = 0              # ... ending in exact zeros
+    A[2] = torch.triu(A[2])       # upper: returned as it is
+    A[3, 0, 0] = float("nan")     # non-finite: nothing dropped
+    f = probe(colmajor(A))
+    assert f["n_active"].tolist() == [8, 8, 0, 12]
+    assert f["n_nonzero"].tolist() == [12, 10, 12, 12]
+    assert f["n_kept"].tolist() == [8, 8, 12, 12]
+    assert kept_columns(f, 12, 12, drop=False).tolist() == [12, 10, 12, 12]
+    # a wide matrix's columns past min(m, n) are R's: nothing dropped there
+    fw = probe(colmajor(A[:, :8, :]))
+    assert torch.equal(fw["n_kept"], fw["n_nonzero"])
+
+
+def test_dropped_tail_is_zero_and_within_the_budget():
+    # clustered-like: a tail at 4 eps32, dropped whole; the flow's result is zero there and
+    # its scaled factor residual stays within TAIL_BUDGET of the dense factorization's.
+    from adaptqr.paths.reference import factor_reference
+
+    torch.manual_seed(5)
+    A = torch.randn(3, 48, 48)
+    A[:, :, 24:] *= 4 * 2.0 ** -23
+    H = colmajor(A).clone()
+    f = probe(H)
+    classify(f)
+    assert f["n_kept"].tolist() == [24] * 3
+    tau = torch.empty(3, 48)
+    factor_reference(H, tau, SimpleNamespace(features=f))
+    finish_tail(H, tau, f["n_active"], n_kept=f["n_kept"], n_nonzero=f["n_nonzero"])
+    assert (H[:, :, 24:] == 0).all() and (tau[:, 24:] == 0).all()
+    Q = torch.linalg.householder_product(H.double(), tau.double())
+    R = torch.triu(H.double())
+    scale = 48 * 2.0 ** -23 * torch.linalg.matrix_norm(A.double(), ord=1)
+    res = torch.linalg.matrix_norm(R - Q.mT @ A.double(), ord=1) / scale
+    assert (res <= TAIL_BUDGET + 1.0).all(), res
+
+
 def test_finish_tail_on_upper_is_a_noop_but_tau():
     A = colmajor(torch.triu(torch.randn(2, 6, 6)))
     H, tau = A.clone(), torch.ones(2, 6)
@@ -499,7 +568,7 @@ H = torch.empty_strided(A.shape, (512 * 512, 1, 512))
 routes, f = route(H, backend="triton", src=A)
 a = A.double().nan_to_num(0.0)
 ref = C.fp16_scales(a.abs().sum(1).float(), a.norm(dim=1).float(), routes, f["n_active"],
-                    f["n_nonzero"], 512, f["prescale"])
+                    f["n_kept"], 512, f["prescale"])
 print(json.dumps({"kernel": f["fp16_scale"].tolist(), "ref": ref.tolist(),
                   "torch": route(H, backend="torch")[1]["fp16_scale"].tolist()}))
 """
@@ -509,18 +578,18 @@ def test_fp16_scales_route_kernel_and_reference():
     # The route kernel's FP16 scales (under the interpreter) against classify.fp16_scales:
     # dense cond=2 at n = 512 takes the route (a power of two), rowscale, rankdef cond=0
     # (its estimate ~17) and a NaN matrix do not, 1e25 times a dense one does at the scale
-    # of its prescaled copy. Routes composed (EXPERIMENTS.md N31): rankdef cond=2
-    # (n_active == n_nonzero = 384) takes it; dense cond=2 with a negligible nonzero tail
-    # (n_active < n_nonzero) does not.
+    # of its prescaled copy. Routes composed (EXPERIMENTS.md N31, N33): rankdef cond=2
+    # (n_active == n_nonzero = 384) takes it, and so does dense cond=2 with a negligible
+    # nonzero tail (n_active < n_nonzero), dropped whole (n_kept == n_active).
     out = json.loads(subprocess.run([sys.executable, "-c", _FP16_SCRIPT], capture_output=True,
                                     text=True, check=True, env=dict(os.environ, TRITON_INTERPRET="1")
                                     ).stdout.splitlines()[-1])
     k, ref = out["kernel"], out["ref"]
-    assert [s > 0 for s in k] == [True, True, False, False, True, False, True, False], k
+    assert [s > 0 for s in k] == [True, True, False, False, True, False, True, True], k
     # not the NaN matrix: nan_to_num'd for the reference
     assert k[:5] == ref[:5] and k[6:] == ref[6:], (k, ref)
     assert out["torch"] == k, out
-    for s in k[:2] + k[6:7]:
+    for s in k[:2] + k[6:]:
         assert s == 2.0 ** round(math.log2(s)) and 4096 <= s * 22.6 <= 2 * 16384
 
 

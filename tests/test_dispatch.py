@@ -42,7 +42,7 @@ class FakeDetectors:
         features = self.probe(H)
         return self.classify(features), features
 
-    def finish_tail(self, H, tau, n_active):
+    def finish_tail(self, H, tau, n_active, n_kept=None, n_nonzero=None):
         self.finished.append((H.shape[0], n_active.clone()))
 
 

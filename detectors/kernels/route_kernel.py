@@ -11,8 +11,9 @@ squares entries unscaled; a tile whose column max-abs leaves the range where tha
 
 ``route_kernel``: grid ``(B,)``; program ``b`` walks the ``n`` columns of matrix ``b`` twice in
 blocks of ``BLOCK_N`` (``||A||_1`` first, then the negligible suffix) and writes
-``n_active[b]``, ``routes[b]`` and ``n_nonzero[b]`` (one past the last column that is not
-exactly zero). It is :func:`adaptqr.detectors.classify.active_columns`
+``n_active[b]``, ``routes[b]``, ``n_nonzero[b]`` (one past the last column that is not
+exactly zero) and ``n_kept[b]`` (:func:`adaptqr.detectors.classify.kept_columns`). It is
+:func:`adaptqr.detectors.classify.active_columns`
 and :func:`adaptqr.detectors.classify.classify` fused into one launch: in torch ops they are
 some thirty tiny kernels, several microseconds each on the GPU even inside a CUDA graph,
 which is a fifth of a 40x176 factorization.
@@ -107,12 +108,12 @@ def route_columns_kernel(
 @triton.jit
 def route_kernel(
     n1_ptr, n2_ptr, below_ptr, bad_ptr,  # (B, n) contiguous
-    n_active_ptr, routes_ptr, n_nonzero_ptr,  # (B,) int32
+    n_active_ptr, routes_ptr, n_nonzero_ptr, n_kept_ptr,  # (B,) int32
     fp16_ptr,                            # (B,) float32
     exp_ptr,                             # (B,) int32: prescale exponents
     n, k, bound_scale, fp16_coef,
     CODE_DENSE: tl.constexpr, CODE_LOWRANK: tl.constexpr, CODE_UPPER: tl.constexpr,
-    BLOCK_N: tl.constexpr, FP16_NB: tl.constexpr, FP16_BUDGET: tl.constexpr,
+    BLOCK_N: tl.constexpr, DROP: tl.constexpr, FP16_NB: tl.constexpr, FP16_BUDGET: tl.constexpr,
     FP16_TARGET: tl.constexpr, FP16_EXP_RANGE: tl.constexpr, PRESCALE_MIN_EXP: tl.constexpr,
     PRESCALE_MAX_EXP: tl.constexpr, PRESCALE_TARGET_EXP: tl.constexpr, PRESCALE_INF_EXP: tl.constexpr,
 ):
@@ -163,6 +164,12 @@ def route_kernel(
     # Exactly-zero column suffix (classify.nonzero_columns): none for a non-finite matrix.
     n_nz = tl.where(nonfinite, n, tl.max(last_nz, axis=0))
     tl.store(n_nonzero_ptr + b, n_nz)
+    # Zero in the result (classify.kept_columns): the negligible tail of a finite, not upper,
+    # square or tall matrix is dropped whole.
+    n_kept = n_nz
+    if DROP:
+        n_kept = tl.where(upper | nonfinite | (n > k), n_nz, tl.minimum(n_nz, n_act))
+    tl.store(n_kept_ptr + b, n_kept)
     # Prescale exponent (classify.prescale_exponents): floor(log2) through a power of two
     # for subnormal norms (lg2.approx flushes them) and PRESCALE_INF_EXP for an overflowed one.
     n2m = tl.max(n2max, axis=0)
@@ -175,7 +182,7 @@ def route_kernel(
     tl.store(exp_ptr + b, pexp)
     # FP16 storage scale, 0 for the FP32 route (classify.fp16_scales), of the prescaled matrix.
     est = tl.max(weighted, axis=0) * fp16_coef / tl.max(norm1, axis=0)
-    f16 = finite & ((route == CODE_DENSE) | (route == CODE_LOWRANK)) & (n_act == n_nz)
+    f16 = finite & ((route == CODE_DENSE) | (route == CODE_LOWRANK)) & (n_act == n_kept)
     f16 = f16 & (est <= FP16_BUDGET)
     f16 = f16 & (n2m >= tl.exp2(-FP16_EXP_RANGE)) & (n2m <= tl.exp2(FP16_EXP_RANGE))
     p1 = pexp // 2

@@ -156,3 +156,28 @@ def test_lowrank_flow_passes_the_bar_at_full_batch(profile, batch, n):
     finish_tail(H, tau, f["n_active"])
     res = check_geqrf(A, H, tau)
     assert res.passes_bar, (res.worst_factor, res.worst_orth, res.error)
+
+
+@pytest.mark.parametrize("batch,n", [(64, 512), (8, 1024)])
+def test_dropped_tail_is_zero_and_passes_the_bar(batch, n):
+    # EXPERIMENTS.md N33: a clustered matrix's 4 eps32 tail is dropped whole (zero columns,
+    # tau 0) by the public call, the factorization passes the bar, and with the knob off the
+    # tail holds Q1^T a_j instead (nonzero), also at the bar.
+    import adaptqr
+    from adaptqr import config
+
+    A = generate(batch, n, 0, 331, "clustered", "cuda")
+    A[: batch // 2] = generate(batch // 2, n, 2, 332, "dense", "cuda")
+    A0 = A.clone()
+    H, tau = adaptqr.geqrf(A)
+    assert torch.equal(A, A0)
+    lo = EXPECTED_ACTIVE["clustered"](n)
+    assert (H[batch // 2:, :, lo:] == 0).all() and (tau[batch // 2:, lo:] == 0).all()
+    assert (H[: batch // 2, :, lo:] != 0).any()
+    r = check_geqrf(A, H, tau)
+    assert r.passes_bar, (r.worst_factor, r.worst_orth)
+    with config.experiment(drop_tail=0):
+        H2, tau2 = adaptqr.geqrf(A)
+    assert (H2[batch // 2:, : lo, lo:] != 0).any()
+    r2 = check_geqrf(A, H2, tau2)
+    assert r2.passes_bar, (r2.worst_factor, r2.worst_orth)
