@@ -106,7 +106,8 @@ def _call(path: Path, H, tau, info, spec: InputSpec, notes: dict | None = None) 
         ) from exc
     if path.routed and "n_active" in info.features:
         f = info.features
-        detectors().finish_tail(H, tau, f["n_active"], n_kept=f.get("n_kept"), n_nonzero=f.get("n_nonzero"))
+        counts = {name: f[name] for name in ("n_kept", "n_nonzero") if name in f}
+        detectors().finish_tail(H, tau, f["n_active"], **counts)
     if notes is not None and info.notes:
         notes.update(info.notes)
 

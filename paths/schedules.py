@@ -96,9 +96,13 @@ GRAM_PANEL_MAX_BATCH = 64
 #: 0.386 / 0.339, 200x256 0.632 / 0.568, 256x352 1.350 / 1.271. Knob ``gram_small_batch``.
 GRAM_SMALL_PANEL_MAX_BATCH = 264
 GRAM_SMALL_PANEL_ROWS = 256
-#: The Gram build's Grams on tensor cores (3xTF32 mma.sync; the CUDA C macro ``GRAM_MMA``):
-#: built, host-shim checked, not run on a GPU (EXPERIMENTS.md H52). Knob ``gram_mma``.
-GRAM_MMA = False
+#: The Gram build's Grams on tensor cores (3xTF32 mma.sync; the CUDA C macro ``GRAM_MMA``;
+#: sm_80 and up, ``panel_cuda.MMA_MIN_CAPABILITY``). H100 run 1149 (EXPERIMENTS.md H52), ms,
+#: scalar / mma: 40x176 0.2211 / 0.2119, 40x352 0.5332 / 0.5244, 8x2048 4.818 / 4.684,
+#: 2x4096 8.965 / 8.550, 640x512 mixed 5.304 / 5.094; run 1150: 132x256 0.460 / 0.445,
+#: 160x176 0.345 / 0.335, 200x256 0.586 / 0.568, 256x352 1.318 / 1.286; 640x512 dense
+#: (no Gram panel) 5.148 / 5.226, noise. Knob ``gram_mma``.
+GRAM_MMA = True
 #: The panels above ``CUDA_PANEL_MAX_ROWS`` (up to 4096 rows) in CUDA C too, a cluster of
 #: CTAs of this many rows a matrix (panel_cuda.cluster_shape: 128-1024, at most 8 CTAs; the
 #: block sums meet in distributed shared memory) instead of row-split panels synchronized

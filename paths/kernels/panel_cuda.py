@@ -163,6 +163,11 @@ def available() -> bool:
                        "CUDA C panel", "the Triton panel runs instead")
 
 
+#: The oldest device whose Gram build takes its Grams on tensor cores (tf32 ``mma.sync``
+#: m16n8k8 is sm_80's); older ones keep the scalar Grams.
+MMA_MIN_CAPABILITY = (8, 0)
+
+
 @functools.lru_cache(maxsize=None)
 def cluster_available() -> bool:
     """Whether the cluster build compiles and the device has clusters (sm_90 and up): else
@@ -281,6 +286,8 @@ def launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torch.Tens
         raise ValueError(f"panel_cuda: {mb} rows do not fit {max_cluster} CTAs of 1024 rows")
     dev = Ht.device.index if Ht.device.index is not None else torch.cuda.current_device()
     gram = int(gram)  # True means 1: one cache entry a build
+    if gram == 2 and torch.cuda.get_device_capability(dev) < MMA_MIN_CAPABILITY:
+        gram = 1  # the scalar Grams: tf32 mma.sync needs sm_80
     if cl > MAX_CLUSTER and not _clusters_fit(nt, r, dev, bool(fuse), cl, gram):
         cl, nt, r = launch_shape(mb, cta_rows, MAX_CLUSTER)
     if gram and not gram_build(nt, pw, nb):
