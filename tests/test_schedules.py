@@ -264,21 +264,21 @@ def test_gram_panel():
     assert not panel_cuda.gram_build(128, 31, 32)
     # each warp's 32 staged rows of 36 floats
     assert panel_cuda.gram_smem(64) == 2 * 32 * 36 * 4
-    _knob_resolves("gram_mma", False, True, 3)  # H52, built, not run
+    _knob_resolves("gram_mma", True, False, 3)  # H52 (run 1149): the Grams on tensor cores
     # H51b, H51c: past 64 matrices, panels of at most 256 rows (one row a thread) up to 264.
     _knob_resolves("gram_small_batch", 264, 0, 100)
     base = schedules.schedule_for(352, 352)
     s = hh._with_knobs(base, None)
     reg = hh.PANEL_REGISTER_CUDA
+    # launch's gram mode: 2, the Gram build with its Grams on tensor cores (H52)
     assert [hh._gram(s, B, reg, mb, 32) for B, mb in ((64, 512), (65, 512), (100, 256), (264, 128),
-                                                       (265, 256), (128, 256))] == [
-        True, False, True, True, False, True]
+                                                       (265, 256), (128, 256))] == [2, 0, 2, 2, 0, 2]
     assert not hh._gram(s, 100, reg, 256, 16)  # a narrow last panel: column steps
     with config.experiment(gram_small_batch=0):
         assert not hh._gram(hh._with_knobs(base, None), 100, reg, 256, 32)
-    with config.experiment(gram_mma=1):  # launch's gram mode 2: the Grams on tensor cores
-        m2 = hh._with_knobs(base, None)
-        assert hh._gram(m2, 100, reg, 256, 32) == 2 and hh._gram(m2, 100, reg, 256, 16) == 0
+    with config.experiment(gram_mma=0):  # launch's gram mode 1: the scalar Grams
+        m1 = hh._with_knobs(base, None)
+        assert hh._gram(m1, 100, reg, 256, 32) == 1 and hh._gram(m1, 100, reg, 256, 16) == 0
 
 
 def test_cuda_panel_cluster(monkeypatch):
