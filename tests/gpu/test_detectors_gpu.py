@@ -166,14 +166,18 @@ def test_dropped_tail_is_zero_and_passes_the_bar(batch, n):
     import adaptqr
     from adaptqr import config
 
+    # The first quarter: dense cond=2 (FP16-routed) whose last 32 columns are negligible,
+    # dropped too and, with the tail gone, still on the FP16 route.
     A = generate(batch, n, 0, 331, "clustered", "cuda")
     A[: batch // 2] = generate(batch // 2, n, 2, 332, "dense", "cuda")
+    A[: batch // 4, :, n - 32:] *= 1e-30
     A0 = A.clone()
     H, tau = adaptqr.geqrf(A)
     assert torch.equal(A, A0)
     lo = EXPECTED_ACTIVE["clustered"](n)
     assert (H[batch // 2:, :, lo:] == 0).all() and (tau[batch // 2:, lo:] == 0).all()
-    assert (H[: batch // 2, :, lo:] != 0).any()
+    assert (H[: batch // 4, :, n - 32:] == 0).all() and (tau[: batch // 4, n - 32:] == 0).all()
+    assert (H[batch // 4: batch // 2, :, lo:] != 0).any()
     r = check_geqrf(A, H, tau)
     assert r.passes_bar, (r.worst_factor, r.worst_orth)
     with config.experiment(drop_tail=0):
