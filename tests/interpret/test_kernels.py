@@ -204,19 +204,26 @@ def _cases():
                       "finite1": bool(torch.isfinite(H[1]).all())})
     # n_nonzero: trailing tiles of exactly-zero columns are skipped, bit for bit the same
     # result; a one-pass TF32 tail (schedule tail_prec) on a negligible tail passes the bar.
-    from adaptqr.detectors import route
+    # n_kept (N33): the negligible tail dropped whole, not updated, zeroed by finish_tail.
+    from adaptqr.detectors import finish_tail, route
     for sched, (B, n, z) in ((S, (3, 96, 64)), (S1, (2, 160, 96))):
         A = torch.randn(B, n, n)
         A[:, :, z:] = 0
         A[0, :, z + 20:] = 1e-9 * torch.randn(n, n - z - 20)
         feats = route(A.mT.contiguous().mT, backend="torch")[1]
+        updated = {k: v for k, v in feats.items() if k != "n_kept"}  # the tail updated
         (H1, t1) = run(A, sched, Info({"n_active": feats["n_active"]}))
-        (H2, t2) = run(A, sched, Info(feats))
-        (H3, t3) = run(A, dataclasses.replace(sched, tail_prec="tf32"), Info(feats))
+        (H2, t2) = run(A, sched, Info(updated))
+        (H3, t3) = run(A, dataclasses.replace(sched, tail_prec="tf32"), Info(updated))
         r = check_geqrf(A, H3, t3)
+        (H4, t4) = run(A, sched, Info(feats))
+        finish_tail(H4, t4, feats["n_active"], n_kept=feats["n_kept"], n_nonzero=feats["n_nonzero"])
+        r4 = check_geqrf(A, H4, t4)
         _out({"name": f"zero tail skip n={n}", "same": bool(torch.equal(H1, H2) and torch.equal(t1, t2)),
                           "nz": feats["n_nonzero"].tolist(), "na": feats["n_active"].tolist(),
-                          "bar": bool(r.passes_bar)})
+                          "kept": feats["n_kept"].tolist(), "bar": bool(r.passes_bar),
+                          "drop_bar": bool(r4.passes_bar), "drop_zero": bool((H4[:, :, z:] == 0).all()),
+                          "drop_head": bool(torch.equal(H4[:, :, :z], H1[:, :, :z]))})
     # n_active: columns >= n_active[b] get tau 0 and hold Q1^T A_tail; 0 leaves A as is.
     for sched, n in ((None, 32), (S, 64), (S1, 80)):
         A = torch.randn(3, n, n)
@@ -426,6 +433,9 @@ def test_zero_tail_tiles_are_skipped_exactly(results, n):
     assert d["nz"][0] == n and all(v == z for v in d["nz"][1:]), d
     assert all(v == z for v in d["na"]), d
     assert d["same"] and d["bar"], d
+    # N33: the tail dropped whole (n_kept = n_active), zero, the leading columns the same bits
+    assert all(v == z for v in d["kept"]), d
+    assert d["drop_bar"] and d["drop_zero"] and d["drop_head"], d
 
 
 @pytest.mark.parametrize("n", [32, 64, 80])

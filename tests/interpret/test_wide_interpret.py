@@ -128,7 +128,8 @@ def test_probed_block_skips_its_tail(shape, monkeypatch):
     A[0, :, 16:m] = 0.0  # the block's rank is 16 (the probe sees zero trailing columns)
     seen = []
     real = wide.finish_tail
-    monkeypatch.setattr(wide, "finish_tail", lambda H, tau, na: seen.append(na.tolist()) or real(H, tau, na))
+    monkeypatch.setattr(wide, "finish_tail",
+                        lambda H, tau, na, **counts: seen.append(na.tolist()) or real(H, tau, na, **counts))
     assert wide.WIDE_PROBE == 1  # the default since run 0023
     with config.experiment(wide_probe=0):
         adaptqr.geqrf(A, path="wide")
