@@ -39,24 +39,28 @@ def _cases():
 
     import torch
 
+    from adaptqr.detectors import finish_tail
     from adaptqr.paths import schedules
     from adaptqr.paths.householder import factor_householder
     from adaptqr.testing import check_geqrf
 
 
-    def run(A, s, sc, na=None):
+    def run(A, s, sc, na=None, kept=False):
+        # kept: the columns from na on are a dropped tail (n_kept = na, N33), not zeros
         B, m, n = A.shape
         H = A.mT.contiguous().mT.clone()
         tau = A.new_empty(B, n)
         na = n if na is None else na
         f = {"n_active": torch.full((B,), na, dtype=torch.int32),
-             "n_nonzero": torch.full((B,), na, dtype=torch.int32)}
+             "n_nonzero": torch.full((B,), n if kept else na, dtype=torch.int32)}
+        if kept:
+            f["n_kept"] = torch.full((B,), na, dtype=torch.int32)
         if sc is not None:
             f["fp16_scale"] = sc
         factor_householder(H, tau, Info(f), schedule=s)
         return H, tau
 
-    def run_poisoned(A, s, sc, na):
+    def run_poisoned(A, s, sc, na, kept=False):
         # Every float workspace the path allocates starts as NaN, so an update that reads
         # what no kernel wrote (the T of a panel past n_active) shows.
         real = torch.empty
@@ -66,7 +70,7 @@ def _cases():
             return t.fill_(float("nan")) if t.is_floating_point() else t
 
         with mock.patch.object(torch, "empty", empty):
-            return run(A, s, sc, na)
+            return run(A, s, sc, na, kept)
 
     def scale_of(A):
         # classify.fp16_scales' scale: largest column norm to 2^13 .. 2^14
@@ -118,6 +122,16 @@ def _cases():
         Z[:, :, r:] = 0.0
         Hf, tf = run(Z, s, sc)
         Hz, tz = run_poisoned(Z, s, sc, r)
+        # N33: the same columns from r on a negligible tail, not zeros, dropped whole
+        # (n_kept = r < n_nonzero = n): never read or written, then zeroed by finish_tail.
+        D = Z.clone()
+        D[:, :, r:] = 1e-9 * torch.randn(B, m, n - r) * A.abs().amax(dim=(1, 2))[:, None, None]
+        Hd, td = run_poisoned(D, s, sc, r, kept=True)
+        full = lambda v: torch.full((B,), v, dtype=torch.int32)  # noqa: E731
+        finish_tail(Hd, td, full(r), n_kept=full(r), n_nonzero=full(n))
+        _out({
+            "name": f"{name} group {group} dropped suffix",
+            "same": bool(torch.equal(Hd, Hz) and torch.equal(td, tz))})
         _out({
             "name": f"{name} group {group} zero suffix",
             "same": bool(torch.equal(Hf, Hz) and torch.equal(tf, tz)),
@@ -186,6 +200,17 @@ def test_fp16_route_with_an_exactly_zero_suffix(results, name, group):
     assert d["same"] and d["suffix_zero"], d
     # and it did take the float16 storage: off the FP32 route's bits by float16's rounding
     assert 1e-5 < d["fp16_moved"] < 1e-2, d
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("name", ["streamed", "resident", "row split"])
+def test_fp16_route_with_a_dropped_suffix(results, name, group):
+    # EXPERIMENTS.md N33: told n_kept = r (a negligible tail, nonzero), the FP16-routed
+    # matrix's updates leave those columns alone (the panel holding column r still factors
+    # its own columns past it), and after finish_tail it gives the bits of the zero-suffix
+    # run above, with its workspaces poisoned by NaN: the tail reached no other column.
+    d = results[f"{name} group {group} dropped suffix"]
+    assert d["same"], d
 
 
 @pytest.mark.parametrize("name", ["streamed", "row split"])
