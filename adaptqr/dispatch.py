@@ -10,7 +10,8 @@ Running a plan on a batch ``A`` (``(*batch, m, n)``):
    is ``ROUTE_DEFAULT`` ("dense").
 3. The *base* path (the owner of "dense" when it is routed or takes every class) factors the
    whole batch, reading ``info.routes`` itself: no host sync, capturable as one CUDA graph.
-   A routed path is followed by ``adaptqr.detectors.finish_tail(H, tau, n_active)``.
+   A routed path is followed by ``adaptqr.detectors.finish_tail(H, tau, n_active, n_kept=...,
+   n_nonzero=...)`` with the probe's counts.
 4. Every other owner (a user path declared for some classes only, or a second routed path)
    gets only its matrices: gathered by route, factored, scattered back. Counting them needs
    ONE host sync per call; it happens only when a path that is not the base shares a batch
