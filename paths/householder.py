@@ -511,7 +511,7 @@ class _Blocked(NamedTuple):
     tau: torch.Tensor     # (B, n)
     TW: torch.Tensor      # (B, n_tw, nb, nb): each panel's T
     na: torch.Tensor      # (B,) int32 n_active (any tensor without has_na)
-    nz: torch.Tensor      # (B,) int32 n_nonzero (any tensor without has_na)
+    nz: torch.Tensor      # (B,) int32 n_kept, else n_nonzero (any tensor without has_na)
     has_na: bool
     B: int
     m: int

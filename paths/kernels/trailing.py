@@ -36,9 +36,9 @@ as two launches, :func:`pair_y_kernel` then :func:`pair_u_kernel` over row slice
 
 Products in ``PREC`` (:func:`adaptqr.paths.kernels.products._dot`: "ieee", "tf32x3", "tf32"
 or "f16x3"), never a global flag.
-Per-matrix column features (``NZ``, with ``NA``): a column tile wholly in the exactly-zero
-suffix (``n_nonzero``) is skipped (every reflector leaves a zero column zero, so the result
-is the same); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
+Per-matrix column features (``NZ``, with ``NA``): a column tile wholly past ``n_kept`` is
+skipped (the exactly-zero suffix, which every reflector leaves zero, or a negligible tail
+dropped whole that ``finish_tail`` zeros: docs/DETECTORS.md); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
 those columns' norms are below the tail bound of docs/DETECTORS.md, so a product error of
 ``u`` relative to them adds about ``u * TAIL_BUDGET`` to the scaled residual
 (docs/NUMERICS.md).
@@ -133,9 +133,9 @@ def _load_t(TW, b, p, n_tw, NB: tl.constexpr):
 @triton.jit
 def _tile_plan(NA, NZ, b, c0, na, n, c_end, HAS_NA: tl.constexpr):
     """``(run, tail, lim)`` for matrix ``b``'s column tile at ``c0``: ``run`` False when its
-    columns are all past ``n_nonzero`` (exact zeros: skipping is exact), ``tail`` when all are
-    past ``n_active`` (tail precision allowed); its columns end at ``lim = min(n_nonzero,
-    c_end)``: no update stores the FP16 route's copy past ``n_nonzero`` (EXPERIMENTS.md N31)."""
+    columns are all past ``n_kept`` (zero in the result), ``tail`` when all are past
+    ``n_active`` (tail precision allowed); its columns end at ``lim = min(n_kept, c_end)``:
+    no update stores the FP16 route's copy past ``n_kept`` (EXPERIMENTS.md N31, N33)."""
     if HAS_NA:
         nz = tl.load(NZ + b)
         lim = tl.minimum(nz, c_end)
@@ -496,8 +496,8 @@ def trailing_kernel(Ht, TW, NA, NZ, C16, SC, k0, npan, m, n, c_start, c_end, n_t
                     HALVES32: tl.constexpr = False):
     """Apply panels k0, k0+NB, ..., (npan of them) to columns [c_start, c_end).
 
-    NZ: (B,) int32 ``n_nonzero`` (read with NA, when HAS_NA). A tile of exactly-zero
-    columns is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
+    NZ: (B,) int32 ``n_kept`` (read with NA, when HAS_NA). A tile of columns that are zero
+    in the result is skipped; a tile wholly past ``n_active`` takes PREC_TAIL.
     F16 (npan 1 or 2): ``SC`` (B,) float32 FP16 scales, ``C16`` the float16 copy; a matrix
     with ``SC[b] > 0`` takes :func:`_apply_panel_f16` (PAIR16: npan is 2 and the tile is
     streamed, so both panels go in one pass; USE_V16: their reflectors from ``V16``
