@@ -38,10 +38,10 @@ Products in ``PREC`` (:func:`adaptqr.paths.kernels.products._dot`: "ieee", "tf32
 or "f16x3"), never a global flag.
 Per-matrix column features (``NZ``, with ``NA``): a column tile wholly past ``n_kept`` is
 skipped (the exactly-zero suffix, which every reflector leaves zero, or a negligible tail
-dropped whole that ``finish_tail`` zeros: docs/DETECTORS.md); a tile wholly in the negligible tail (past ``n_active``) takes ``PREC_TAIL``:
-those columns' norms are below the tail bound of docs/DETECTORS.md, so a product error of
-``u`` relative to them adds about ``u * TAIL_BUDGET`` to the scaled residual
-(docs/NUMERICS.md).
+dropped whole that ``finish_tail`` zeros: docs/DETECTORS.md); a tile wholly in the
+negligible tail (past ``n_active``) takes ``PREC_TAIL``: those columns' norms are below the
+tail bound of docs/DETECTORS.md, so a product error of ``u`` relative to them adds about
+``u * TAIL_BUDGET`` to the scaled residual (docs/NUMERICS.md).
 
 Example: see :func:`adaptqr.paths.householder.factor_householder`.
 """
