@@ -17,11 +17,12 @@ from adaptqr.testing import cuda_host
 pytestmark = pytest.mark.skipif(not cuda_host.available(), reason="needs a C++20 compiler")
 
 
-def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_cluster=8):
+def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_cluster=8,
+           defines=()):
     """Factor columns ``[k, k + pw)`` of ``X`` ``(B, m, n)`` by the kernel, as the blocked
     path calls it: ``(H, tau, T)`` with the panel's T at ``TW[:, k // 32]``; ``na``: one
     ``n_active`` for all, or one a matrix; ``cta_rows``: clusters of CTAs of that many rows;
-    ``gram`` 2: the Grams on tensor cores (H52)."""
+    ``gram`` 2: the Grams on tensor cores (H52); ``defines``: more macros for the build."""
     B, m, n = X.shape
     n_tw = -(-n // 32)
     Ht = X.transpose(-2, -1).contiguous()
@@ -30,7 +31,7 @@ def _panel(X, k, pw, fuse, na=None, gram=False, gram_out=None, cta_rows=0, max_c
     nav = torch.full((B,), float(n)) if na is None else torch.tensor(na, dtype=torch.float32).expand(B).clone()
     mb = max(16, 1 << (m - k - 1).bit_length())
     cuda_host.panel_launch(Ht, tau, TW, nav, k, m, n, pw, k // 32, n_tw, mb, na is not None,
-                           0.0, fuse, gram, gram_out, cta_rows, max_cluster)
+                           0.0, fuse, gram, gram_out, cta_rows, max_cluster, defines)
     return Ht.transpose(-2, -1), tau, TW[:, k // 32]
 
 
@@ -100,6 +101,23 @@ def test_emulated_gram_panel(m, k):
     assert not torch.equal(H[0], H0[0])
     assert torch.equal(H[1], H0[1]) and torch.equal(T[1], T0[1])
     assert torch.equal(tau[1, k:k + 32], tau0[1, k:k + 32])
+
+
+@pytest.mark.parametrize("fuse,cta_rows", [(False, 0), (True, 0), (True, 64)])
+def test_emulated_steps_stop_at_n_active(fuse, cta_rows):
+    # H53: a panel that n_active cuts runs its column steps up to n_active only (the
+    # default build): the same bits as every step run (STEPS_TO_NA=0), whose steps past
+    # n_active are identities; on one CTA and on a cluster of CTAs. Matrix 0 keeps 2 of the
+    # panel's columns, matrix 1 all, matrix 2 one, matrix 3 seventeen.
+    X = torch.randn(4, 300, 64, generator=torch.Generator().manual_seed(53))
+    na = [34, 64, 33, 49]
+    got = _panel(X, 32, 32, fuse, na=na, cta_rows=cta_rows)
+    ref = _panel(X, 32, 32, fuse, na=na, cta_rows=cta_rows, defines=(("STEPS_TO_NA", 0),))
+    for a, b in zip(got, ref):
+        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+    H, tau, T = got
+    assert torch.equal(tau[0, 34:], torch.zeros(30)) and float(tau[0, 33]) != 0.0
+    assert torch.equal(T[0, 2:], torch.zeros(30, 32)) and torch.equal(T[0, :, 2:], torch.zeros(32, 30))
 
 
 def test_emulated_gram_outcome_at_n_active():

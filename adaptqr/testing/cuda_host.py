@@ -304,7 +304,7 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
                  k: int, m: int, n: int, pw: int, tw_index: int, n_tw: int, mb: int,
                  has_na: bool, floor: float, fuse: bool = False, gram: bool = False,
                  gram_out: torch.Tensor | None = None,
-                 cta_rows: int = 0, max_cluster: int = 8) -> None:
+                 cta_rows: int = 0, max_cluster: int = 8, defines: tuple = ()) -> None:
     """:func:`adaptqr.paths.kernels.panel_cuda.launch` on the host: ``Ht`` ``(B, n, m)``,
     ``tau`` ``(B, n)``, ``TW`` ``(B, n_tw, 32, 32)``
     (float32, CPU, contiguous) updated in place, ``na`` ``(B,)``; ``gram``: the Gram build
@@ -313,7 +313,8 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
     ``(B, n_tw)`` (any dtype), the Gram build's outcomes written into it (else none kept);
     ``cta_rows``: 0, one CTA a matrix, else a cluster of
     CTAs of that many rows, at most ``max_cluster`` (``panel_cuda.cluster_shape``; the
-    cluster's CTAs run at once, their threads at one barrier for each cluster barrier)."""
+    cluster's CTAs run at once, their threads at one barrier for each cluster barrier);
+    ``defines``: more ``(name, value)`` macros for the source (a build's experiment)."""
     from adaptqr.paths.kernels import panel_cuda
     from adaptqr.paths.kernels.panel_gram import gram_build, gram_smem
 
@@ -321,7 +322,7 @@ def panel_launch(Ht: torch.Tensor, tau: torch.Tensor, TW: torch.Tensor, na: torc
     if gram and not gram_build(nt, pw, 32):
         raise ValueError(f"no Gram build for {nt} threads and {pw} columns")
     exe = build(panel_cuda.SRC, PANEL_MAIN,
-                panel_cuda.defines(nt, r, fuse, cl, int(gram)))
+                panel_cuda.defines(nt, r, fuse, cl, int(gram)) + tuple(defines))
     gout = torch.full((Ht.shape[0], n_tw), -1.0)
     if gram_out is not None:
         gout.copy_(gram_out)

@@ -190,6 +190,14 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #ifndef FUSE
 #define FUSE 0
 #endif
+// STEPS_TO_NA 1: a panel that n_active cuts runs its column steps up to n_active only.
+// The steps past it are identities (tau 0) that leave their columns as the active steps
+// left them, and T's rows and columns for them are 0 either way: the same bits, fewer
+// steps (a 640x512 clustered matrix's last panel has 2 active columns of 32; EXPERIMENTS.md
+// H53). 0: every step runs, as before.
+#ifndef STEPS_TO_NA
+#define STEPS_TO_NA 1
+#endif
 // The sums a step adds to its exchange for the next column (FUSE); the shared arrays
 // keep their sizes without.
 #if FUSE
@@ -291,6 +299,8 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
         return;
     }
     if (t < NB) taus[t] = 0.0f;
+    // The column steps to run (na > k here; the same in every CTA of a cluster).
+    const int steps = STEPS_TO_NA ? min(pw, na - k) : pw;
     MARK(1);
 #if GRAM
     bool gram = pw == NB && k + NB <= na;
@@ -401,7 +411,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 // Not unrolled: two steps a pass measured slower (EXPERIMENTS.md H43), all 32 lost to the
 // instruction cache (H12a).
 #pragma unroll 1
-    for (int j = 0; j < pw; ++j) {
+    for (int j = 0; j < steps; ++j) {
         const int c = k + j;
         float ap = alpha_n, sp = ss_n;
         if (!have_next) {
@@ -548,7 +558,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
             const float Y = wfin[NB], tw1 = wfin[1];
             alpha_n = wfin[NB + 3] - tw1 * wfin[NB + 4];
             ss_n = Y + tw1 * (tw1 * wfin[NB + 2] - 2.0f * wfin[NB + 1]);
-            have_next = j + 1 < pw && ss_n >= 0.5f * Y && ss_n >= PLAIN_SS_LO
+            have_next = j + 1 < steps && ss_n >= 0.5f * Y && ss_n >= PLAIN_SS_LO
                         && ss_n <= PLAIN_SS_HI;
         }
 #endif
@@ -570,10 +580,15 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #if GRAM
     }
 #endif
-    // Slot q holds column (pw + q) mod NB now.
+    // Slot q holds column (steps + q) mod NB now (pw for the Gram build, which has no cut).
+#if GRAM
+    const int done = gram ? pw : steps;
+#else
+    const int done = steps;
+#endif
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
-        const int col = (pw + q) & (NB - 1);
+        const int col = (done + q) & (NB - 1);
 #pragma unroll
         for (int i = 0; i < R; ++i)
             if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
