@@ -105,14 +105,14 @@ def test_emulated_gram_panel(m, k):
 
 @pytest.mark.parametrize("fuse,cta_rows", [(False, 0), (True, 0), (True, 64)])
 def test_emulated_steps_stop_at_n_active(fuse, cta_rows):
-    # H53: a panel that n_active cuts runs its column steps up to n_active only (the
-    # default build): the same bits as every step run (STEPS_TO_NA=0), whose steps past
+    # H53: a panel that n_active cuts runs its column steps up to n_active only
+    # (STEPS_TO_NA=1): the same bits as every step run (the default build), whose steps past
     # n_active are identities; on one CTA and on a cluster of CTAs. Matrix 0 keeps 2 of the
     # panel's columns, matrix 1 all, matrix 2 one, matrix 3 seventeen.
     X = torch.randn(4, 300, 64, generator=torch.Generator().manual_seed(53))
     na = [34, 64, 33, 49]
-    got = _panel(X, 32, 32, fuse, na=na, cta_rows=cta_rows)
-    ref = _panel(X, 32, 32, fuse, na=na, cta_rows=cta_rows, defines=(("STEPS_TO_NA", 0),))
+    got = _panel(X, 32, 32, fuse, na=na, cta_rows=cta_rows, defines=(("STEPS_TO_NA", 1),))
+    ref = _panel(X, 32, 32, fuse, na=na, cta_rows=cta_rows)
     for a, b in zip(got, ref):
         assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
     H, tau, T = got

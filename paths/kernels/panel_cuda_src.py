@@ -194,9 +194,9 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 // The steps past it are identities (tau 0) that leave their columns as the active steps
 // left them, and T's rows and columns for them are 0 either way: the same bits, fewer
 // steps (a 640x512 clustered matrix's last panel has 2 active columns of 32; EXPERIMENTS.md
-// H53). 0: every step runs, as before.
+// H53; off until it has run on a GPU). 0: every step runs.
 #ifndef STEPS_TO_NA
-#define STEPS_TO_NA 1
+#define STEPS_TO_NA 0
 #endif
 // The sums a step adds to its exchange for the next column (FUSE); the shared arrays
 // keep their sizes without.
