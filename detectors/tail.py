@@ -101,10 +101,9 @@ def finish_tail(H: torch.Tensor, tau: torch.Tensor, n_active: torch.Tensor, *,
     """
     if backend not in ("auto", "triton", "torch"):
         raise ValueError(f"finish_tail backend must be 'auto', 'triton' or 'torch', got {backend!r}")
-    B, m, n = H.shape if H.dim() == 3 else (0, 0, 0)
-    counts = {"n_active": n_active}
-    counts.update({name: c for name, c in (("n_kept", n_kept), ("n_nonzero", n_nonzero)) if c is not None})
-    _check(H, tau, counts)
+    counts = {"n_active": n_active, "n_kept": n_kept, "n_nonzero": n_nonzero}
+    _check(H, tau, {name: c for name, c in counts.items() if c is not None})
+    B, m, n = H.shape
     if B * min(m, n) == 0:
         return
     full = torch.full_like(n_active, n)

@@ -421,42 +421,29 @@ def test_mixed_batch_holds_several_classes():
 # ------------------------------------------------------------------------------ finish_tail
 
 
-def test_finish_tail_clears_exactly_the_tail():
-    torch.manual_seed(2)
+@pytest.mark.parametrize("seed,n_active,n_kept,n_nonzero", [
+    (2, [0, 4, 7], None, None),              # no counts: rows below the diagonal only
+    (3, [5, 4, 7], [5, 4, 7], [6, 7, 7]),    # N33: a tail dropped whole up to n_nonzero
+])
+def test_finish_tail_clears_exactly_the_tail(seed, n_active, n_kept, n_nonzero):
+    # (the Triton kernel is checked against the torch form under the interpreter, _INTERP_SCRIPT)
+    torch.manual_seed(seed)
     B, m, n = 3, 9, 7
     H0 = colmajor(torch.randn(B, m, n))
     tau0 = torch.randn(B, n)
-    n_active = torch.tensor([0, 4, 7], dtype=torch.int32)
+    counts = {name: torch.tensor(c, dtype=torch.int32)
+              for name, c in (("n_kept", n_kept), ("n_nonzero", n_nonzero)) if c is not None}
     H, tau = H0.clone(), tau0.clone()
-    finish_tail(H, tau, n_active)
-    for b in range(B):
-        for j in range(n):
-            dropped = j >= n_active[b]
-            assert tau[b, j] == (0.0 if dropped else tau0[b, j])
-            for i in range(m):
-                want = 0.0 if (dropped and i > j) else H0[b, i, j]
-                assert H[b, i, j] == want
-    assert H.stride() == H0.stride()
-
-
-def test_finish_tail_drops_whole_columns_from_n_kept_to_n_nonzero():
-    torch.manual_seed(3)
-    B, m, n = 3, 9, 7
-    H0 = colmajor(torch.randn(B, m, n))
-    tau0 = torch.randn(B, n)
-    n_active = torch.tensor([5, 4, 7], dtype=torch.int32)
-    n_kept = torch.tensor([5, 4, 7], dtype=torch.int32)
-    n_nonzero = torch.tensor([6, 7, 7], dtype=torch.int32)
-    # (the Triton kernel is checked against this under the interpreter, _INTERP_SCRIPT)
-    H, tau = H0.clone(), tau0.clone()
-    finish_tail(H, tau, n_active, n_kept=n_kept, n_nonzero=n_nonzero, backend="torch")
+    finish_tail(H, tau, torch.tensor(n_active, dtype=torch.int32), **counts)
+    kept, nz = n_kept or [n] * B, n_nonzero or [n] * B
     for b in range(B):
         for j in range(n):
             assert tau[b, j] == (0.0 if j >= n_active[b] else tau0[b, j])
             for i in range(m):
                 # dropped whole, below the diagonal past n_active; past n_nonzero untouched
-                zero = n_kept[b] <= j < n_nonzero[b] or (n_active[b] <= j < n_nonzero[b] and i > j)
+                zero = kept[b] <= j < nz[b] or (n_active[b] <= j < nz[b] and i > j)
                 assert H[b, i, j] == (0.0 if zero else H0[b, i, j]), (b, i, j)
+    assert H.stride() == H0.stride()
 
 
 def test_kept_columns_drops_only_a_square_or_tall_finite_tail():

@@ -580,15 +580,11 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #if GRAM
     }
 #endif
-    // Slot q holds column (steps + q) mod NB now (pw for the Gram build, which has no cut).
-#if GRAM
-    const int done = gram ? pw : steps;
-#else
-    const int done = steps;
-#endif
+    // Slot q holds column (steps + q) mod NB now; the Gram build's panel is never cut
+    // (k + NB <= na), so steps == pw == NB there too.
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
-        const int col = (done + q) & (NB - 1);
+        const int col = (steps + q) & (NB - 1);
 #pragma unroll
         for (int i = 0; i < R; ++i)
             if (col < pw && row[i] < m) base[(long long)(k + col) * m + row[i]] = a[i][q];
