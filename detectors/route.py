@@ -93,7 +93,8 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
         routes = classify(f)
         n2max = f["col_norm2"].amax(dim=-1) if n else f["col_norm2"].new_zeros(B)
         pexp = prescale_exponents(n2max, ~f["nonfinite"].bool())
-        n_kept = kept_columns(f, m, n, drop)
+        # probe's n_kept is the default's; only the knob's other value recomputes it.
+        n_kept = f["n_kept"] if drop == DROP_TAIL else kept_columns(f, m, n, drop)
         feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "n_kept": n_kept,
                  "prescale": pexp}
         if coef < float("inf"):
