@@ -173,6 +173,29 @@ def test_emulated_gram_outcomes_on_hard_panels(m, k, mma):
             assert float((H[b] - H0[b]).norm() / H0[b].norm()) < 1e-5, b
 
 
+@pytest.mark.parametrize("m,k,cta_rows", [(50, 0, 0), (300, 32, 0), (600, 32, 128)])
+def test_emulated_lu_spread_same_bits(m, k, cta_rows):
+    # H54: the reconstruction's LU over the CTA's first four warps (two at 64 threads),
+    # LU_SPREAD=1, gives lu_warp's bits: H, tau, T and every outcome, on panels the LU takes
+    # (plain, graded, orthogonal, correlated) and one it rejects at a step (tau near 2), on
+    # one CTA of 64, 128 and 256 threads and on clusters of 64- and 128-row CTAs.
+    g = torch.Generator().manual_seed(540 + m)
+    X = torch.randn(5, m, 64, generator=g)
+    X[1] *= torch.logspace(0, -3, 64)
+    X[2, :, k:k + 32] = torch.linalg.qr(X[2, :, k:k + 32])[0] * 3.0
+    X[3] = X[3] * 0.5 + torch.randn(m, 1, generator=g)
+    X[4, k:k + 32, k:k + 32] = X[4, k:k + 32, k:k + 32].triu() + 5.0 * torch.eye(32)
+    X[4, k + 32:, k:k + 32] *= 1e-6
+    outs = []
+    for defines in ((), (("LU_SPREAD", 1),)):
+        gout = torch.full((5, 2), -1, dtype=torch.int32)
+        outs.append(_panel(X, k, 32, True, gram=2, gram_out=gout, cta_rows=cta_rows,
+                           max_cluster=16, defines=defines) + (gout,))
+    for a, b in zip(*outs):
+        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+    assert outs[0][3][:, k // 32].tolist() == [1, 1, 1, 1, 0]
+
+
 @pytest.mark.parametrize("cta_rows,max_cluster,gram,mma", [(256, 8, False, False), (128, 8, True, False),
                                                             (64, 16, True, False), (128, 8, True, True)])
 def test_emulated_cluster_panel(cta_rows, max_cluster, gram, mma):

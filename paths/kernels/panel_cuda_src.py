@@ -344,10 +344,14 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     }
     if (gram) {
         // Householder form: rank 0's first NB rows (warp 0) hold Q_top.
+#if LU_SPREAD
+        if (rank0) lu_spread(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, gtop, &gok, lane, warp);
+#else
         if (rank0 && warp == 0) {
             const bool okl = lu_warp(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, prow, lane);
             if (lane == 0) gok = okl ? 1.0f : 0.0f;
         }
+#endif
 #if CL > 1
         cluster_barrier();
         if (!rank0) {

@@ -355,6 +355,73 @@ __device__ __forceinline__ bool lu_warp(const float (&top)[NB], float* mt, float
     }
     return __all_sync(FULL, ok);
 }
+
+// LU_SPREAD 1 (EXPERIMENTS.md H54, off: an A/B build): lu_warp's steps over the CTA's
+// first LW warps, warp w holding columns CW w .. CW w + CW - 1 of every row (lane l: row l),
+// so a step's row update is CW fmas a lane where lu_warp's is 31 (H50: the LU is ~85
+// instructions a step on warp 0, 27-32 % of a panel by H46's marks). The warp holding
+// column j forms the step's multipliers and posts them in gl; one CTA barrier a step, and
+// row j's entries travel by shuffles issued before it. The same operations on every value
+// lu_warp keeps (a row is updated only below its step, as lu_warp's rows that are read):
+// the same U, L1, signs and outcome, bit for bit. `stage` (NB x NB + 1 floats) carries
+// warp 0's rows of Q_top to the other warps; every thread of the CTA calls this.
+#ifndef LU_SPREAD
+#define LU_SPREAD 0
+#endif
+#if LU_SPREAD
+#define LW (NW >= 4 ? 4 : NW)
+#define CW (NB / LW)
+__device__ __forceinline__ void lu_spread(const float (&top)[NB], float* mt, float* dg, float* mi,
+                                          float (*gl)[GS], float* sv, float (*stage)[NB + 1],
+                                          float* okf, int lane, int warp) {
+    if (warp == 0) {
+#pragma unroll
+        for (int q = 0; q < NB; ++q) stage[lane][q] = top[q];
+        if (lane == 0) *okf = 1.0f;
+    }
+    __syncthreads();
+    const bool mine = warp < LW;
+    const int c0 = (mine ? warp : 0) * CW;
+    float mr[CW];
+#pragma unroll
+    for (int q = 0; q < CW; ++q) mr[q] = stage[lane][c0 + q];
+    bool ok = true;
+#pragma unroll 1
+    for (int jb = 0; jb < LW; ++jb) {
+        const bool live = mine && warp >= jb;  // holds columns at or right of this block
+#pragma unroll
+        for (int q = 0; q < CW; ++q) {
+            const int j = jb * CW + q;
+            if (warp == jb) {
+                const float piv = __shfl_sync(FULL, mr[q], j);
+                const float s = piv >= 0.0f ? -1.0f : 1.0f;
+                const float u = piv - s;
+                const float ui = 1.0f / u;
+                ok = ok && fabsf(u) <= GRAM_TAU_MAX;
+                gl[lane][j] = lane > j ? mr[q] * ui : 0.0f;
+                if (lane == j) { dg[j] = u; mi[j] = ui; sv[j] = s; }
+            }
+            float x[CW];
+            if (live) {
+#pragma unroll
+                for (int p = 0; p < CW; ++p) x[p] = __shfl_sync(FULL, mr[p], j);
+            }
+            __syncthreads();
+            if (live && lane > j) {
+                const float lj = gl[lane][j];
+#pragma unroll
+                for (int p = 0; p < CW; ++p)
+                    if (warp > jb || p > q) mr[p] = fmaf(-lj, x[p], mr[p]);
+            }
+        }
+    }
+    if (mine) {
+#pragma unroll
+        for (int q = 0; q < CW; ++q) mt[(c0 + q) * GS + lane] = lane < c0 + q ? mr[q] : 0.0f;
+    }
+    if (!ok) *okf = 0.0f;  // every writer writes 0: the race is benign
+}
+#endif
 #endif
 """.strip("\n")
 
