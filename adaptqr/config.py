@@ -144,7 +144,7 @@ class Knobs:
     (``schedules.GRAM_PANEL``: 0 / 1, CUDA C panels tried as CholeskyQR2 rebuilt into
     Householder form first), ``gram_max_batch`` (``schedules.GRAM_PANEL_MAX_BATCH``: 1 to
     640, the most matrices whose panels are), ``gram_small_batch``
-    (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132, 264 or 640, the most matrices
+    (``schedules.GRAM_SMALL_PANEL_MAX_BATCH``: 0, 96, 128, 132, 264, 512 or 640, the most matrices
     whose panels of at most 256 rows are, past ``gram_max_batch``), ``gram_mma``
     (``schedules.GRAM_MMA``: 0 / 1, the Gram build's Grams on tensor cores), ``drop_tail``
     (``classify.DROP_TAIL``: 0 / 1, a square or tall matrix's negligible tail dropped whole
@@ -346,7 +346,7 @@ KNOB_CHOICES = {
     "route_lanes": (0, 1, 3),
     "gram_panel": (0, 1),
     "gram_max_batch": (1, 2, 4, 8, 16, 24, 32, 40, 64, 640),
-    "gram_small_batch": (0, 96, 128, 132, 264, 640),
+    "gram_small_batch": (0, 96, 128, 132, 264, 512, 640),
     "gram_mma": (0, 1),
     "drop_tail": (0, 1),
     "w_pingpong": (0, 1),

@@ -93,8 +93,12 @@ GRAM_PANEL_MAX_BATCH = 64
 #: 0.525 / 0.456, 128x352 0.865 / 0.787, 120x352 rankdef 0.715 / 0.684; with two rows a
 #: thread (512-row panels) 96x512 1.432 / 1.457 and 72x768 2.181 / 2.216 lose. At two CTAs
 #: an SM too (run 0940, H51c, default then bound 128 / 264): 132x256 0.466 / 0.442, 160x176
-#: 0.386 / 0.339, 200x256 0.632 / 0.568, 256x352 1.350 / 1.271. Knob ``gram_small_batch``.
-GRAM_SMALL_PANEL_MAX_BATCH = 264
+#: 0.386 / 0.339, 200x256 0.632 / 0.568, 256x352 1.350 / 1.271. Up to 512 (run 1150, H51d,
+#: bound 264 / 640): 300x256 0.862 / 0.841, 400x176 0.633 / 0.577, 512x352 2.518 / 2.477;
+#: not at 640 matrices: 640x256 1.562 / 1.585, and on the 12 cases (run 1523, the 640-matrix
+#: cases, whose last 8 panels it would take) 640x512 +1.0 %, mixed +2.6 %, rankdef +1.8 %
+#: (H51e). Knob ``gram_small_batch``.
+GRAM_SMALL_PANEL_MAX_BATCH = 512
 GRAM_SMALL_PANEL_ROWS = 256
 #: The Gram build's Grams on tensor cores (3xTF32 mma.sync; the CUDA C macro ``GRAM_MMA``;
 #: sm_80 and up, ``panel_cuda.MMA_MIN_CAPABILITY``). H100 run 1149 (EXPERIMENTS.md H52), ms,

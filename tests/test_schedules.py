@@ -265,14 +265,15 @@ def test_gram_panel():
     # each warp's 32 staged rows of 36 floats
     assert panel_cuda.gram_smem(64) == 2 * 32 * 36 * 4
     _knob_resolves("gram_mma", True, False, 3)  # H52 (run 1149): the Grams on tensor cores
-    # H51b, H51c: past 64 matrices, panels of at most 256 rows (one row a thread) up to 264.
-    _knob_resolves("gram_small_batch", 264, 0, 100)
+    # H51b, H51c, H51e: past 64 matrices, panels of at most 256 rows (one row a thread) up
+    # to 512 matrices.
+    _knob_resolves("gram_small_batch", 512, 0, 100)
     base = schedules.schedule_for(352, 352)
     s = hh._with_knobs(base, None)
     reg = hh.PANEL_REGISTER_CUDA
     # launch's gram mode: 2, the Gram build with its Grams on tensor cores (H52)
-    assert [hh._gram(s, B, reg, mb, 32) for B, mb in ((64, 512), (65, 512), (100, 256), (264, 128),
-                                                       (265, 256), (128, 256))] == [2, 0, 2, 2, 0, 2]
+    assert [hh._gram(s, B, reg, mb, 32) for B, mb in ((64, 512), (65, 512), (100, 256), (512, 128),
+                                                       (513, 256), (640, 256), (128, 256))] == [2, 0, 2, 2, 0, 0, 2]
     assert not hh._gram(s, 100, reg, 256, 16)  # a narrow last panel: column steps
     with config.experiment(gram_small_batch=0):
         assert not hh._gram(hh._with_knobs(base, None), 100, reg, 256, 32)

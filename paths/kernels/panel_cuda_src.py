@@ -190,13 +190,15 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 #ifndef FUSE
 #define FUSE 0
 #endif
-// STEPS_TO_NA 1: a panel that n_active cuts runs its column steps up to n_active only.
-// The steps past it are identities (tau 0) that leave their columns as the active steps
-// left them, and T's rows and columns for them are 0 either way: the same bits, fewer
-// steps (a 640x512 clustered matrix's last panel has 2 active columns of 32; EXPERIMENTS.md
-// H53; off until it has run on a GPU). 0: every step runs.
+// A panel that n_active cuts runs its column steps up to n_active only. The steps past it
+// are identities (tau 0) that leave their columns as the active steps left them, and T's
+// rows and columns for them are 0 either way: the same bits, fewer steps (a 640x512
+// clustered matrix's last panel has 2 active columns of 32: -2.2 % on that case). Not in
+// the Gram builds: there the cut cost 40x176 +1.4 % and 40x352 +2.2-2.7 %, which have no
+// cut panel (code generation), for 60x1024 clustered's -1.6 % (H100 runs 1519-1531,
+// EXPERIMENTS.md H53). STEPS_TO_NA 0 runs every step (the tests' reference).
 #ifndef STEPS_TO_NA
-#define STEPS_TO_NA 0
+#define STEPS_TO_NA (!GRAM)
 #endif
 // The sums a step adds to its exchange for the next column (FUSE); the shared arrays
 // keep their sizes without.
@@ -344,14 +346,10 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
     }
     if (gram) {
         // Householder form: rank 0's first NB rows (warp 0) hold Q_top.
-#if LU_SPREAD
-        if (rank0) lu_spread(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, gtop, &gok, lane, warp);
-#else
         if (rank0 && warp == 0) {
             const bool okl = lu_warp(a[0], &mt[2][0][0], mdg[2], minv[2], gl, gsv, prow, lane);
             if (lane == 0) gok = okl ? 1.0f : 0.0f;
         }
-#endif
 #if CL > 1
         cluster_barrier();
         if (!rank0) {

@@ -564,8 +564,11 @@ def test_gram_outcomes_in_the_decisions_log():
     # Issue 24: the decisions log says how many of each matrix's panels the Gram build took
     # and how many fell back to the column steps (the kernel writes each outcome into the
     # call's MatrixInfo.panel_out), eagerly and from a graph replay, each call its own.
-    # 4 x 512: panels 0-7 (288-512 rows) are cluster-cuda+gram; two equal columns in panel
-    # 1 make its Gram test reject that panel.
+    # 4 x 512: panels 0-11 (160-512 rows: 256-512 padded, clusters of 128-row CTAs; those
+    # of 256 padded rows since H48b's CLUSTER_PAIR_CTAS) are cluster-cuda+gram, panels
+    # 12-14 (64-128 rows) register-cuda+gram, and the last (32 rows, one warp: no Gram
+    # build) register-cuda; two equal columns in panel 1 make its Gram test reject that
+    # panel.
     import adaptqr
     from adaptqr import graphs
     from adaptqr.graphs.cache import REASON_SLOTS_BUSY
@@ -598,9 +601,10 @@ def test_gram_outcomes_in_the_decisions_log():
         assert all(sum(p.values()) == 16 for p in r["panels"]), r["panels"]
         for i, p in enumerate(r["panels"]):
             if i == bad:
-                assert p.get("cluster-cuda", 0) >= 1 and p["cluster-cuda+gram"] <= 7, p
+                assert p.get("cluster-cuda", 0) >= 1 and p["cluster-cuda+gram"] <= 11, p
+                assert p["register-cuda+gram"] == 3 and p["register-cuda"] == 1, p
             else:
-                assert p["cluster-cuda+gram"] == 8 and "cluster-cuda" not in p, p
+                assert p == {"cluster-cuda+gram": 12, "register-cuda+gram": 3, "register-cuda": 1}, p
 
 
 @pytest.mark.parametrize("B,n,case", [(65, 512, "dense"), (60, 1024, "mixed"), (8, 2048, "dense"),
