@@ -216,9 +216,12 @@ class _Runner:
                                            device=A.device)
         return a, tau_full
 
-    @staticmethod
-    def load(A: torch.Tensor, outs: tuple) -> None:
-        load_column_major(A, outs[0])
+    def load(self, A: torch.Tensor, outs: tuple) -> None:
+        mib = self.settings.knobs.copy_min_mib  # X5: an experiment bound, else the constant's
+        if mib is None:
+            load_column_major(A, outs[0])
+        else:
+            load_column_major(A, outs[0], min_bytes=mib << 20)
 
     def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
         spec = self.plan.spec

@@ -24,7 +24,10 @@ import torch
 #: Inputs of at least this many bytes take the Triton copy. Below it, a launch through
 #: Triton's Python launcher (tens of microseconds of host time) costs more than the copy
 #: saves. Among the benchmark cases the large ones (134 to 671 MB) take it, 40x352 (20 MB)
-#: and smaller do not.
+#: and smaller do not. That reason holds where the host is the bound (20x32); where a call's
+#: GPU work hides the launch (40x176, 40x352: torch's strided copy 11 and 42 us of their
+#: 0.21 and 0.52 ms, H100 trace 1958) it is unmeasured: the knob ``copy_min_mib``
+#: (EXPERIMENTS.md X5).
 #: torch's strided copy: 640x512 (671 MB) 1.14 ms (torch.profiler, EXPERIMENTS.md X1).
 TRITON_COPY_MIN_BYTES = 32 << 20
 #: Tile of a program: 64 x 64 float32 is 16 KiB through shared memory.
@@ -33,24 +36,26 @@ TILE = 64
 _TRITON_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
-def load_column_major(A: torch.Tensor, a: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
+def load_column_major(A: torch.Tensor, a: torch.Tensor, *, backend: str = "auto",
+                      min_bytes: int = TRITON_COPY_MIN_BYTES) -> torch.Tensor:
     """Copy ``A`` into ``a`` (geqrf's layout, see the module docstring); returns ``a``.
 
-    ``backend``: ``"auto"`` (the Triton kernel where it pays, see
-    :data:`TRITON_COPY_MIN_BYTES`), ``"triton"`` (whenever the kernel applies: tests run it
-    under ``TRITON_INTERPRET=1`` on CPU tensors) or ``"torch"``.
+    ``backend``: ``"auto"`` (the Triton kernel where it pays: inputs of at least
+    ``min_bytes``, :data:`TRITON_COPY_MIN_BYTES` unless the caller measures another bound),
+    ``"triton"`` (whenever the kernel applies: tests run it under ``TRITON_INTERPRET=1`` on
+    CPU tensors) or ``"torch"``.
     """
-    if backend != "torch" and _triton_applies(A, a, backend == "triton"):
+    if backend != "torch" and _triton_applies(A, a, backend == "triton", min_bytes):
         _launch(A, a)
     else:
         a.copy_(A)
     return a
 
 
-def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool) -> bool:
+def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool, min_bytes: int) -> bool:
     if A.dim() < 2 or A.dtype != a.dtype or A.dtype not in _TRITON_DTYPES or A.numel() == 0:
         return False
-    if not forced and (not A.is_cuda or A.numel() * A.element_size() < TRITON_COPY_MIN_BYTES):
+    if not forced and (not A.is_cuda or A.numel() * A.element_size() < min_bytes):
         return False
     m, n = A.shape[-2], A.shape[-1]
     # One batch stride, rows with unit steps (a contiguous input; not an expanded or
