@@ -10,7 +10,10 @@ cycles, and the gap since the panel before ended (the update and launch the chai
 for).
 
 The marks are one CTA's: a phase's cycles include the waits of that CTA at its barriers,
-and matrix 0's panels stand for the others.
+and matrix 0's panels stand for the others. Every CTA's start and exit (``cta_ns``, by the
+global timer) give each panel's launch as a whole (OC49's family 2): from the first CTA's
+start to the last one's exit, how far the CTAs' starts and exits spread, the median
+CTA's lifetime, and the gap from the panel before's last exit to this one's first start.
 
 Run there: ``python3 bench/devscripts/gram_phases.py --shapes 40x176,40x352``.
 """
@@ -37,20 +40,36 @@ PHASES = ("load", "gram1", "chol1", "solve1", "gram2", "chol2", "solve2", "lu", 
           "t_r", "store", "t_store")
 
 
+CTA_MARKS = 1024  # the kernel's CTA_MARKS
+
+
 def _marks(modules: list, zero: bool = False):
-    """``(clk, ns)``: every module's ``phase_clk`` ``(128, 16)`` and ``phase_ns`` ``(128, 2)``
-    summed (a panel's row is written by the one build it ran), or zeroed."""
-    clk, ns = None, None
+    """``(clk, ns, cta)``: every module's ``phase_clk`` ``(128, 16)``, ``phase_ns``
+    ``(128, 2)`` and ``cta_ns`` ``(128, CTA_MARKS, 2)`` summed (a panel's row is written by
+    the one build it ran), or zeroed."""
+    out = [None, None, None]
     for mod in modules:
-        c = cp.ndarray((128, 16), cp.int64, memptr=mod.get_global("phase_clk"))
-        g = cp.ndarray((128, 2), cp.uint64, memptr=mod.get_global("phase_ns"))
-        if zero:
-            c.fill(0)
-            g.fill(0)
-            continue
-        clk = c.get() if clk is None else clk + c.get()
-        ns = g.get().astype("int64") if ns is None else ns + g.get().astype("int64")
-    return clk, ns
+        arrays = (cp.ndarray((128, 16), cp.int64, memptr=mod.get_global("phase_clk")),
+                  cp.ndarray((128, 2), cp.uint64, memptr=mod.get_global("phase_ns")),
+                  cp.ndarray((128, CTA_MARKS, 2), cp.uint64, memptr=mod.get_global("cta_ns")))
+        for i, x in enumerate(arrays):
+            if zero:
+                x.fill(0)
+                continue
+            v = x.get().astype("int64")
+            out[i] = v if out[i] is None else out[i] + v
+    return tuple(out)
+
+
+def _launch(cta):
+    """One panel's CTAs ``(CTA_MARKS, 2)`` (start, exit; 0 where none ran): ``(first start,
+    last exit, start spread, exit spread, median lifetime)`` in ns, or None."""
+    ran = cta[(cta[:, 0] > 0) & (cta[:, 1] > 0)]
+    if not len(ran):
+        return None
+    life = sorted(int(x) for x in ran[:, 1] - ran[:, 0])
+    return (int(ran[:, 0].min()), int(ran[:, 1].max()), int(ran[:, 0].max() - ran[:, 0].min()),
+            int(ran[:, 1].max() - ran[:, 1].min()), life[len(life) // 2])
 
 
 def main() -> None:
@@ -70,8 +89,8 @@ def main() -> None:
         cp.cuda.runtime.deviceSynchronize()  # cupy's fills before torch's stream replays
         g.replay()
         torch.cuda.synchronize()
-        clk, ns = _marks(modules)
-        rows, prev_end = [], None
+        clk, ns, cta = _marks(modules)
+        rows, prev_end, prev_last = [], None, None
         print(f"{shape}: panel, ns (global timer), gap since the panel before (ns), "
               f"phases' share of its cycles (%)")
         for p in range(128):
@@ -95,6 +114,15 @@ def main() -> None:
             rows.append({"panel": p, "ns": span, "gap_ns": gap, "cycles": total, "shares": shares})
             print(f"  {p:3d} {span:7d} {'' if gap is None else gap:>7}  cycles {total:7d}  "
                   + " ".join(f"{k} {v}" for k, v in shares.items()), flush=True)
+            launch = _launch(cta[p])
+            if launch is not None:
+                first, last, s_spread, e_spread, life = launch
+                lgap = None if prev_last is None else first - prev_last
+                prev_last = last
+                rows[-1]["launch"] = {"span_ns": last - first, "gap_ns": lgap, "start_spread_ns": s_spread,
+                                      "exit_spread_ns": e_spread, "median_cta_ns": life}
+                print(f"      all CTAs: span {last - first} ns, gap {lgap}, starts spread {s_spread}, "
+                      f"exits spread {e_spread}, median CTA {life}", flush=True)
         report[shape] = rows
         del g
     if args.out:

@@ -211,19 +211,41 @@ __device__ __forceinline__ float cluster_sum(float x, float (*post)[2], int& par
 // PHASE_MARKS: an instrument, off in every build the library makes (EXPERIMENTS.md H46).
 // Thread 0 of CTA 0 (matrix 0; a cluster's rank 0) writes clock64() where each phase of
 // the Gram build ends into phase_clk[tw_index][i] and %globaltimer at its start and end
-// into phase_ns[tw_index][0, 1]; bench/devscripts/gram_phases.py reads them.
+// into phase_ns[tw_index][0, 1]; thread 0 of every CTA (the first CTA_MARKS) writes
+// %globaltimer where it starts and where it leaves, by whichever return, into
+// cta_ns[tw_index][blockIdx.x][0, 1] (OC49's family 2: the launch's spread and tail
+// around the CTAs' lifetimes); bench/devscripts/gram_phases.py reads them.
 #ifndef PHASE_MARKS
 #define PHASE_MARKS 0
 #endif
 #if PHASE_MARKS
+#define CTA_MARKS 1024
 __device__ long long phase_clk[128][16];
 __device__ unsigned long long phase_ns[128][2];
+__device__ unsigned long long cta_ns[128][CTA_MARKS][2];
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long g;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+    return g;
+}
+// Its constructor marks the CTA's start, its destructor the CTA's exit at any return.
+struct CtaClock {
+    unsigned long long* slot;
+    __device__ explicit CtaClock(int tw) : slot(nullptr) {
+        if (threadIdx.x == 0 && blockIdx.x < CTA_MARKS) {
+            slot = cta_ns[tw][blockIdx.x];
+            slot[0] = global_ns();
+        }
+    }
+    __device__ ~CtaClock() { if (slot) slot[1] = global_ns(); }
+};
 #define MARK(i) do { if (blockIdx.x == 0 && threadIdx.x == 0) phase_clk[tw_index][i] = clock64(); } while (0)
-#define MARK_NS(i) do { if (blockIdx.x == 0 && threadIdx.x == 0) { unsigned long long g_; \
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g_)); phase_ns[tw_index][i] = g_; } } while (0)
+#define MARK_NS(i) do { if (blockIdx.x == 0 && threadIdx.x == 0) phase_ns[tw_index][i] = global_ns(); } while (0)
+#define CTA_CLOCK() CtaClock cta_clock_(tw_index)
 #else
 #define MARK(i) do { } while (0)
 #define MARK_NS(i) do { } while (0)
+#define CTA_CLOCK() do { } while (0)
 #endif
 // The Gram build's T and first-row products hold 32 more values a thread: at two rows a
 // thread it is capped at two CTAs an SM (128 registers, no spill), as the column steps run.
@@ -275,6 +297,7 @@ panel_cuda(float* __restrict__ Ht, float* __restrict__ TAU, float* __restrict__ 
 #endif
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     float* base = Ht + (long long)b * m * n;
+    CTA_CLOCK();
     MARK_NS(0);
     MARK(0);
     // Register slot q holds panel column (j + q) mod NB at step j: the step's column is
