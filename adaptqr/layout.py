@@ -52,7 +52,8 @@ def load_column_major(A: torch.Tensor, a: torch.Tensor, *, backend: str = "auto"
     return a
 
 
-def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool, min_bytes: int) -> bool:
+def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool,
+                    min_bytes: int = TRITON_COPY_MIN_BYTES) -> bool:
     if A.dim() < 2 or A.dtype != a.dtype or A.dtype not in _TRITON_DTYPES or A.numel() == 0:
         return False
     if not forced and (not A.is_cuda or A.numel() * A.element_size() < min_bytes):
