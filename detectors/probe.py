@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import torch
 
-from .classify import active_columns, kept_columns, nonzero_columns, tail_bound
+from .classify import DROP_TAIL, active_columns, kept_columns, nonzero_columns, tail_bound
 
 # Column tile of one program. 32 columns x 128-row chunks = 16 KiB of float32 a load, and
 # 640x512 gives 10240 programs; below ~4 programs per SM of an H200 (132 SMs) we halve the
@@ -193,7 +193,7 @@ def _range(mx: torch.Tensor, mn: torch.Tensor) -> torch.Tensor:
     return torch.where(mx > 0, mx / mn, torch.ones_like(mx))
 
 
-def _finish(raw: dict[str, torch.Tensor], m: int, n: int) -> dict[str, torch.Tensor]:
+def _finish(raw: dict[str, torch.Tensor], m: int, n: int, drop_tail: bool) -> dict[str, torch.Tensor]:
     """Per-matrix features from the raw per-column / per-row ones (small torch ops)."""
     f = dict(raw)
     col_bad = f["col_nonfinite"]
@@ -225,16 +225,17 @@ def _finish(raw: dict[str, torch.Tensor], m: int, n: int) -> dict[str, torch.Ten
     f["tail_bound"] = tail_bound(f["norm1"], m, n)
     f["n_active"] = active_columns(f, m, n)
     f["n_nonzero"] = nonzero_columns(f, n)
-    f["n_kept"] = kept_columns(f, m, n)
+    f["n_kept"] = kept_columns(f, m, n, drop_tail)
     return f
 
 
-def probe(H: torch.Tensor, *, backend: str = "auto") -> dict[str, torch.Tensor]:
+def probe(H: torch.Tensor, *, backend: str = "auto", drop_tail: bool = DROP_TAIL) -> dict[str, torch.Tensor]:
     """Features of every matrix of ``H`` ``(B, m, n)`` in one pass, as device tensors.
 
     ``backend``: ``"auto"`` (Triton on CUDA float16/bfloat16/float32, torch ops otherwise),
     ``"triton"`` (forced; also runs on CPU tensors under ``TRITON_INTERPRET=1``) or
-    ``"torch"``. See the module docstring for the feature names.
+    ``"torch"``; ``drop_tail``: whether ``n_kept`` drops a negligible tail (the knob of
+    that name). See the module docstring for the feature names.
     """
     _check(H)
     B, m, n = H.shape
@@ -242,4 +243,4 @@ def probe(H: torch.Tensor, *, backend: str = "auto") -> dict[str, torch.Tensor]:
         raw = _raw_triton(H)
     else:
         raw = _raw_torch(H)
-    return _finish(raw, m, n)
+    return _finish(raw, m, n, drop_tail)

@@ -37,7 +37,6 @@ from .classify import (
     classify,
     fp16_est_scale,
     fp16_scales,
-    kept_columns,
     prescale_exponents,
     route_codes,
     tail_bound_scale,
@@ -89,17 +88,15 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
             from adaptqr.layout import load_column_major
 
             load_column_major(src, H)
-        f = probe(H, backend="torch" if backend == "torch" else "auto")
+        f = probe(H, backend="torch" if backend == "torch" else "auto", drop_tail=drop)
         routes = classify(f)
         n2max = f["col_norm2"].amax(dim=-1) if n else f["col_norm2"].new_zeros(B)
         pexp = prescale_exponents(n2max, ~f["nonfinite"].bool())
-        # probe's n_kept is the default's; only the knob's other value recomputes it.
-        n_kept = f["n_kept"] if drop == DROP_TAIL else kept_columns(f, m, n, drop)
-        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "n_kept": n_kept,
+        feats = {"n_active": f["n_active"], "n_nonzero": f["n_nonzero"], "n_kept": f["n_kept"],
                  "prescale": pexp}
         if coef < float("inf"):
             feats["fp16_scale"] = fp16_scales(f["col_norm1"], f["col_norm2"], routes,
-                                              f["n_active"], n_kept, m, pexp)
+                                              f["n_active"], f["n_kept"], m, pexp)
         return routes, feats
     return _route_triton(H, src, coef, drop)
 

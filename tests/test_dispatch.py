@@ -441,6 +441,7 @@ def test_replay_load_takes_the_copy_knob(monkeypatch):
     from types import SimpleNamespace
 
     from adaptqr import config
+    from adaptqr.layout import TRITON_COPY_MIN_BYTES
 
     seen = []
     monkeypatch.setattr(dispatch, "load_column_major", lambda A, a, **kw: seen.append(kw))
@@ -448,7 +449,7 @@ def test_replay_load_takes_the_copy_knob(monkeypatch):
     dispatch._Runner.load(SimpleNamespace(settings=config.snapshot()), A, outs)
     with config.experiment(copy_min_mib=4):
         dispatch._Runner.load(SimpleNamespace(settings=config.snapshot()), A, outs)
-    assert seen == [{}, {"min_bytes": 4 << 20}]
+    assert seen == [{"min_bytes": TRITON_COPY_MIN_BYTES}, {"min_bytes": 4 << 20}]
     with pytest.raises(ValueError, match="copy_min_mib"):
         with config.experiment(copy_min_mib=3):
             pass
