@@ -76,6 +76,52 @@ def _launch(A: torch.Tensor, a: torch.Tensor) -> None:
     column_major_copy_kernel[grid](A, a, m, n, m * n, n, tiles_n, BM=TILE, BN=TILE, num_warps=4)
 
 
+class SourceAddress:
+    """A contiguous ``(B, m, n)`` source that a kernel reads through its address, held in
+    device memory: a CUDA graph captured on it reads, at each replay, whichever tensor
+    :meth:`point_at` named last, so a replay's input needs no copy into a static buffer
+    before the graph (EXPERIMENTS.md X6). The route probe takes it as ``src``.
+
+    ``addr``: ``(1,)`` int64 on ``device``. The tensor pointed at must stay alive and
+    unchanged until the kernels that read it have run (stream order, as for any input).
+
+    >>> import torch
+    >>> s = SourceAddress((2, 3, 4), torch.float32, "cpu")
+    >>> A = torch.randn(2, 3, 4)
+    >>> s.point_at(A) is A, int(s.addr) == A.data_ptr(), s.strides
+    (True, True, (12, 4, 1))
+    """
+
+    __slots__ = ("addr", "shape", "strides", "dtype", "device", "_stage")
+
+    def __init__(self, shape: tuple, dtype: torch.dtype, device):
+        self.shape = tuple(shape)
+        B, m, n = self.shape
+        self.strides = (m * n, n, 1)
+        self.dtype, self.device = dtype, torch.device(device)
+        self.addr = torch.zeros(1, dtype=torch.int64, device=self.device)
+        self._stage = None  # a contiguous copy for inputs of other strides, made on first use
+
+    def point_at(self, A: torch.Tensor) -> torch.Tensor:
+        """Point the address at ``A`` (``(*batch, m, n)``, the batch dims ``B`` matrices in
+        all; ``dtype``, ``device``; any strides): at ``A`` itself where it is contiguous,
+        else at a copy of it in a buffer this object keeps (overwritten by the next such
+        call, after the reads before it in stream order). Returns the tensor pointed at."""
+        B, m, n = self.shape
+        if (tuple(A.shape[-2:]) != (m, n) or A.numel() != B * m * n or A.dtype != self.dtype
+                or A.device != self.device):
+            raise ValueError(f"SourceAddress of shape {self.shape}, {self.dtype} on {self.device}: "
+                             f"got shape {tuple(A.shape)}, {A.dtype} on {A.device}")
+        if not A.is_contiguous():
+            if self._stage is None:
+                self._stage = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+            A = self._stage.view(A.shape).copy_(A)
+        # fill_ takes the address as the launch's argument: a later call may change it
+        # before this one's kernels run without a race (a host buffer copied in would race).
+        self.addr.fill_(A.data_ptr())
+        return A
+
+
 def geqrf_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Uninitialized ``(a, tau)`` for ``A`` ``(*batch, m, n)`` in torch.geqrf's layout: ``a``
     ``(*batch, m, n)`` with each matrix column-major and the batches contiguous, ``tau``
