@@ -237,9 +237,12 @@ class _Runner:
     def _by_address(self, A: torch.Tensor) -> bool:
         """Whether the body's route probe reads the input by its address (knob
         ``replay_by_address``): on CUDA, where the plan runs the Triton probe."""
-        return bool(self.settings.knobs.get("replay_by_address", REPLAY_BY_ADDRESS)
-                    and A.is_cuda and self.plan.probe and self.settings.detect
-                    and A.dtype in (torch.float32, torch.float16, torch.bfloat16))
+        if not (self.settings.knobs.get("replay_by_address", REPLAY_BY_ADDRESS)
+                and self.plan.probe and self.settings.detect):
+            return False
+        from adaptqr.detectors.probe import use_triton
+
+        return use_triton(A, "auto", "route probe")
 
     def body(self, outs: tuple, src: torch.Tensor | SourceAddress | None = None) -> None:
         spec = self.plan.spec
