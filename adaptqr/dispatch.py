@@ -224,10 +224,10 @@ class _Runner:
         return a, tau_full
 
     def load(self, A: torch.Tensor, outs: tuple) -> None:
-        spec = self.plan.spec
         if self._by_address(A):
             # The probe of the body loads the input, read through its address (X6).
             if self.src is None:
+                spec = self.plan.spec
                 self.src = SourceAddress((spec.batch, spec.m, spec.n), A.dtype, A.device)
             self.src.point_at(A)
             return

@@ -121,11 +121,8 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, drop: 
     cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
     flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
     by_address = isinstance(src, SourceAddress)
-    if by_address:
-        s, strides = src.addr, src.strides
-    else:
-        s = src if src is not None else H
-        strides = s.stride()
+    s = src.addr if by_address else (src if src is not None else H)
+    strides = src.strides if by_address else s.stride()
     route_columns_kernel[(B, triton.cdiv(n, block_n))](
         H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
         s, *strides, BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None,
