@@ -174,9 +174,7 @@ class Knobs:
     1, the FP32 route's pair update the same way), ``qform_flag_block``
     (``qform.QFORM_FLAG_BLOCK``: 0 / 1, the Q launches' per-matrix flags read in one vector
     load), ``copy_min_mib`` (``layout.TRITON_COPY_MIN_BYTES``: 0, 1, 4, 16 or 32 MiB, the
-    smallest input a graph replay's load copies by the Triton transpose), ``replay_by_address``
-    (``dispatch.REPLAY_BY_ADDRESS``: 0 / 1, a graph replay's route probe reads the caller's
-    input through its address instead of a copy the load makes before the graph)."""
+    smallest input a graph replay's load copies by the Triton transpose)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -223,7 +221,6 @@ class Knobs:
     fp32_halves: int | None = None
     qform_flag_block: int | None = None
     copy_min_mib: int | None = None
-    replay_by_address: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -369,7 +366,6 @@ KNOB_CHOICES = {
     "fp32_halves": (0, 1),
     "qform_flag_block": (0, 1),
     "copy_min_mib": (0, 1, 4, 16, 32),
-    "replay_by_address": (0, 1),
 }
 
 

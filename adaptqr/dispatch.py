@@ -39,7 +39,7 @@ import torch
 
 from adaptqr import config
 from adaptqr import log as _log
-from adaptqr.layout import TRITON_COPY_MIN_BYTES, SourceAddress, geqrf_outputs, load_column_major
+from adaptqr.layout import TRITON_COPY_MIN_BYTES, geqrf_outputs, load_column_major
 from adaptqr.planning import (  # noqa: F401  (PLAN_CACHE_SIZE, plan_for, spec_of, clear_plans: public here too)
     _NUM_CLASSES,
     PLAN_CACHE_SIZE,
@@ -186,12 +186,6 @@ def _path_views(a: torch.Tensor, tau: torch.Tensor, B: int, m: int, n: int):
     return a.as_strided((B, m, n), (m * n, 1, m)), tau.as_strided((B, k), (k, 1))
 
 
-#: A graph replay's route probe reads the caller's input through its address (X6), in
-#: place of the load's copy before the graph (torch's strided copy: 11 / 42 us of 40x176 /
-#: 40x352 on the H100, trace 1958). Off until measured (knob ``replay_by_address``).
-REPLAY_BY_ADDRESS = 0
-
-
 class _Runner:
     """The eager plan on a ``(*batch, m, n)`` input, as an in-place plan for graphs.run.
 
@@ -203,7 +197,7 @@ class _Runner:
     it (``MatrixInfo.panel_out``): a replay returns its own with the factors, for the log.
     """
 
-    __slots__ = ("plan", "settings", "routes", "fp16", "n_active", "notes", "src")
+    __slots__ = ("plan", "settings", "routes", "fp16", "n_active", "notes")
 
     def __init__(self, plan: Plan, settings: config.Settings):
         self.plan = plan
@@ -212,7 +206,6 @@ class _Runner:
         self.fp16 = None
         self.n_active = None
         self.notes: dict = {}
-        self.src: SourceAddress | None = None  # X6: the source the captured probe reads
 
     def alloc(self, A: torch.Tensor) -> tuple:
         shape = A.shape
@@ -224,30 +217,11 @@ class _Runner:
         return a, tau_full
 
     def load(self, A: torch.Tensor, outs: tuple) -> None:
-        if self._by_address(A):
-            # The probe of the body loads the input, read through its address (X6).
-            if self.src is None:
-                spec = self.plan.spec
-                self.src = SourceAddress((spec.batch, spec.m, spec.n), A.dtype, A.device)
-            self.src.point_at(A)
-            return
         mib = self.settings.knobs.get("copy_min_mib", TRITON_COPY_MIN_BYTES >> 20)  # X5's knob
         load_column_major(A, outs[0], min_bytes=mib << 20)
 
-    def _by_address(self, A: torch.Tensor) -> bool:
-        """Whether the body's route probe reads the input by its address (knob
-        ``replay_by_address``): on CUDA, where the plan runs the Triton probe."""
-        if not (self.settings.knobs.get("replay_by_address", REPLAY_BY_ADDRESS)
-                and self.plan.probe and self.settings.detect):
-            return False
-        from adaptqr.detectors.probe import use_triton
-
-        return use_triton(A, "auto", "route probe")
-
-    def body(self, outs: tuple, src: torch.Tensor | SourceAddress | None = None) -> None:
+    def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
         spec = self.plan.spec
-        if src is None:
-            src = self.src  # a replay's body: the probe reads the input the load pointed at
         H, tau = _path_views(outs[0], outs[1], spec.batch, spec.m, spec.n)
         routes, features = probe(self.plan, H, src, self.settings)
         if features is None:  # no probe ran to load the input

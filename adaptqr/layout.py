@@ -23,13 +23,12 @@ import torch
 
 #: Inputs of at least this many bytes take the Triton copy. Below it, a launch through
 #: Triton's Python launcher (tens of microseconds of host time) costs more than the copy
-#: saves. Among the benchmark cases the large ones (134 to 671 MB) take it, 40x352 (20 MB)
-#: and smaller do not. That reason holds where the host is the bound (20x32); where a call's
-#: GPU work hides the launch (40x176, 40x352: torch's strided copy 11 and 42 us of their
-#: 0.21 and 0.52 ms, H100 trace 1958) it is unmeasured: the knob ``copy_min_mib``
-#: (EXPERIMENTS.md X5).
+#: saves where the host is the bound: 20x32 (80 KB) at a 0 MiB bound 0.0366 ms against
+#: 0.0285 (H100 run 2342, EXPERIMENTS.md X5). From 4 MiB up the GPU work of a call hides the
+#: launch and the copy's own speed wins: at 4 MiB against 32, 40x176 (5 MB) -5.4 %, 40x352
+#: (20 MB) -7.7 %, 200x128 -8.4 %, 100x256 -5.7 %, 30x512 mixed -7.8 % (same run).
 #: torch's strided copy: 640x512 (671 MB) 1.14 ms (torch.profiler, EXPERIMENTS.md X1).
-TRITON_COPY_MIN_BYTES = 32 << 20
+TRITON_COPY_MIN_BYTES = 4 << 20
 #: Tile of a program: 64 x 64 float32 is 16 KiB through shared memory.
 TILE = 64
 #: Dtypes the kernel copies (Triton has no complex types).
@@ -74,52 +73,6 @@ def _launch(A: torch.Tensor, a: torch.Tensor) -> None:
     tiles_n = triton.cdiv(n, TILE)
     grid = (B * triton.cdiv(m, TILE) * tiles_n,)
     column_major_copy_kernel[grid](A, a, m, n, m * n, n, tiles_n, BM=TILE, BN=TILE, num_warps=4)
-
-
-class SourceAddress:
-    """A contiguous ``(B, m, n)`` source that a kernel reads through its address, held in
-    device memory: a CUDA graph captured on it reads, at each replay, whichever tensor
-    :meth:`point_at` named last, so a replay's input needs no copy into a static buffer
-    before the graph (EXPERIMENTS.md X6). The route probe takes it as ``src``.
-
-    ``addr``: ``(1,)`` int64 on ``device``. The tensor pointed at must stay alive and
-    unchanged until the kernels that read it have run (stream order, as for any input).
-
-    >>> import torch
-    >>> s = SourceAddress((2, 3, 4), torch.float32, "cpu")
-    >>> A = torch.randn(2, 3, 4)
-    >>> s.point_at(A) is A, int(s.addr) == A.data_ptr(), s.strides
-    (True, True, (12, 4, 1))
-    """
-
-    __slots__ = ("addr", "shape", "strides", "dtype", "device", "_stage")
-
-    def __init__(self, shape: tuple, dtype: torch.dtype, device):
-        self.shape = tuple(shape)
-        B, m, n = self.shape
-        self.strides = (m * n, n, 1)
-        self.dtype, self.device = dtype, torch.device(device)
-        self.addr = torch.zeros(1, dtype=torch.int64, device=self.device)
-        self._stage = None  # a contiguous copy for inputs of other strides, made on first use
-
-    def point_at(self, A: torch.Tensor) -> torch.Tensor:
-        """Point the address at ``A`` (``(*batch, m, n)``, the batch dims ``B`` matrices in
-        all; ``dtype``, ``device``; any strides): at ``A`` itself where it is contiguous,
-        else at a copy of it in a buffer this object keeps (overwritten by the next such
-        call, after the reads before it in stream order). Returns the tensor pointed at."""
-        B, m, n = self.shape
-        if (tuple(A.shape[-2:]) != (m, n) or A.numel() != B * m * n or A.dtype != self.dtype
-                or A.device != self.device):
-            raise ValueError(f"SourceAddress of shape {self.shape}, {self.dtype} on {self.device}: "
-                             f"got shape {tuple(A.shape)}, {A.dtype} on {A.device}")
-        if not A.is_contiguous():
-            if self._stage is None:
-                self._stage = torch.empty(self.shape, dtype=self.dtype, device=self.device)
-            A = self._stage.view(A.shape).copy_(A)
-        # fill_ takes the address as the launch's argument: a later call may change it
-        # before this one's kernels run without a race (a host buffer copied in would race).
-        self.addr.fill_(A.data_ptr())
-        return A
 
 
 def geqrf_outputs(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import torch
 
-from adaptqr.layout import SourceAddress, load_column_major
-
 from .classify import (
     DROP_TAIL,
     FP16_BUDGET,
@@ -72,9 +70,7 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
 
     ``src`` (same shape and dtype as ``H``; H column-major): copy ``src`` into ``H`` first.
     With the Triton backend the column kernel does the copy as it reads (one pass over the
-    batch instead of two); otherwise :func:`adaptqr.layout.load_column_major`. A
-    :class:`adaptqr.layout.SourceAddress` as ``src`` is read through its address (Triton
-    backend only: a ``ValueError`` where it would not run).
+    batch instead of two); otherwise :func:`adaptqr.layout.load_column_major`.
     """
     _check(H)
     B, m, n = H.shape
@@ -86,14 +82,11 @@ def route(H: torch.Tensor, *, backend: str = "auto", src: torch.Tensor | None = 
     drop = bool(settings.knobs.get("drop_tail", DROP_TAIL))
     if src is not None and src.shape != H.shape:
         raise ValueError(f"route: src of shape {tuple(src.shape)} for H of shape {tuple(H.shape)}")
-    by_address = isinstance(src, SourceAddress)
     if not use_triton(H, backend, "route probe") or B * m * n == 0 or (
             src is not None and (H.stride(1) != 1 or src.dtype != H.dtype)):
-        if by_address:
-            raise ValueError(f"route: a SourceAddress source needs the Triton probe on a "
-                             f"column-major H of its dtype; got H {H.dtype} on {H.device}, "
-                             f"strides {H.stride()}, source {src.dtype}")
         if src is not None:
+            from adaptqr.layout import load_column_major
+
             load_column_major(src, H)
         f = probe(H, backend="torch" if backend == "torch" else "auto", drop_tail=drop)
         routes = classify(f)
@@ -120,13 +113,11 @@ def _route_triton(H: torch.Tensor, src: torch.Tensor | None, coef: float, drop: 
     block_n = BLOCK_N if B * triton.cdiv(n, BLOCK_N) >= MIN_PROGRAMS else BLOCK_N_SMALL
     cols = torch.empty((2, B, n), dtype=torch.float32, device=dev)  # n1, n2
     flags = torch.empty((2, B, n), dtype=torch.int8, device=dev)    # below, bad
-    by_address = isinstance(src, SourceAddress)
-    s = src.addr if by_address else (src if src is not None else H)
-    strides = src.strides if by_address else s.stride()
+    s = src if src is not None else H
     route_columns_kernel[(B, triton.cdiv(n, block_n))](
         H, m, n, H.stride(0), H.stride(2), cols[0], cols[1], flags[0], flags[1],
-        s, *strides, BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None,
-        SRC_ADDR=by_address, num_warps=ROUTE_WARPS,
+        s, s.stride(0), s.stride(1), s.stride(2),
+        BLOCK_N=block_n, BLOCK_M=ROUTE_BLOCK_M, COPY=src is not None, num_warps=ROUTE_WARPS,
     )
     out = torch.empty((5, B), dtype=torch.int32, device=dev)  # n_active, routes, n_nonzero, n_kept, e
     n_active, routes, n_nonzero, n_kept, pexp = out[0], out[1], out[2], out[3], out[4]

@@ -435,48 +435,6 @@ def test_direct_plan_hands_the_callers_tensor_to_torch(monkeypatch):
     assert plan.gathered and plan.direct is None
 
 
-def test_replay_by_address_wiring(monkeypatch):
-    # X6: under the knob replay_by_address a replay's load copies nothing; it points the
-    # runner's SourceAddress at the input (at a contiguous copy of a strided one), and the
-    # body hands that source to the probe, which loads H. Off CUDA the knob does nothing.
-    from types import SimpleNamespace
-
-    from adaptqr import config
-    from adaptqr.layout import SourceAddress
-
-    copies, probed = [], []
-    monkeypatch.setattr(dispatch, "load_column_major", lambda A, a, **kw: copies.append(A))
-    monkeypatch.setattr(dispatch, "probe", lambda plan, H, src, settings: (probed.append(src), (None, {}))[1])
-    monkeypatch.setattr(dispatch, "factor", lambda *a, **k: None)
-    plan = SimpleNamespace(spec=SimpleNamespace(batch=2, m=3, n=4), probe=True)
-    A = torch.randn(2, 3, 4)
-    outs = (torch.empty(2, 4, 3).mT, torch.empty(2, 3))
-    on_gpu = SimpleNamespace(is_cuda=True, dtype=torch.float32)  # what _by_address reads
-    assert not dispatch._Runner(plan, config.snapshot())._by_address(on_gpu)  # off by default
-    monkeypatch.setenv("ADAPTQR_DETECT", "0")
-    with config.experiment(replay_by_address=1):
-        assert not dispatch._Runner(plan, config.snapshot())._by_address(on_gpu)  # no probe runs
-    monkeypatch.delenv("ADAPTQR_DETECT")
-    with config.experiment(replay_by_address=1):
-        r = dispatch._Runner(plan, config.snapshot())
-        assert r._by_address(on_gpu)
-        assert not dispatch._Runner(SimpleNamespace(spec=plan.spec, probe=False), r.settings)._by_address(on_gpu)
-        assert not r._by_address(SimpleNamespace(is_cuda=True, dtype=torch.float64))
-        assert not r._by_address(A)  # a CPU input: the plain load
-        r.load(A, outs)
-        assert copies == [A] and r.src is None
-        monkeypatch.setattr(dispatch._Runner, "_by_address", lambda self, A: True)
-        r.load(A, outs)
-        assert isinstance(r.src, SourceAddress) and int(r.src.addr) == A.data_ptr()
-        r.body(outs)
-        assert probed == [r.src] and copies == [A]
-        At = torch.randn(2, 4, 3).mT  # strided: the source's own copy, same values
-        r.load(At, outs)
-        assert int(r.src.addr) != At.data_ptr() and torch.equal(r.src._stage, At)
-        r.body(outs, A)  # an eager body with the caller's view keeps it
-        assert probed[-1] is A
-
-
 def test_replay_load_takes_the_copy_knob(monkeypatch):
     # X5: a graph replay's load (outside the graph) copies by the Triton transpose from the
     # knob copy_min_mib's size on, where it is set; else from layout's constant.
@@ -488,10 +446,9 @@ def test_replay_load_takes_the_copy_knob(monkeypatch):
     seen = []
     monkeypatch.setattr(dispatch, "load_column_major", lambda A, a, **kw: seen.append(kw))
     A, outs = torch.randn(2, 3, 3), (torch.empty(2, 3, 3),)
-    plan = SimpleNamespace(spec=SimpleNamespace(batch=2, m=3, n=3), probe=True)
-    dispatch._Runner(plan, config.snapshot()).load(A, outs)
+    dispatch._Runner.load(SimpleNamespace(settings=config.snapshot()), A, outs)
     with config.experiment(copy_min_mib=4):
-        dispatch._Runner(plan, config.snapshot()).load(A, outs)
+        dispatch._Runner.load(SimpleNamespace(settings=config.snapshot()), A, outs)
     assert seen == [{"min_bytes": TRITON_COPY_MIN_BYTES}, {"min_bytes": 4 << 20}]
     with pytest.raises(ValueError, match="copy_min_mib"):
         with config.experiment(copy_min_mib=3):

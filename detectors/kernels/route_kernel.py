@@ -47,7 +47,6 @@ def route_columns_kernel(
     n1_ptr, n2_ptr, below_ptr, bad_ptr,        # (B, n) contiguous
     S_ptr, s_b, s_r, s_c,                      # COPY: the source (B, m, n), any strides
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, COPY: tl.constexpr,
-    SRC_ADDR: tl.constexpr = False,            # COPY: S_ptr holds the source's address (int64)
 ):
     b = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -56,10 +55,6 @@ def route_columns_kernel(
     if COPY:
         # Read the input and write its tiles into H on the way: the copy into geqrf's
         # layout and the probe share one pass over the batch.
-        if SRC_ADDR:
-            # A graph replay's input, named at each replay by the load outside the graph
-            # (layout.SourceAddress, EXPERIMENTS.md X6).
-            S_ptr = tl.load(S_ptr).to(tl.pointer_type(H_ptr.dtype.element_ty))
         base = S_ptr + b.to(tl.int64) * s_b + cols.to(tl.int64)[:, None] * s_c
         row_step = s_r
     else:
