@@ -173,8 +173,7 @@ class Knobs:
     products from ``V``'s halves made once), ``fp32_halves`` (``schedules.FP32_HALVES``: 0 /
     1, the FP32 route's pair update the same way), ``qform_flag_block``
     (``qform.QFORM_FLAG_BLOCK``: 0 / 1, the Q launches' per-matrix flags read in one vector
-    load), ``copy_min_mib`` (``layout.TRITON_COPY_MIN_BYTES``: 0, 1, 4, 16 or 32 MiB, the
-    smallest input a graph replay's load copies by the Triton transpose)."""
+    load)."""
 
     split_min_rows: int | None
     tail_prec: str | None
@@ -220,7 +219,6 @@ class Knobs:
     qform_halves: int | None = None
     fp32_halves: int | None = None
     qform_flag_block: int | None = None
-    copy_min_mib: int | None = None
 
     def get(self, name: str, constant):
         """The knob ``name``, or ``constant`` (the library's value) where it is unset.
@@ -365,7 +363,6 @@ KNOB_CHOICES = {
     "qform_halves": (0, 1),
     "fp32_halves": (0, 1),
     "qform_flag_block": (0, 1),
-    "copy_min_mib": (0, 1, 4, 16, 32),
 }
 
 

@@ -39,7 +39,7 @@ import torch
 
 from adaptqr import config
 from adaptqr import log as _log
-from adaptqr.layout import TRITON_COPY_MIN_BYTES, geqrf_outputs, load_column_major
+from adaptqr.layout import geqrf_outputs, load_column_major
 from adaptqr.planning import (  # noqa: F401  (PLAN_CACHE_SIZE, plan_for, spec_of, clear_plans: public here too)
     _NUM_CLASSES,
     PLAN_CACHE_SIZE,
@@ -217,8 +217,7 @@ class _Runner:
         return a, tau_full
 
     def load(self, A: torch.Tensor, outs: tuple) -> None:
-        mib = self.settings.knobs.get("copy_min_mib", TRITON_COPY_MIN_BYTES >> 20)  # X5's knob
-        load_column_major(A, outs[0], min_bytes=mib << 20)
+        load_column_major(A, outs[0])
 
     def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
         spec = self.plan.spec

@@ -35,27 +35,24 @@ TILE = 64
 _TRITON_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
-def load_column_major(A: torch.Tensor, a: torch.Tensor, *, backend: str = "auto",
-                      min_bytes: int = TRITON_COPY_MIN_BYTES) -> torch.Tensor:
+def load_column_major(A: torch.Tensor, a: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
     """Copy ``A`` into ``a`` (geqrf's layout, see the module docstring); returns ``a``.
 
-    ``backend``: ``"auto"`` (the Triton kernel where it pays: inputs of at least
-    ``min_bytes``, :data:`TRITON_COPY_MIN_BYTES` unless the caller measures another bound),
-    ``"triton"`` (whenever the kernel applies: tests run it under ``TRITON_INTERPRET=1`` on
-    CPU tensors) or ``"torch"``.
+    ``backend``: ``"auto"`` (the Triton kernel where it pays, see
+    :data:`TRITON_COPY_MIN_BYTES`), ``"triton"`` (whenever the kernel applies: tests run it
+    under ``TRITON_INTERPRET=1`` on CPU tensors) or ``"torch"``.
     """
-    if backend != "torch" and _triton_applies(A, a, backend == "triton", min_bytes):
+    if backend != "torch" and _triton_applies(A, a, backend == "triton"):
         _launch(A, a)
     else:
         a.copy_(A)
     return a
 
 
-def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool,
-                    min_bytes: int = TRITON_COPY_MIN_BYTES) -> bool:
+def _triton_applies(A: torch.Tensor, a: torch.Tensor, forced: bool) -> bool:
     if A.dim() < 2 or A.dtype != a.dtype or A.dtype not in _TRITON_DTYPES or A.numel() == 0:
         return False
-    if not forced and (not A.is_cuda or A.numel() * A.element_size() < min_bytes):
+    if not forced and (not A.is_cuda or A.numel() * A.element_size() < TRITON_COPY_MIN_BYTES):
         return False
     m, n = A.shape[-2], A.shape[-1]
     # One batch stride, rows with unit steps (a contiguous input; not an expanded or

@@ -433,23 +433,3 @@ def test_direct_plan_hands_the_callers_tensor_to_torch(monkeypatch):
     adaptqr.register_path(lr, name="lr_direct", classes={"lowrank"}, priority=10)
     plan = dispatch.plan_for(dispatch.spec_of(A), None)
     assert plan.gathered and plan.direct is None
-
-
-def test_replay_load_takes_the_copy_knob(monkeypatch):
-    # X5: a graph replay's load (outside the graph) copies by the Triton transpose from the
-    # knob copy_min_mib's size on, where it is set; else from layout's constant.
-    from types import SimpleNamespace
-
-    from adaptqr import config
-    from adaptqr.layout import TRITON_COPY_MIN_BYTES
-
-    seen = []
-    monkeypatch.setattr(dispatch, "load_column_major", lambda A, a, **kw: seen.append(kw))
-    A, outs = torch.randn(2, 3, 3), (torch.empty(2, 3, 3),)
-    dispatch._Runner.load(SimpleNamespace(settings=config.snapshot()), A, outs)
-    with config.experiment(copy_min_mib=4):
-        dispatch._Runner.load(SimpleNamespace(settings=config.snapshot()), A, outs)
-    assert seen == [{"min_bytes": TRITON_COPY_MIN_BYTES}, {"min_bytes": 4 << 20}]
-    with pytest.raises(ValueError, match="copy_min_mib"):
-        with config.experiment(copy_min_mib=3):
-            pass

@@ -315,21 +315,20 @@ def test_large_input_load_is_exact(shape):
 
 @pytest.mark.parametrize("shape", [(40, 176, 176), (7, 100, 60)])
 def test_small_input_load_by_the_triton_copy(shape):
-    # X5's knob copy_min_mib=0: small inputs' loads by the Triton transpose too. The copy
-    # is exact; through the public call (eager or capture, then replays, whose load runs
-    # outside the graph) the input stays untouched and every result passes the bar.
+    # X5: inputs from layout.TRITON_COPY_MIN_BYTES (4 MiB; 40x176 is 5 MB, 7x100x60 below
+    # it) load by the Triton transpose. The copy is exact; through the public call (eager or
+    # capture, then replays, whose load runs outside the graph) the input stays untouched
+    # and every result passes the bar.
     import adaptqr.graphs as graphs
-    from adaptqr import config
     from adaptqr.layout import load_column_major
 
     A = torch.randn(*shape, device="cuda")
     A0 = A.clone()
     a = torch.empty(shape[0], shape[2], shape[1], device="cuda").mT
-    load_column_major(A, a, min_bytes=0)
+    load_column_major(A, a, backend="triton")
     assert torch.equal(a, A)
     graphs.clear()
-    with config.experiment(copy_min_mib=0):
-        for _ in range(3):
-            a1, t1 = adaptqr.geqrf(A)
-            assert torch.equal(A, A0) and check_geqrf(A, a1, t1).passes_bar
+    for _ in range(3):
+        a1, t1 = adaptqr.geqrf(A)
+        assert torch.equal(A, A0) and check_geqrf(A, a1, t1).passes_bar
     graphs.clear()
