@@ -216,7 +216,8 @@ class _Runner:
                                            device=A.device)
         return a, tau_full
 
-    def load(self, A: torch.Tensor, outs: tuple) -> None:
+    @staticmethod
+    def load(A: torch.Tensor, outs: tuple) -> None:
         load_column_major(A, outs[0])
 
     def body(self, outs: tuple, src: torch.Tensor | None = None) -> None:
